@@ -1,0 +1,327 @@
+package memstore
+
+import (
+	"context"
+	"maps"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// ClaimGrantIssue implements model.ClaimStore.
+func (s *Store) ClaimGrantIssue(ctx context.Context, p *model.ClaimGrantIssueParams) (*model.ClaimGrantIssueResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	e, err := s.lookup(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	now := ms(p.Now)
+	if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
+		return nil, model.ErrNotEligible
+	}
+	if e.grant.live(now) {
+		return nil, model.ErrGrantAlreadyExists
+	}
+	if _, l := s.indexesOf(e); !l.eligible.has(e.id) {
+		return nil, model.ErrNotInEligibleSet
+	}
+	if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
+		return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
+	}
+	e.grant = &grantRec{kind: model.GrantClaim, workerID: p.WorkerID, workerInstanceID: p.WorkerInstanceID,
+		createdAt: now, expiresAt: now + p.GrantTTL.Milliseconds()}
+	e.lastMutationAt = now
+	return &model.ClaimGrantIssueResult{ExpiresAt: tm(e.grant.expiresAt)}, nil
+}
+
+// checkGrant verifies that e holds a live grant of kind for worker.
+func checkGrant(e *execution, kind model.GrantKind, worker model.WorkerID, now int64) error {
+	g := e.grant
+	if g == nil || g.kind != kind || g.workerID != worker {
+		return model.ErrInvalidClaimGrant
+	}
+	if !g.live(now) {
+		return model.ErrClaimGrantExpired
+	}
+	return nil
+}
+
+// checkClaimable is the shared front of claim and grant-and-claim.
+func checkClaimable(e *execution) error {
+	if e.lp != model.PhaseRunnable || e.es != model.EligibleNow || e.to != model.OutcomeNone {
+		return model.ErrNotLeaseable
+	}
+	if e.os != model.OwnershipUnowned {
+		return model.ErrLeaseConflict
+	}
+	if e.as == model.AttemptRunning {
+		return model.ErrActiveAttemptExists
+	}
+	return nil
+}
+
+// ExecutionClaim implements model.ClaimStore.
+func (s *Store) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParams) (*model.ClaimResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	e, err := s.lookup(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	now := ms(p.Now)
+	if err := checkClaimable(e); err != nil {
+		return nil, err
+	}
+	if err := checkGrant(e, model.GrantClaim, p.WorkerID, now); err != nil {
+		return nil, err
+	}
+	return s.claim(e, &p.LeaseRequest, now), nil
+}
+
+// ExecutionGrantAndClaim implements model.ClaimStore.
+func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGrantAndClaimParams) (*model.ClaimResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	e, err := s.lookup(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	now := ms(p.Now)
+	if e.lp != model.PhaseRunnable || e.to != model.OutcomeNone {
+		return nil, model.ErrNotEligible
+	}
+	if e.os != model.OwnershipUnowned {
+		return nil, model.ErrLeaseConflict
+	}
+	if e.as == model.AttemptRunning {
+		return nil, model.ErrActiveAttemptExists
+	}
+	if e.grant.live(now) {
+		return nil, model.ErrGrantAlreadyExists
+	}
+	if e.es != model.EligibleNow {
+		return nil, model.ErrNotEligible
+	}
+	if _, l := s.indexesOf(e); !l.eligible.has(e.id) {
+		return nil, model.ErrNotInEligibleSet
+	}
+	if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
+		return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
+	}
+	return s.claim(e, &p.LeaseRequest, now), nil
+}
+
+// ExecutionClaimNext implements model.ClaimStore.
+func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
+	live, _ := model.NormalizeCapabilities("live_capabilities", p.LiveCapabilities)
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := ms(p.Now)
+	res := &model.ExecutionClaimNextResult{}
+	pt := s.parts[p.Partition]
+	if pt == nil {
+		return res, nil
+	}
+	l := pt.lanes[p.Lane]
+	if l == nil {
+		return res, nil
+	}
+	heads := make([]model.ExecutionID, 0, min(p.ScanLimit, l.eligible.len()))
+	l.eligible.scan(func(it zitem) bool {
+		heads = append(heads, it.id)
+		return len(heads) < p.ScanLimit
+	})
+	for _, id := range heads {
+		e := s.execs[id]
+		if e == nil || checkClaimable(e) != nil {
+			res.Skipped++
+			continue
+		}
+		if e.grant.live(now) && e.grant.workerID != p.WorkerID {
+			res.Skipped++
+			continue
+		}
+		missing := e.requiredCaps.Missing(caps)
+		if len(missing) == 0 {
+			res.Claimed = s.claim(e, &p.LeaseRequest, now)
+			return res, nil
+		}
+		if e.requiredCaps.SubsetOf(live) {
+			res.Skipped++
+			continue
+		}
+		e.lastCapMismatchAt = now
+		s.block(e, now, model.WaitingForCapableWorker, "no live worker has: "+e.requiredCaps.Missing(live).CSV())
+		res.Blocked = append(res.Blocked, id)
+	}
+	return res, nil
+}
+
+// claim starts (or resumes) an attempt under a new lease. The caller has
+// checked that e is claimable.
+func (s *Store) claim(e *execution, r *model.LeaseRequest, now int64) *model.ClaimResult {
+	p, l := s.indexesOf(e)
+	l.eligible.remove(e.id)
+	e.grant = nil
+	e.epoch++
+	ttl := r.LeaseTTL.Milliseconds()
+	e.lease = &leaseRec{
+		id: r.LeaseID, workerID: r.WorkerID, workerInstanceID: r.WorkerInstanceID,
+		acquiredAt: now, expiresAt: now + ttl, renewBy: model.RenewDeadline(now, ttl),
+	}
+	resumed := e.as == model.AttemptInterrupted && e.curAttempt >= 0
+	var a *model.Attempt
+	if resumed {
+		a = &e.attempts[e.curAttempt]
+		a.Status = model.AttemptStarted
+	} else {
+		typ := model.AttemptInitial
+		if e.pending != nil {
+			typ = e.pending.Type
+		}
+		e.attempts = append(e.attempts, model.Attempt{
+			Index: e.totalAttempts, ID: r.AttemptID, Type: typ, Status: model.AttemptStarted,
+			StartedAt: tm(now),
+		})
+		e.curAttempt = e.totalAttempts
+		e.totalAttempts++
+		a = &e.attempts[e.curAttempt]
+	}
+	a.LeaseID = r.LeaseID
+	a.LeaseEpoch = e.epoch
+	a.WorkerID = r.WorkerID
+	a.WorkerInstanceID = r.WorkerInstanceID
+	e.pending = nil
+	e.delayUntil = 0
+	e.leaseExpiredAt, e.leaseRevokedAt, e.revokeReason = 0, 0, ""
+	if e.startedAt == 0 {
+		e.startedAt = now
+	}
+	e.setState(now, model.PhaseActive, model.OwnershipLeased, model.NotApplicable, model.BlockingNone, model.OutcomeNone, model.AttemptRunning)
+	p.leaseExpiry.add(e.id, e.lease.expiresAt)
+	l.active.add(e.id, e.lease.expiresAt)
+	p.wl(r.WorkerInstanceID).add(e.id)
+	if e.attemptTimeout > 0 {
+		e.timeoutAt = now + e.attemptTimeout
+		p.attemptTimeout.add(e.id, e.timeoutAt)
+	}
+	kind := model.LeaseAcquired
+	if resumed {
+		kind = model.LeaseResumed
+	}
+	e.addHistory(now, kind, "")
+	return s.claimResult(e, resumed)
+}
+
+func (s *Store) claimResult(e *execution, resumed bool) *model.ClaimResult {
+	a := e.currentAttempt()
+	r := &model.ClaimResult{
+		ID: e.id,
+		Lease: model.Lease{
+			ID: e.lease.id, Epoch: e.epoch, WorkerID: e.lease.workerID,
+			WorkerInstanceID: e.lease.workerInstanceID,
+			AcquiredAt:       tm(e.lease.acquiredAt), ExpiresAt: tm(e.lease.expiresAt), RenewBy: tm(e.lease.renewBy),
+		},
+		AttemptID: a.ID, AttemptIndex: a.Index, AttemptType: a.Type, Resumed: resumed,
+		Namespace: e.namespace, Lane: e.lane, Kind: e.kind, Priority: e.priority,
+		Payload: cloneBytes(e.payload), RetryCount: e.retryCount, CreatedAt: tm(e.createdAt),
+		Tags: maps.Clone(e.tags),
+	}
+	if r.Tags == nil {
+		r.Tags = map[string]string{}
+	}
+	return r
+}
+
+// ExecutionBlock implements model.ClaimStore.
+func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParams) (*model.ExecutionBlockResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	e, err := s.lookup(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if e.lp == model.PhaseTerminal {
+		return nil, e.notActiveErr()
+	}
+	if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
+		return nil, model.ErrNotEligible
+	}
+	s.block(e, ms(p.Now), p.Reason, p.Detail)
+	return &model.ExecutionBlockResult{EligibilityState: e.es}, nil
+}
+
+// block moves an eligible execution to the blocked set of reason.
+func (s *Store) block(e *execution, now int64, reason model.BlockingReason, detail string) {
+	es, _ := model.BlockedEligibility(reason)
+	_, l := s.indexesOf(e)
+	l.eligible.remove(e.id)
+	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, es, reason, model.OutcomeNone, e.as)
+	e.blockingDetail = detail
+	e.grant = nil
+	l.blocked[es].add(e.id, now)
+	if es == model.BlockedByRoute {
+		key := e.requiredCaps.CSV()
+		g := l.routeGroups[key]
+		if g == nil {
+			g = newZset()
+			l.routeGroups[key] = g
+		}
+		g.add(e.id, now)
+	}
+}
+
+// ExecutionUnblock implements model.ClaimStore.
+func (s *Store) ExecutionUnblock(ctx context.Context, p *model.ExecutionUnblockParams) (*model.ExecutionUnblockResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	e, err := s.lookup(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	want, _ := model.BlockedEligibility(p.ExpectedReason)
+	if e.lp != model.PhaseRunnable || e.es != want || e.br != p.ExpectedReason {
+		return nil, model.ErrNotEligible
+	}
+	s.unblock(e, ms(p.Now))
+	return &model.ExecutionUnblockResult{}, nil
+}
+
+func (s *Store) unblock(e *execution, now int64) {
+	s.removeFromLane(e)
+	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.as)
+	s.addEligible(e)
+}

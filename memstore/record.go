@@ -1,0 +1,270 @@
+package memstore
+
+import (
+	"maps"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// execution is the in-memory record of one execution: the exec_core hash of
+// the spec plus its payload, result, tags, attempts and lease history. Times
+// are Unix milliseconds; 0 means unset.
+type execution struct {
+	id        model.ExecutionID
+	namespace model.Namespace
+	lane      model.LaneID
+	kind      model.Kind
+	priority  int
+
+	lp model.LifecyclePhase
+	os model.OwnershipState
+	es model.EligibilityState
+	br model.BlockingReason
+	to model.TerminalOutcome
+	as model.AttemptState
+
+	blockingDetail string
+
+	createdAt, lastMutationAt, lastTransitionAt, startedAt, terminalAt, delayUntil int64
+
+	requiredCaps   model.Capabilities
+	retry          model.RetryPolicy
+	retryCount     int
+	maxReclaims    int
+	reclaimCount   int
+	maxReplays     int
+	replayCount    int
+	attemptTimeout int64 // ms
+	deadline       int64
+	timeoutAt      int64 // current attempt's timeout (the attempt_timeout score)
+
+	totalAttempts int
+	curAttempt    int // -1: none
+	pending       *model.PendingAttempt
+
+	epoch          uint64
+	lease          *leaseRec
+	leaseExpiredAt int64
+	leaseRevokedAt int64
+	revokeReason   string
+	grant          *grantRec
+
+	progressPct int
+	progressMsg string
+	progressAt  int64
+
+	failureReason      string
+	failureCategory    model.FailureCategory
+	cancellationReason string
+	cancelledBy        string
+	lastCapMismatchAt  int64
+
+	payload   []byte
+	result    []byte
+	hasResult bool
+	tags      map[string]string
+
+	attempts []model.Attempt
+	history  []model.LeaseEvent
+	histSeq  uint64
+
+	lastOp *opRecord
+}
+
+type leaseRec struct {
+	id               model.LeaseID
+	workerID         model.WorkerID
+	workerInstanceID model.WorkerInstanceID
+	acquiredAt       int64
+	expiresAt        int64
+	renewBy          int64
+}
+
+type grantRec struct {
+	kind             model.GrantKind
+	workerID         model.WorkerID
+	workerInstanceID model.WorkerInstanceID
+	createdAt        int64
+	expiresAt        int64
+}
+
+// live reports whether the grant may still be used at now.
+func (g *grantRec) live(now int64) bool { return g != nil && g.expiresAt >= now }
+
+// opKind names the worker-facing terminal-ish operations that replay
+// idempotently.
+type opKind uint8
+
+const (
+	opComplete opKind = iota + 1
+	opFail
+	opDelay
+	opCancel
+)
+
+// opRecord remembers the last replayable operation and its outcome so that
+// the same caller asking again gets the same answer.
+type opRecord struct {
+	kind       opKind
+	operator   bool
+	fence      model.Fence
+	failResult string
+	delayUntil int64
+	priorPhase model.LifecyclePhase
+}
+
+func (o *opRecord) matches(kind opKind, src model.Source, f model.Fence) bool {
+	if o == nil || o.kind != kind {
+		return false
+	}
+	if src == model.SourceOperator {
+		return o.operator
+	}
+	return !o.operator && o.fence == f
+}
+
+func (e *execution) vector() model.StateVector {
+	return model.StateVector{
+		LifecyclePhase: e.lp, OwnershipState: e.os, EligibilityState: e.es,
+		BlockingReason: e.br, BlockingDetail: e.blockingDetail,
+		TerminalOutcome: e.to, AttemptState: e.as,
+	}
+}
+
+// setState writes all seven dimensions and stamps the transition.
+func (e *execution) setState(now int64, lp model.LifecyclePhase, os model.OwnershipState,
+	es model.EligibilityState, br model.BlockingReason, to model.TerminalOutcome, as model.AttemptState) {
+	e.lp, e.os, e.es, e.br, e.to, e.as = lp, os, es, br, to, as
+	e.blockingDetail = ""
+	e.lastTransitionAt = now
+	e.lastMutationAt = now
+}
+
+func (e *execution) notActiveErr() error {
+	st := &model.NotActiveState{
+		LifecyclePhase: e.lp, TerminalOutcome: e.to, LeaseEpoch: e.epoch,
+	}
+	if e.curAttempt >= 0 {
+		st.AttemptID = e.attempts[e.curAttempt].ID
+	}
+	return &model.Error{Code: model.CodeExecutionNotActive, State: st}
+}
+
+func (e *execution) currentAttempt() *model.Attempt {
+	if e.curAttempt < 0 {
+		return nil
+	}
+	return &e.attempts[e.curAttempt]
+}
+
+func (e *execution) fence() model.Fence {
+	f := model.Fence{LeaseEpoch: e.epoch}
+	if e.lease != nil {
+		f.LeaseID = e.lease.id
+	}
+	if a := e.currentAttempt(); a != nil {
+		f.AttemptID = a.ID
+	}
+	return f
+}
+
+func (e *execution) addHistory(now int64, kind model.LeaseEventKind, reason string) {
+	e.histSeq++
+	ev := model.LeaseEvent{
+		Seq: e.histSeq, Kind: kind, LeaseEpoch: e.epoch, AttemptIndex: e.curAttempt,
+		At: model.FromMillis(now), Reason: reason,
+	}
+	if e.lease != nil {
+		ev.LeaseID = e.lease.id
+		ev.WorkerInstanceID = e.lease.workerInstanceID
+	}
+	e.history = append(e.history, ev)
+	if over := len(e.history) - model.DefaultLeaseHistory; over > 0 {
+		e.history = append(e.history[:0:0], e.history[over:]...)
+	}
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func tm(v int64) time.Time { return model.FromMillis(v) }
+
+// snapshot builds the describe view.
+func (e *execution) snapshot() *model.ExecutionSnapshot {
+	s := &model.ExecutionSnapshot{
+		ID: e.id, Namespace: e.namespace, Lane: e.lane, Kind: e.kind, Priority: e.priority,
+		State:                    e.vector(),
+		CreatedAt:                tm(e.createdAt),
+		LastMutationAt:           tm(e.lastMutationAt),
+		LastTransitionAt:         tm(e.lastTransitionAt),
+		StartedAt:                tm(e.startedAt),
+		TerminalAt:               tm(e.terminalAt),
+		DelayUntil:               tm(e.delayUntil),
+		RequiredCapabilities:     cloneCaps(e.requiredCaps),
+		RetryPolicy:              e.retry,
+		RetryCount:               e.retryCount,
+		MaxReclaims:              e.maxReclaims,
+		ReclaimCount:             e.reclaimCount,
+		MaxReplays:               e.maxReplays,
+		ReplayCount:              e.replayCount,
+		AttemptTimeout:           time.Duration(e.attemptTimeout) * time.Millisecond,
+		Deadline:                 tm(e.deadline),
+		TotalAttempts:            e.totalAttempts,
+		LeaseEpoch:               e.epoch,
+		LeaseExpiredAt:           tm(e.leaseExpiredAt),
+		LeaseRevokedAt:           tm(e.leaseRevokedAt),
+		RevokeReason:             e.revokeReason,
+		ProgressPercent:          e.progressPct,
+		ProgressMessage:          e.progressMsg,
+		ProgressUpdatedAt:        tm(e.progressAt),
+		FailureReason:            e.failureReason,
+		FailureCategory:          e.failureCategory,
+		CancellationReason:       e.cancellationReason,
+		CancelledBy:              e.cancelledBy,
+		LastCapabilityMismatchAt: tm(e.lastCapMismatchAt),
+		Tags:                     maps.Clone(e.tags),
+	}
+	s.PublicState = s.State.PublicState()
+	if s.Tags == nil {
+		s.Tags = map[string]string{}
+	}
+	if a := e.currentAttempt(); a != nil {
+		s.CurrentAttempt = &model.AttemptRef{ID: a.ID, Index: a.Index}
+	}
+	if e.pending != nil {
+		p := *e.pending
+		s.Pending = &p
+	}
+	if l := e.lease; l != nil {
+		s.CurrentLease = &model.Lease{
+			ID: l.id, Epoch: e.epoch, WorkerID: l.workerID, WorkerInstanceID: l.workerInstanceID,
+			AcquiredAt: tm(l.acquiredAt), ExpiresAt: tm(l.expiresAt), RenewBy: tm(l.renewBy),
+		}
+	}
+	if g := e.grant; g != nil {
+		s.Grant = &model.Grant{
+			Kind: g.kind, WorkerID: g.workerID, WorkerInstanceID: g.workerInstanceID,
+			CreatedAt: tm(g.createdAt), ExpiresAt: tm(g.expiresAt),
+		}
+	}
+	return s
+}
+
+func cloneCaps(c model.Capabilities) model.Capabilities {
+	if len(c) == 0 {
+		return nil
+	}
+	return append(model.Capabilities(nil), c...)
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}

@@ -1,0 +1,285 @@
+// Package memstore is the in-memory Store: deterministic, driven only by the
+// Now of each call, laid out like the Valkey keyspace (per-partition and
+// per-lane sorted sets on tidwall/btree). It is the embedded default and the
+// oracle the Valkey store is compared with.
+//
+// All operations run under one mutex. Iteration orders are those of the
+// sorted sets (score, then member bytes) or of sorted names, never of Go
+// maps, so the same operations at the same times give the same results.
+package memstore
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Options configures a Store. The zero value means the defaults.
+type Options struct {
+	// Partitions sets the partition counts (zero: the defaults).
+	Partitions model.PartitionConfig
+}
+
+// Store is the in-memory model.Store. Create it with New.
+type Store struct {
+	mu      sync.Mutex
+	cfg     model.PartitionConfig
+	parts   []*partition
+	execs   map[model.ExecutionID]*execution
+	idem    map[idemKey]idemEntry
+	idemGC  *idemQueue
+	workers map[model.Namespace]map[model.WorkerInstanceID]*workerRec
+
+	watchMu  sync.Mutex
+	watchers map[model.LaneID]map[int]func()
+	watchSeq int
+}
+
+var _ model.Store = (*Store)(nil)
+
+// New returns an empty store. It panics on an invalid partition config,
+// which is a programming error.
+func New(opts *Options) *Store {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.Partitions.Validate(); err != nil {
+		panic("memstore: " + err.Error())
+	}
+	cfg := o.Partitions.WithDefaults()
+	return &Store{
+		cfg:      cfg,
+		parts:    make([]*partition, cfg.FlowPartitions),
+		execs:    make(map[model.ExecutionID]*execution),
+		idem:     make(map[idemKey]idemEntry),
+		idemGC:   newIdemQueue(),
+		workers:  make(map[model.Namespace]map[model.WorkerInstanceID]*workerRec),
+		watchers: make(map[model.LaneID]map[int]func()),
+	}
+}
+
+// Partitions implements model.Store.
+func (s *Store) Partitions() model.PartitionConfig { return s.cfg }
+
+// partition holds one partition's indexes.
+type partition struct {
+	lanes          map[model.LaneID]*laneIndexes
+	laneNames      []model.LaneID // sorted
+	leaseExpiry    *zset
+	attemptTimeout *zset
+	deadline       *zset
+	workerLeases   map[model.WorkerInstanceID]*idset
+	all            *idset
+}
+
+// laneIndexes holds one lane's sorted sets in one partition.
+type laneIndexes struct {
+	eligible, delayed, active, terminal, suspended *zset
+	blocked                                        map[model.EligibilityState]*zset
+	// routeGroups groups route-blocked executions by required-capability
+	// CSV, so an unblock pass costs the number of distinct sets, not the
+	// number of blocked executions.
+	routeGroups map[string]*zset
+}
+
+func newLaneIndexes() *laneIndexes {
+	l := &laneIndexes{
+		eligible: newZset(), delayed: newZset(), active: newZset(), terminal: newZset(),
+		suspended:   newZset(),
+		blocked:     make(map[model.EligibilityState]*zset),
+		routeGroups: make(map[string]*zset),
+	}
+	for _, es := range blockedStates {
+		l.blocked[es] = newZset()
+	}
+	return l
+}
+
+var blockedStates = []model.EligibilityState{
+	model.BlockedByDependencies, model.BlockedByBudget, model.BlockedByQuota,
+	model.BlockedByRoute, model.BlockedByOperator, model.BlockedByLaneState,
+}
+
+// blockedIndexName is the spec's name of each blocked sorted set.
+var blockedIndexName = map[model.EligibilityState]string{
+	model.BlockedByDependencies: "blocked:dependencies",
+	model.BlockedByBudget:       "blocked:budget",
+	model.BlockedByQuota:        "blocked:quota",
+	model.BlockedByRoute:        "blocked:route",
+	model.BlockedByOperator:     "blocked:operator",
+	model.BlockedByLaneState:    "blocked:lane_state",
+}
+
+func (s *Store) part(n int) *partition {
+	p := s.parts[n]
+	if p == nil {
+		p = &partition{
+			lanes:          make(map[model.LaneID]*laneIndexes),
+			leaseExpiry:    newZset(),
+			attemptTimeout: newZset(),
+			deadline:       newZset(),
+			workerLeases:   make(map[model.WorkerInstanceID]*idset),
+			all:            newIDSet(),
+		}
+		s.parts[n] = p
+	}
+	return p
+}
+
+func (p *partition) lane(l model.LaneID) *laneIndexes {
+	li := p.lanes[l]
+	if li == nil {
+		li = newLaneIndexes()
+		p.lanes[l] = li
+		i, _ := slices.BinarySearch(p.laneNames, l)
+		p.laneNames = slices.Insert(p.laneNames, i, l)
+	}
+	return li
+}
+
+func (p *partition) wl(w model.WorkerInstanceID) *idset {
+	s := p.workerLeases[w]
+	if s == nil {
+		s = newIDSet()
+		p.workerLeases[w] = s
+	}
+	return s
+}
+
+func (s *Store) indexesOf(e *execution) (*partition, *laneIndexes) {
+	p := s.part(e.id.Partition())
+	return p, p.lane(e.lane)
+}
+
+// laneSetFor returns the lane sorted set that holds a runnable execution in
+// eligibility state es.
+func (l *laneIndexes) runnableSet(es model.EligibilityState) *zset {
+	switch es {
+	case model.EligibleNow:
+		return l.eligible
+	case model.NotEligibleUntilTime:
+		return l.delayed
+	}
+	return l.blocked[es]
+}
+
+// removeFromLane removes e from whichever lane set its state puts it in.
+func (s *Store) removeFromLane(e *execution) {
+	_, l := s.indexesOf(e)
+	switch e.lp {
+	case model.PhaseRunnable:
+		if z := l.runnableSet(e.es); z != nil {
+			z.remove(e.id)
+		}
+		if e.es == model.BlockedByRoute {
+			l.removeRouteGroup(e)
+		}
+	case model.PhaseActive:
+		l.active.remove(e.id)
+	case model.PhaseSuspended:
+		l.suspended.remove(e.id)
+	case model.PhaseTerminal:
+		l.terminal.remove(e.id)
+	}
+}
+
+func (l *laneIndexes) removeRouteGroup(e *execution) {
+	key := e.requiredCaps.CSV()
+	if g := l.routeGroups[key]; g != nil {
+		g.remove(e.id)
+		if g.len() == 0 {
+			delete(l.routeGroups, key)
+		}
+	}
+}
+
+// addEligible puts e in its lane's eligible set with the priority score.
+func (s *Store) addEligible(e *execution) {
+	_, l := s.indexesOf(e)
+	l.eligible.add(e.id, model.EligibleScore(e.priority, e.createdAt))
+	s.notifyLane(e.lane)
+}
+
+// makeRunnable sets e runnable, eligible now or delayed until delayUntil,
+// and indexes it. The caller has already removed e from its previous lane
+// set.
+func (s *Store) makeRunnable(e *execution, now, delayUntil int64, delayReason model.BlockingReason, as model.AttemptState) {
+	if delayUntil > now {
+		e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.NotEligibleUntilTime, delayReason, model.OutcomeNone, as)
+		e.delayUntil = delayUntil
+		_, l := s.indexesOf(e)
+		l.delayed.add(e.id, delayUntil)
+		return
+	}
+	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, as)
+	e.delayUntil = 0
+	s.addEligible(e)
+}
+
+// releaseLease drops the lease and every index entry that belongs to it.
+func (s *Store) releaseLease(e *execution, now int64, kind model.LeaseEventKind, reason string) {
+	p, l := s.indexesOf(e)
+	e.addHistory(now, kind, reason)
+	p.leaseExpiry.remove(e.id)
+	p.attemptTimeout.remove(e.id)
+	l.active.remove(e.id)
+	if e.lease != nil {
+		if w := p.workerLeases[e.lease.workerInstanceID]; w != nil {
+			w.remove(e.id)
+			if w.len() == 0 {
+				delete(p.workerLeases, e.lease.workerInstanceID)
+			}
+		}
+	}
+	e.lease = nil
+	e.timeoutAt = 0
+}
+
+// terminate makes e terminal with outcome to. The caller has released the
+// lease and removed e from its runnable set.
+func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
+	p, l := s.indexesOf(e)
+	as := model.AttemptTerminal
+	if e.totalAttempts == 0 {
+		as = model.AttemptNone
+	}
+	e.setState(now, model.PhaseTerminal, model.OwnershipUnowned, model.NotApplicable, model.BlockingNone, to, as)
+	e.terminalAt = now
+	e.delayUntil = 0
+	e.pending = nil
+	e.grant = nil
+	p.deadline.remove(e.id)
+	p.attemptTimeout.remove(e.id)
+	l.terminal.add(e.id, now)
+}
+
+// endAttempt closes the current attempt if it is open.
+func (e *execution) endAttempt(now int64, status model.AttemptStatus, reason string, cat model.FailureCategory) {
+	a := e.currentAttempt()
+	if a == nil || !a.Status.IsOpen() {
+		return
+	}
+	a.Status = status
+	a.EndedAt = tm(now)
+	a.FailureReason = reason
+	a.FailureCategory = cat
+}
+
+func (s *Store) lookup(id model.ExecutionID) (*execution, error) {
+	e := s.execs[id]
+	if e == nil {
+		return nil, model.ErrNotFound
+	}
+	return e, nil
+}
+
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	return nil
+}

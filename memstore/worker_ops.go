@@ -1,0 +1,173 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// workerRec is one registered worker instance.
+type workerRec struct {
+	workerID     model.WorkerID
+	instance     model.WorkerInstanceID
+	session      string
+	lanes        []model.LaneID
+	caps         model.Capabilities
+	ttl          int64
+	registeredAt int64
+	heartbeatAt  int64
+	expiresAt    int64
+}
+
+func (w *workerRec) alive(now int64) bool { return w.expiresAt > now }
+
+func (w *workerRec) info(ns model.Namespace) model.WorkerInfo {
+	return model.WorkerInfo{
+		Namespace: ns, WorkerID: w.workerID, WorkerInstanceID: w.instance,
+		Lanes:           slices.Clone(w.lanes),
+		Capabilities:    cloneCaps(w.caps),
+		TTL:             time.Duration(w.ttl) * time.Millisecond,
+		RegisteredAt:    tm(w.registeredAt),
+		LastHeartbeatAt: tm(w.heartbeatAt),
+		ExpiresAt:       tm(w.expiresAt),
+	}
+}
+
+func (s *Store) ns(n model.Namespace) map[model.WorkerInstanceID]*workerRec {
+	m := s.workers[n]
+	if m == nil {
+		m = make(map[model.WorkerInstanceID]*workerRec)
+		s.workers[n] = m
+	}
+	return m
+}
+
+// WorkerRegister implements model.WorkerStore.
+func (s *Store) WorkerRegister(ctx context.Context, p *model.WorkerRegisterParams) (*model.WorkerRegisterResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
+	lanes := slices.Clone(p.Lanes)
+	slices.Sort(lanes)
+	lanes = slices.Compact(lanes)
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := ms(p.Now)
+	m := s.ns(p.Namespace)
+	old := m[p.WorkerInstanceID]
+	status := model.WorkerRegistered
+	registeredAt := now
+	if old != nil && old.alive(now) {
+		if old.session != p.SessionID {
+			return nil, model.NewError(model.CodeDuplicateWorkerInstance, string(p.WorkerInstanceID))
+		}
+		status = model.WorkerRefreshed
+		registeredAt = old.registeredAt
+	}
+	ttl := p.TTL.Milliseconds()
+	m[p.WorkerInstanceID] = &workerRec{
+		workerID: p.WorkerID, instance: p.WorkerInstanceID, session: p.SessionID,
+		lanes: lanes, caps: caps, ttl: ttl, registeredAt: registeredAt,
+		heartbeatAt: now, expiresAt: now + ttl,
+	}
+	return &model.WorkerRegisterResult{Status: status, ExpiresAt: tm(now + ttl)}, nil
+}
+
+// WorkerHeartbeat implements model.WorkerStore.
+func (s *Store) WorkerHeartbeat(ctx context.Context, p *model.WorkerHeartbeatParams) (*model.WorkerHeartbeatResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := ms(p.Now)
+	w := s.workers[p.Namespace][p.WorkerInstanceID]
+	if w == nil || !w.alive(now) {
+		return nil, model.ErrWorkerNotRegistered
+	}
+	if w.session != p.SessionID {
+		return nil, model.NewError(model.CodeDuplicateWorkerInstance, string(p.WorkerInstanceID))
+	}
+	w.ttl = p.TTL.Milliseconds()
+	w.heartbeatAt = now
+	w.expiresAt = now + w.ttl
+	return &model.WorkerHeartbeatResult{ExpiresAt: tm(w.expiresAt)}, nil
+}
+
+// WorkerDeregister implements model.WorkerStore.
+func (s *Store) WorkerDeregister(ctx context.Context, p *model.WorkerDeregisterParams) (*model.WorkerDeregisterResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	m := s.workers[p.Namespace]
+	w := m[p.WorkerInstanceID]
+	if w == nil || w.session != p.SessionID {
+		return &model.WorkerDeregisterResult{}, nil
+	}
+	delete(m, p.WorkerInstanceID)
+	return &model.WorkerDeregisterResult{Removed: true}, nil
+}
+
+// WorkerExpire implements model.WorkerStore.
+func (s *Store) WorkerExpire(ctx context.Context, p *model.WorkerExpireParams) (*model.WorkerExpireResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := ms(p.Now)
+	m := s.workers[p.Namespace]
+	res := &model.WorkerExpireResult{}
+	for _, id := range sortedInstances(m) {
+		if len(res.Removed) >= p.Limit {
+			break
+		}
+		if !m[id].alive(now) {
+			delete(m, id)
+			res.Removed = append(res.Removed, id)
+		}
+	}
+	return res, nil
+}
+
+// WorkerList implements model.WorkerStore.
+func (s *Store) WorkerList(ctx context.Context, p *model.WorkerListParams) (*model.WorkerListResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := ms(p.Now)
+	m := s.workers[p.Namespace]
+	res := &model.WorkerListResult{}
+	for _, id := range sortedInstances(m) {
+		if w := m[id]; w.alive(now) {
+			res.Workers = append(res.Workers, w.info(p.Namespace))
+		}
+	}
+	return res, nil
+}
+
+func sortedInstances(m map[model.WorkerInstanceID]*workerRec) []model.WorkerInstanceID {
+	ids := make([]model.WorkerInstanceID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

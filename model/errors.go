@@ -1,0 +1,260 @@
+package model
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// Code names one error condition. The values are the spec's error codes, so
+// a code seen in a log matches the FlowFabric catalogue.
+type Code string
+
+// Class says what a caller should do about an error.
+type Class uint8
+
+// The error classes.
+const (
+	// ClassTerminal: the operation cannot succeed as asked; do not retry it.
+	ClassTerminal Class = iota + 1
+	// ClassRetryable: a race or a transient condition; retrying may succeed.
+	ClassRetryable
+	// ClassInformational: the state already is (or is not) what was asked;
+	// nothing to do.
+	ClassInformational
+	// ClassBug: an invariant was broken inside the engine.
+	ClassBug
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassTerminal:
+		return "terminal"
+	case ClassRetryable:
+		return "retryable"
+	case ClassInformational:
+		return "informational"
+	case ClassBug:
+		return "bug"
+	}
+	return "unknown"
+}
+
+// The error codes used by the operations of this module.
+const (
+	CodeInvalidInput          Code = "invalid_input"
+	CodeInvalidCapabilities   Code = "invalid_capabilities"
+	CodeInvalidPolicy         Code = "invalid_policy"
+	CodeInvalidTagKey         Code = "invalid_tag_key"
+	CodeFenceRequired         Code = "fence_required"
+	CodePartialFenceTriple    Code = "partial_fence_triple"
+	CodeExecutionNotFound     Code = "execution_not_found"
+	CodeExecutionNotActive    Code = "execution_not_active"
+	CodeExecutionNotTerminal  Code = "execution_not_terminal"
+	CodeStaleLease            Code = "stale_lease"
+	CodeLeaseExpired          Code = "lease_expired"
+	CodeLeaseRevoked          Code = "lease_revoked"
+	CodeMaxReplaysExhausted   Code = "max_replays_exhausted"
+	CodeMaxRetriesExhausted   Code = "max_retries_exhausted"
+	CodeInvalidBlockingReason Code = "invalid_blocking_reason"
+
+	CodeExecutionNotLeaseable Code = "execution_not_leaseable"
+	CodeLeaseConflict         Code = "lease_conflict"
+	CodeInvalidClaimGrant     Code = "invalid_claim_grant"
+	CodeClaimGrantExpired     Code = "claim_grant_expired"
+	CodeCapabilityMismatch    Code = "capability_mismatch"
+
+	CodeExecutionNotEligible      Code = "execution_not_eligible"
+	CodeExecutionNotInEligibleSet Code = "execution_not_in_eligible_set"
+	CodeGrantAlreadyExists        Code = "grant_already_exists"
+	CodeExecutionNotReclaimable   Code = "execution_not_reclaimable"
+	CodeNoActiveLease             Code = "no_active_lease"
+
+	CodeActiveAttemptExists Code = "active_attempt_exists"
+
+	CodeDuplicateWorkerInstance Code = "duplicate_worker_instance"
+	CodeWorkerNotRegistered     Code = "worker_not_registered"
+	CodeCorruption              Code = "corruption"
+	CodeResultNotFound          Code = "result_not_found"
+)
+
+var codeClass = map[Code]Class{
+	CodeInvalidInput:          ClassTerminal,
+	CodeInvalidCapabilities:   ClassTerminal,
+	CodeInvalidPolicy:         ClassTerminal,
+	CodeInvalidTagKey:         ClassTerminal,
+	CodeFenceRequired:         ClassTerminal,
+	CodePartialFenceTriple:    ClassTerminal,
+	CodeExecutionNotFound:     ClassTerminal,
+	CodeExecutionNotActive:    ClassTerminal,
+	CodeExecutionNotTerminal:  ClassTerminal,
+	CodeStaleLease:            ClassTerminal,
+	CodeLeaseExpired:          ClassTerminal,
+	CodeLeaseRevoked:          ClassTerminal,
+	CodeMaxReplaysExhausted:   ClassTerminal,
+	CodeMaxRetriesExhausted:   ClassTerminal,
+	CodeInvalidBlockingReason: ClassTerminal,
+	CodeCorruption:            ClassTerminal,
+
+	CodeExecutionNotLeaseable:   ClassRetryable,
+	CodeLeaseConflict:           ClassRetryable,
+	CodeInvalidClaimGrant:       ClassRetryable,
+	CodeClaimGrantExpired:       ClassRetryable,
+	CodeCapabilityMismatch:      ClassRetryable,
+	CodeDuplicateWorkerInstance: ClassRetryable,
+
+	CodeExecutionNotEligible:      ClassInformational,
+	CodeExecutionNotInEligibleSet: ClassInformational,
+	CodeGrantAlreadyExists:        ClassInformational,
+	CodeExecutionNotReclaimable:   ClassInformational,
+	CodeNoActiveLease:             ClassInformational,
+	CodeWorkerNotRegistered:       ClassInformational,
+	CodeResultNotFound:            ClassInformational,
+
+	CodeActiveAttemptExists: ClassBug,
+}
+
+// ClassOf returns the class of a code; unknown codes are terminal.
+func ClassOf(c Code) Class {
+	if cl, ok := codeClass[c]; ok {
+		return cl
+	}
+	return ClassTerminal
+}
+
+// Error is the one coded error type of the engine. errors.Is matches two
+// *Error values when their codes are equal, so the exported sentinels below
+// work with errors.Is; ErrValidation matches every validation error.
+type Error struct {
+	Code Code
+	// Field names the offending input for validation errors ("lane",
+	// "retry_policy.max_retries", "required_capabilities").
+	Field string
+	// Detail carries the spec's detail text: the reason of a validation
+	// error, the sorted missing capabilities of a mismatch, and so on.
+	Detail string
+	// State is set on execution_not_active: the execution's state when the
+	// operation was refused, so a caller can tell a replay of its own
+	// terminal operation from somebody else's.
+	State *NotActiveState
+}
+
+// NotActiveState is what execution_not_active carries.
+type NotActiveState struct {
+	LifecyclePhase  LifecyclePhase
+	TerminalOutcome TerminalOutcome
+	LeaseEpoch      uint64
+	AttemptID       AttemptID
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(string(e.Code))
+	if e.Field != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Field)
+	}
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	if e.State != nil {
+		b.WriteString(" (phase=")
+		b.WriteString(e.State.LifecyclePhase.String())
+		b.WriteString(" outcome=")
+		b.WriteString(e.State.TerminalOutcome.String())
+		b.WriteString(" epoch=")
+		b.WriteString(strconv.FormatUint(e.State.LeaseEpoch, 10))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Class returns the error's class.
+func (e *Error) Class() Class { return ClassOf(e.Code) }
+
+// Retryable reports whether retrying the operation may succeed.
+func (e *Error) Retryable() bool { return e.Class() == ClassRetryable }
+
+// IsValidation reports whether the error rejects bad input.
+func (e *Error) IsValidation() bool {
+	switch e.Code {
+	case CodeInvalidInput, CodeInvalidCapabilities, CodeInvalidPolicy, CodeInvalidTagKey,
+		CodeFenceRequired, CodePartialFenceTriple:
+		return true
+	}
+	return false
+}
+
+// Is implements errors.Is: equal codes match, and ErrValidation matches any
+// validation error.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok {
+		return false
+	}
+	if t == ErrValidation {
+		return e.IsValidation()
+	}
+	return t.Code == e.Code && (t.Field == "" || t.Field == e.Field)
+}
+
+// Sentinels for errors.Is.
+var (
+	// ErrValidation matches every error that rejects bad input.
+	ErrValidation = &Error{Code: "validation"}
+
+	ErrInvalidInput          = &Error{Code: CodeInvalidInput}
+	ErrInvalidCapabilities   = &Error{Code: CodeInvalidCapabilities}
+	ErrInvalidPolicy         = &Error{Code: CodeInvalidPolicy}
+	ErrInvalidTagKey         = &Error{Code: CodeInvalidTagKey}
+	ErrFenceRequired         = &Error{Code: CodeFenceRequired}
+	ErrPartialFenceTriple    = &Error{Code: CodePartialFenceTriple}
+	ErrNotFound              = &Error{Code: CodeExecutionNotFound}
+	ErrNotActive             = &Error{Code: CodeExecutionNotActive}
+	ErrNotTerminal           = &Error{Code: CodeExecutionNotTerminal}
+	ErrStaleLease            = &Error{Code: CodeStaleLease}
+	ErrLeaseExpired          = &Error{Code: CodeLeaseExpired}
+	ErrLeaseRevoked          = &Error{Code: CodeLeaseRevoked}
+	ErrMaxReplaysExhausted   = &Error{Code: CodeMaxReplaysExhausted}
+	ErrMaxRetriesExhausted   = &Error{Code: CodeMaxRetriesExhausted}
+	ErrInvalidBlockingReason = &Error{Code: CodeInvalidBlockingReason}
+	ErrNotLeaseable          = &Error{Code: CodeExecutionNotLeaseable}
+	ErrLeaseConflict         = &Error{Code: CodeLeaseConflict}
+	ErrInvalidClaimGrant     = &Error{Code: CodeInvalidClaimGrant}
+	ErrClaimGrantExpired     = &Error{Code: CodeClaimGrantExpired}
+	ErrCapabilityMismatch    = &Error{Code: CodeCapabilityMismatch}
+	ErrNotEligible           = &Error{Code: CodeExecutionNotEligible}
+	ErrNotInEligibleSet      = &Error{Code: CodeExecutionNotInEligibleSet}
+	ErrGrantAlreadyExists    = &Error{Code: CodeGrantAlreadyExists}
+	ErrNotReclaimable        = &Error{Code: CodeExecutionNotReclaimable}
+	ErrNoActiveLease         = &Error{Code: CodeNoActiveLease}
+	ErrActiveAttemptExists   = &Error{Code: CodeActiveAttemptExists}
+	ErrDuplicateWorker       = &Error{Code: CodeDuplicateWorkerInstance}
+	ErrWorkerNotRegistered   = &Error{Code: CodeWorkerNotRegistered}
+	ErrCorrupt               = &Error{Code: CodeCorruption}
+	ErrResultNotFound        = &Error{Code: CodeResultNotFound}
+)
+
+var errMalformed = errors.New("malformed")
+
+// NewError builds an *Error with a detail.
+func NewError(code Code, detail string) *Error { return &Error{Code: code, Detail: detail} }
+
+// invalidField is the validation error for one named field.
+func invalidField(field, reason string) *Error {
+	return &Error{Code: CodeInvalidInput, Field: field, Detail: reason}
+}
+
+// InvalidField returns a validation error (code invalid_input) naming field.
+func InvalidField(field, reason string) *Error { return invalidField(field, reason) }
+
+// CodeOf returns the code of err if it wraps an *Error, else "".
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}

@@ -1,0 +1,532 @@
+package model
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// Validation of store parameters. Every store calls these before touching
+// state, so both stores reject the same inputs with the same errors.
+
+// maxTimestamp bounds stored times (year 9999), far below 2^53 ms.
+const maxTimestampMs = 253402300799999
+
+func checkNow(now time.Time) error {
+	if now.IsZero() {
+		return invalidField("now", "missing")
+	}
+	if ms := now.UnixMilli(); ms <= 0 || ms > maxTimestampMs {
+		return invalidField("now", "out_of_range")
+	}
+	return nil
+}
+
+func checkOptionalTime(field string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	if ms := t.UnixMilli(); ms <= 0 || ms > maxTimestampMs {
+		return invalidField(field, "out_of_range")
+	}
+	return nil
+}
+
+func checkDuration(field string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return invalidField(field, "out_of_range")
+	}
+	return nil
+}
+
+func checkLimit(field string, n int) error {
+	if n < 1 || n > MaxPageSize {
+		return invalidField(field, "out_of_range")
+	}
+	return nil
+}
+
+// NormalizeCapabilities validates caps and returns them sorted and
+// de-duplicated.
+func NormalizeCapabilities(field string, caps Capabilities) (Capabilities, error) {
+	return ParseCapabilities(field, caps)
+}
+
+func (r LeaseRequest) validate() error {
+	if err := r.WorkerID.Validate(); err != nil {
+		return err
+	}
+	if err := r.WorkerInstanceID.Validate(); err != nil {
+		return err
+	}
+	if r.LeaseID.IsZero() {
+		return invalidField("lease_id", "empty")
+	}
+	if r.AttemptID.IsZero() {
+		return invalidField("attempt_id", "empty")
+	}
+	return checkDuration("lease_ttl", r.LeaseTTL, time.Millisecond, MaxLeaseTTL)
+}
+
+func checkFenced(cfg PartitionConfig, id ExecutionID, src Source, f Fence, now time.Time) error {
+	if err := cfg.CheckExecutionID(id); err != nil {
+		return err
+	}
+	if err := CheckFence(src, f); err != nil {
+		return err
+	}
+	return checkNow(now)
+}
+
+// Validate checks every field.
+func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := p.Namespace.Validate(); err != nil {
+		return err
+	}
+	if err := p.Lane.Validate(); err != nil {
+		return err
+	}
+	if err := p.Kind.Validate(); err != nil {
+		return err
+	}
+	if len(p.Payload) > MaxPayloadBytes {
+		return invalidField("payload", "too_large")
+	}
+	if err := ValidateTags(p.Tags); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("required_capabilities", p.RequiredCapabilities); err != nil {
+		return err
+	}
+	if err := p.RetryPolicy.Validate(); err != nil {
+		return err
+	}
+	if p.MaxReclaims < 0 || p.MaxReclaims > 1_000_000 {
+		return invalidField("max_reclaims", "out_of_range")
+	}
+	if p.MaxReplays < 0 || p.MaxReplays > 1_000_000 {
+		return invalidField("max_replays", "out_of_range")
+	}
+	if err := checkDuration("attempt_timeout", p.AttemptTimeout, 0, MaxPolicyDelay); err != nil {
+		return err
+	}
+	if p.AttemptTimeout > 0 && p.AttemptTimeout < time.Millisecond {
+		return invalidField("attempt_timeout", "out_of_range")
+	}
+	if err := checkOptionalTime("deadline", p.Deadline); err != nil {
+		return err
+	}
+	if err := checkOptionalTime("delay_until", p.DelayUntil); err != nil {
+		return err
+	}
+	if err := ValidateIdempotencyKey(p.IdempotencyKey); err != nil {
+		return err
+	}
+	if p.IdempotencyTTL != 0 {
+		if err := checkDuration("idempotency_ttl", p.IdempotencyTTL, time.Second, MaxIdempotencyTTL); err != nil {
+			return err
+		}
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionCancelParams) Validate(cfg PartitionConfig) error {
+	if err := ValidateText("reason", p.Reason); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionChangePriorityParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionCompleteParams) Validate(cfg PartitionConfig) error {
+	if len(p.Result) > MaxResultBytes {
+		return invalidField("result", "too_large")
+	}
+	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionDelayParams) Validate(cfg PartitionConfig) error {
+	if p.DelayUntil.IsZero() {
+		return invalidField("delay_until", "missing")
+	}
+	if err := checkOptionalTime("delay_until", p.DelayUntil); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionExpireParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if p.Reason != ExpireAttemptTimeout && p.Reason != ExpireExecutionDeadline {
+		return invalidField("reason", "unknown")
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionFailParams) Validate(cfg PartitionConfig) error {
+	if err := ValidateText("reason", p.Reason); err != nil {
+		return err
+	}
+	if err := ValidateFailureCategory(p.Category); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionReplayParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := ValidateText("reason", p.Reason); err != nil {
+		return err
+	}
+	if err := ValidateText("requested_by", p.RequestedBy); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionUpdateProgressParams) Validate(cfg PartitionConfig) error {
+	if p.Percent < 0 || p.Percent > 100 {
+		return invalidField("percent", "out_of_range")
+	}
+	if err := ValidateText("message", p.Message); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, SourceWorker, p.Fence, p.Now)
+}
+
+// Validate checks every field.
+func (p *ClaimGrantIssueParams) Validate(cfg PartitionConfig) error {
+	return validateGrant(cfg, p.ID, p.WorkerID, p.WorkerInstanceID, p.Capabilities, p.GrantTTL, p.Now)
+}
+
+// Validate checks every field.
+func (p *ReclaimGrantIssueParams) Validate(cfg PartitionConfig) error {
+	return validateGrant(cfg, p.ID, p.WorkerID, p.WorkerInstanceID, p.Capabilities, p.GrantTTL, p.Now)
+}
+
+func validateGrant(cfg PartitionConfig, id ExecutionID, w WorkerID, wi WorkerInstanceID, caps Capabilities, ttl time.Duration, now time.Time) error {
+	if err := cfg.CheckExecutionID(id); err != nil {
+		return err
+	}
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if err := wi.Validate(); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("capabilities", caps); err != nil {
+		return err
+	}
+	if err := checkDuration("grant_ttl", ttl, time.Millisecond, MaxGrantTTL); err != nil {
+		return err
+	}
+	return checkNow(now)
+}
+
+// Validate checks every field.
+func (p *ExecutionBlockParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if _, ok := BlockedEligibility(p.Reason); !ok {
+		return &Error{Code: CodeInvalidBlockingReason, Field: "reason", Detail: p.Reason.String()}
+	}
+	if err := ValidateText("detail", p.Detail); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionClaimParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := p.LeaseRequest.validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionGrantAndClaimParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+		return err
+	}
+	if err := p.LeaseRequest.validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
+	if p.Partition < 0 || p.Partition >= cfg.WithDefaults().FlowPartitions {
+		return invalidField("partition", "out_of_range")
+	}
+	if err := p.Lane.Validate(); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("live_capabilities", p.LiveCapabilities); err != nil {
+		return err
+	}
+	if err := checkLimit("scan_limit", p.ScanLimit); err != nil {
+		return err
+	}
+	if err := p.LeaseRequest.validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionUnblockParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if _, ok := BlockedEligibility(p.ExpectedReason); !ok {
+		return &Error{Code: CodeInvalidBlockingReason, Field: "expected_reason", Detail: p.ExpectedReason.String()}
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *LeaseRenewParams) Validate(cfg PartitionConfig) error {
+	if err := checkDuration("lease_ttl", p.LeaseTTL, time.Millisecond, MaxLeaseTTL); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, SourceWorker, p.Fence, p.Now)
+}
+
+// Validate checks every field.
+func (p *LeaseMarkExpiredParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *LeaseRevokeParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := ValidateText("reason", p.Reason); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionReclaimParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := p.LeaseRequest.validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionRecoverParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionPromoteDelayedParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := p.Lane.Validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+func checkPartition(cfg PartitionConfig, n int) error {
+	if n < 0 || n >= cfg.WithDefaults().FlowPartitions {
+		return invalidField("partition", "out_of_range")
+	}
+	return nil
+}
+
+// Validate checks every field.
+func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
+	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if p.Index < IndexLeaseExpiry || p.Index > IndexDelayed {
+		return invalidField("index", "unknown")
+	}
+	if err := checkLimit("limit", p.Limit); err != nil {
+		return err
+	}
+	if p.After != nil {
+		if err := cfg.CheckExecutionID(p.After.ID); err != nil {
+			return err
+		}
+		if err := checkOptionalTime("after.due_at", p.After.DueAt); err != nil {
+			return err
+		}
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *RouteUnblockParams) Validate(cfg PartitionConfig) error {
+	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("live", p.Live); err != nil {
+		return err
+	}
+	if err := checkLimit("limit", p.Limit); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+func checkSession(s string) error {
+	if s == "" {
+		return invalidField("session_id", "empty")
+	}
+	if len(s) > 128 || !utf8.ValidString(s) {
+		return invalidField("session_id", "malformed")
+	}
+	return nil
+}
+
+// Validate checks every field.
+func (p *WorkerRegisterParams) Validate() error {
+	if err := p.Namespace.Validate(); err != nil {
+		return err
+	}
+	if err := p.WorkerID.Validate(); err != nil {
+		return err
+	}
+	if err := p.WorkerInstanceID.Validate(); err != nil {
+		return err
+	}
+	if err := checkSession(p.SessionID); err != nil {
+		return err
+	}
+	if len(p.Lanes) == 0 {
+		return invalidField("lanes", "empty")
+	}
+	if len(p.Lanes) > 256 {
+		return invalidField("lanes", "too_many")
+	}
+	for _, l := range p.Lanes {
+		if err := validName("lanes", string(l), 64, false); err != nil {
+			return err
+		}
+	}
+	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+		return err
+	}
+	if err := checkDuration("ttl", p.TTL, time.Millisecond, MaxLeaseTTL); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *WorkerHeartbeatParams) Validate() error {
+	if err := p.Namespace.Validate(); err != nil {
+		return err
+	}
+	if err := p.WorkerInstanceID.Validate(); err != nil {
+		return err
+	}
+	if err := checkSession(p.SessionID); err != nil {
+		return err
+	}
+	if err := checkDuration("ttl", p.TTL, time.Millisecond, MaxLeaseTTL); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *WorkerDeregisterParams) Validate() error {
+	if err := p.Namespace.Validate(); err != nil {
+		return err
+	}
+	if err := p.WorkerInstanceID.Validate(); err != nil {
+		return err
+	}
+	if err := checkSession(p.SessionID); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *WorkerExpireParams) Validate() error {
+	if err := p.Namespace.Validate(); err != nil {
+		return err
+	}
+	if err := checkLimit("limit", p.Limit); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *WorkerListParams) Validate() error {
+	if err := p.Namespace.Validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Validate checks every field.
+func (p *ExecutionListParams) Validate(cfg PartitionConfig) error {
+	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if !p.After.IsZero() {
+		if err := cfg.CheckExecutionID(p.After); err != nil {
+			return err
+		}
+	}
+	return checkLimit("limit", p.Limit)
+}
+
+// Validate checks every field.
+func (p *LeaseHistoryParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	return checkLimit("limit", p.Limit)
+}
