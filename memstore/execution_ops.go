@@ -20,7 +20,7 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 	now := ms(p.Now)
 	s.gcIdem(now, 16)
 
-	ik := idemKey{p.Namespace, p.IdempotencyKey}
+	ik := idemKey{p.ID.Partition(), p.Namespace, p.IdempotencyKey}
 	if p.IdempotencyKey != "" {
 		if ent, ok := s.idem[ik]; ok && ent.expiresAt > now {
 			return s.duplicate(ent.id), nil

@@ -8,10 +8,10 @@ import (
 	"github.com/flowfabric/flowfabric/model"
 )
 
-// WatchWork registers f to be called whenever an execution of lane becomes
-// eligible (created, promoted, unblocked, requeued). f runs while the store
-// is locked: it must not block and must not call the store; notifying a
-// model.Signal is the intended use. The returned func unregisters f.
+// WatchWork implements model.WorkNotifier: f is called whenever an
+// execution of lane becomes eligible (created, promoted, unblocked,
+// requeued). f runs while the store is locked: it must not block and must
+// not call the store; notifying a model.Signal is the intended use.
 func (s *Store) WatchWork(lane model.LaneID, f func()) (stop func()) {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
@@ -50,10 +50,12 @@ func (s *Store) notifyLane(lane model.LaneID) {
 	}
 }
 
-// idemKey scopes an idempotency key to its namespace.
+// idemKey scopes an idempotency key to a partition and a namespace, as the
+// Valkey key ff:idem:{fp:N}:<ns>:<key> does.
 type idemKey struct {
-	ns  model.Namespace
-	key string
+	part int
+	ns   model.Namespace
+	key  string
 }
 
 type idemEntry struct {
@@ -76,6 +78,9 @@ func newIdemQueue() *idemQueue {
 	return &idemQueue{tree: btree.NewBTreeGOptions(func(a, b idemItem) bool {
 		if a.expiresAt != b.expiresAt {
 			return a.expiresAt < b.expiresAt
+		}
+		if a.key.part != b.key.part {
+			return a.key.part < b.key.part
 		}
 		if a.key.ns != b.key.ns {
 			return a.key.ns < b.key.ns

@@ -37,7 +37,10 @@ type Store struct {
 	watchSeq int
 }
 
-var _ model.Store = (*Store)(nil)
+var (
+	_ model.Store        = (*Store)(nil)
+	_ model.WorkNotifier = (*Store)(nil)
+)
 
 // New returns an empty store. It panics on an invalid partition config,
 // which is a programming error.

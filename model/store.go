@@ -27,6 +27,16 @@ type Store interface {
 	Partitions() PartitionConfig
 }
 
+// WorkNotifier is implemented by stores that can tell a waiting worker that
+// a lane may have new eligible work, so idle workers need not poll.
+type WorkNotifier interface {
+	// WatchWork calls f whenever an execution of lane may have become
+	// eligible (created, promoted, unblocked, requeued), possibly by another
+	// process. f must not block and must not call the store. Spurious calls
+	// are allowed. The returned func stops the watch.
+	WatchWork(lane LaneID, f func()) (stop func())
+}
+
 // ExecutionStore holds the transitions that create and end executions.
 type ExecutionStore interface {
 	ExecutionCancel(ctx context.Context, p *ExecutionCancelParams) (*ExecutionCancelResult, error)
@@ -114,7 +124,9 @@ type ExecutionCreateParams struct {
 	// after Now means eligible now.
 	DelayUntil time.Time
 	// IdempotencyKey, when set, makes a second create with the same key in
-	// the same namespace within IdempotencyTTL return the first id.
+	// the same namespace and partition within IdempotencyTTL return the
+	// first id. (The engine derives the partition from the lane, or from the
+	// key itself for spread lanes, so a key is scoped to namespace and lane.)
 	IdempotencyKey string
 	// IdempotencyTTL defaults to DefaultIdempotencyTTL.
 	IdempotencyTTL time.Duration
