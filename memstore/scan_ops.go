@@ -158,7 +158,7 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 		slices.Sort(keys)
 		for _, key := range keys {
 			req, _ := model.ParseCapabilityCSV("required_capabilities", key)
-			if !req.SubsetOf(live) {
+			if !p.All && !req.SubsetOf(live) {
 				continue
 			}
 			g := l.routeGroups[key]

@@ -592,8 +592,12 @@ type IndexScanDueResult struct {
 type RouteUnblockParams struct {
 	Partition int
 	Live      Capabilities
-	Limit     int // 1–1000
-	Now       time.Time
+	// All unblocks regardless of capabilities (Live is ignored): the
+	// fail-open mode the unblock scanner uses when the live workers'
+	// capabilities cannot be read.
+	All   bool
+	Limit int // 1–1000
+	Now   time.Time
 }
 
 // RouteUnblockResult reports the unblocked executions.
