@@ -74,6 +74,22 @@ func (s *Store) ExecutionResult(ctx context.Context, p *model.ExecutionResultPar
 	return &model.ExecutionResultResult{Result: cloneBytes(e.result)}, nil
 }
 
+// ExecutionPayload implements model.ReadStore.
+func (s *Store) ExecutionPayload(ctx context.Context, p *model.ExecutionPayloadParams) (*model.ExecutionPayloadResult, error) {
+	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	e, err := s.lookup(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.ExecutionPayloadResult{Payload: cloneBytes(e.payload)}, nil
+}
+
 // AttemptList implements model.ReadStore.
 func (s *Store) AttemptList(ctx context.Context, p *model.AttemptListParams) (*model.AttemptListResult, error) {
 	if err := s.cfg.CheckExecutionID(p.ID); err != nil {

@@ -31,9 +31,11 @@ type Clock interface {
 	Track() (untrack func())
 }
 
-// Signal is a level-triggered wake-up: Notify wakes every current waiter,
-// or, when there is none, the next Wait. Create it with Clock.NewSignal (or
-// NewSignal for a clock-independent one, usable with real clocks).
+// Signal is a wake-up for one waiting goroutine: Notify wakes the goroutine
+// blocked in Wait on it or, when none is, makes the next Wait return at
+// once (notifications do not queue up). Give each waiting goroutine its own
+// signal. Create it with Clock.NewSignal (NewSignal makes one for real
+// clocks).
 type Signal struct {
 	ch  chan struct{}
 	sim *SimClock
@@ -46,7 +48,7 @@ func NewSignal() *Signal { return &Signal{ch: make(chan struct{}, 1)} }
 // real clocks in select statements.
 func (s *Signal) C() <-chan struct{} { return s.ch }
 
-// Notify wakes the waiters, or the next waiter if none waits now. It never
+// Notify wakes the waiter, or the next one if none waits now. It never
 // blocks.
 func (s *Signal) Notify() {
 	if s.sim != nil {

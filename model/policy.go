@@ -452,10 +452,22 @@ const (
 	FailureCancelled  FailureCategory = "cancelled"
 )
 
+// Categories the worker runtime reports.
+const (
+	// FailurePanic: the handler panicked (retried).
+	FailurePanic FailureCategory = "panic"
+	// FailurePayloadInvalid: the payload could not be decoded (not retried:
+	// it never will decode).
+	FailurePayloadInvalid FailureCategory = "payload_invalid"
+	// FailureUnknownKind: the worker has no handler for the kind (retried,
+	// so that a worker that has one can run it).
+	FailureUnknownKind FailureCategory = "unknown_kind"
+)
+
 // Retryable reports whether a failure of this category may be retried:
-// everything except permanent and cancelled.
+// everything except permanent, cancelled and payload_invalid.
 func (c FailureCategory) Retryable() bool {
-	return c != FailurePermanent && c != FailureCancelled
+	return c != FailurePermanent && c != FailureCancelled && c != FailurePayloadInvalid
 }
 
 // ValidateFailureCategory checks the category's form: 0–64 bytes of

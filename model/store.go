@@ -92,6 +92,7 @@ type ReadStore interface {
 	ExecutionDescribe(ctx context.Context, p *ExecutionDescribeParams) (*ExecutionSnapshot, error)
 	ExecutionIndexes(ctx context.Context, p *ExecutionIndexesParams) (*ExecutionIndexesResult, error)
 	ExecutionList(ctx context.Context, p *ExecutionListParams) (*ExecutionListResult, error)
+	ExecutionPayload(ctx context.Context, p *ExecutionPayloadParams) (*ExecutionPayloadResult, error)
 	ExecutionResult(ctx context.Context, p *ExecutionResultParams) (*ExecutionResultResult, error)
 	LeaseHistory(ctx context.Context, p *LeaseHistoryParams) (*LeaseHistoryResult, error)
 }
@@ -715,6 +716,16 @@ type ExecutionListResult struct {
 	IDs []ExecutionID
 	// Next is the cursor for the next page; zero when this page is the last.
 	Next ExecutionID
+}
+
+// ExecutionPayloadParams reads an execution's payload.
+type ExecutionPayloadParams struct {
+	ID ExecutionID
+}
+
+// ExecutionPayloadResult holds the payload bytes (nil when empty).
+type ExecutionPayloadResult struct {
+	Payload []byte
 }
 
 // ExecutionResultParams reads a completed execution's result.
