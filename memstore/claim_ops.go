@@ -248,7 +248,7 @@ func (s *Store) claimResult(e *execution, resumed bool) *model.ClaimResult {
 		AttemptID: a.ID, AttemptIndex: a.Index, AttemptType: a.Type, Resumed: resumed,
 		Namespace: e.namespace, Lane: e.lane, Kind: e.kind, Priority: e.priority,
 		Payload: cloneBytes(e.payload), RetryCount: e.retryCount, CreatedAt: tm(e.createdAt),
-		Tags: maps.Clone(e.tags),
+		Tags: maps.Clone(e.tags), TimeoutAt: tm(e.timeoutAt),
 	}
 	if r.Tags == nil {
 		r.Tags = map[string]string{}

@@ -365,6 +365,8 @@ type ClaimResult struct {
 	// RetryCount is how many retries came before this attempt.
 	RetryCount int
 	CreatedAt  time.Time
+	// TimeoutAt is when the attempt times out (zero: no attempt timeout).
+	TimeoutAt time.Time
 }
 
 // Fence returns the fence of the claim's lease.
