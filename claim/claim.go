@@ -1,0 +1,279 @@
+// Package claim is the scheduler behind every claim. There is one claim
+// path and it always runs admission: a worker only ever gets an execution
+// whose required capabilities it holds; an execution no live worker can
+// serve is moved off the eligible index (blocked on route) instead of being
+// re-examined on every poll, and the unblock scanner returns it when a
+// capable worker appears.
+//
+// Fairness: lanes are tried in rotation per worker; for lanes spread over
+// partitions, the partitions probed per call rotate with time and with a
+// per-worker offset, so all partitions are covered and concurrent workers
+// start in different places. In each partition a bounded batch of eligible
+// heads is walked, so a head this worker cannot serve never starves the
+// rest of the lane.
+package claim
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Store is the slice of model.Store the scheduler uses.
+type Store interface {
+	ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error)
+	ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParams) (*model.ClaimResult, error)
+	ClaimGrantIssue(ctx context.Context, p *model.ClaimGrantIssueParams) (*model.ClaimGrantIssueResult, error)
+	WorkerList(ctx context.Context, p *model.WorkerListParams) (*model.WorkerListResult, error)
+	Partitions() model.PartitionConfig
+}
+
+// Defaults.
+const (
+	DefaultScanLimit       = 32
+	DefaultProbePartitions = 32
+	DefaultRotateEvery     = 250 * time.Millisecond
+	DefaultLiveCapsTTL     = 2 * time.Second
+)
+
+// Config configures a Scheduler. Zero values mean the defaults.
+type Config struct {
+	// Namespace whose live workers' capabilities decide route blocks.
+	Namespace model.Namespace
+	// ScanLimit is how many eligible heads one partition probe examines.
+	ScanLimit int
+	// ProbePartitions bounds the partitions probed per call for spread
+	// lanes.
+	ProbePartitions int
+	// RotateEvery is how often the shared partition rotation advances.
+	RotateEvery time.Duration
+	// LiveCapsTTL is how long the union of live workers' capabilities is
+	// cached.
+	LiveCapsTTL time.Duration
+	// Spread reports whether a lane spreads its executions over all
+	// partitions (nil: no lane does; each lane lives on its solo partition).
+	Spread func(model.LaneID) bool
+}
+
+func (c Config) withDefaults() Config {
+	c.Namespace = cmp.Or(c.Namespace, model.DefaultNamespace)
+	c.ScanLimit = cmp.Or(c.ScanLimit, DefaultScanLimit)
+	c.ProbePartitions = cmp.Or(c.ProbePartitions, DefaultProbePartitions)
+	c.RotateEvery = cmp.Or(c.RotateEvery, DefaultRotateEvery)
+	c.LiveCapsTTL = cmp.Or(c.LiveCapsTTL, DefaultLiveCapsTTL)
+	return c
+}
+
+// Validate checks the config after defaults.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if err := c.Namespace.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.ScanLimit < 1 || c.ScanLimit > model.MaxPageSize:
+		return model.InvalidField("claim.scan_limit", "out_of_range")
+	case c.ProbePartitions < 1:
+		return model.InvalidField("claim.probe_partitions", "out_of_range")
+	case c.RotateEvery < 0:
+		return model.InvalidField("claim.rotate_every", "out_of_range")
+	case c.LiveCapsTTL < 0:
+		return model.InvalidField("claim.live_caps_ttl", "out_of_range")
+	}
+	return nil
+}
+
+// Scheduler picks and claims executions for workers. It is safe for
+// concurrent use.
+type Scheduler struct {
+	store Store
+	clock model.Clock
+	cfg   Config
+	parts int
+
+	mu        sync.Mutex
+	live      model.Capabilities
+	liveAt    time.Time
+	liveKnown bool
+
+	calls atomic.Uint64
+}
+
+// New returns a scheduler. It panics on an invalid config (a programming
+// error).
+func New(store Store, clock model.Clock, cfg Config) *Scheduler {
+	if err := cfg.Validate(); err != nil {
+		panic("claim: " + err.Error())
+	}
+	return &Scheduler{store: store, clock: clock, cfg: cfg.withDefaults(), parts: store.Partitions().WithDefaults().FlowPartitions}
+}
+
+// Request asks for one execution.
+type Request struct {
+	// Lanes to claim from, tried in rotation.
+	Lanes            []model.LaneID
+	WorkerID         model.WorkerID
+	WorkerInstanceID model.WorkerInstanceID
+	// Capabilities must be normalised (model.ParseCapabilities).
+	Capabilities model.Capabilities
+	LeaseTTL     time.Duration
+	// NewIDs returns fresh lease and attempt ids for one claim attempt.
+	NewIDs func() (model.LeaseID, model.AttemptID)
+}
+
+// Outcome reports what a claim call did besides claiming.
+type Outcome struct {
+	// Claimed is nil when no execution could be claimed.
+	Claimed *model.ClaimResult
+	// Blocked lists executions moved to blocked:route because no live
+	// worker can serve them.
+	Blocked []model.ExecutionID
+	// Probed counts the partition probes made.
+	Probed int
+}
+
+// Claim claims the best execution the worker can serve from the request's
+// lanes, or returns an Outcome with Claimed nil. The caller must already
+// hold a concurrency permit: the claim is made at once.
+func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
+	if len(req.Lanes) == 0 {
+		return nil, model.InvalidField("lanes", "empty")
+	}
+	live, err := s.liveCapabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{}
+	call := s.calls.Add(1)
+	n := len(req.Lanes)
+	for i := range n {
+		lane := req.Lanes[(int(call)+i)%n]
+		for _, part := range s.partitionsFor(lane, req.WorkerInstanceID) {
+			leaseID, attemptID := req.NewIDs()
+			res, err := s.store.ExecutionClaimNext(ctx, &model.ExecutionClaimNextParams{
+				Partition:        part,
+				Lane:             lane,
+				Capabilities:     req.Capabilities,
+				LiveCapabilities: live,
+				ScanLimit:        s.cfg.ScanLimit,
+				LeaseRequest: model.LeaseRequest{
+					WorkerID: req.WorkerID, WorkerInstanceID: req.WorkerInstanceID,
+					LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: req.LeaseTTL,
+				},
+				Now: s.clock.Now(),
+			})
+			out.Probed++
+			if err != nil {
+				return out, fmt.Errorf("claim: lane %s partition %d: %w", lane, part, err)
+			}
+			out.Blocked = append(out.Blocked, res.Blocked...)
+			if res.Claimed != nil {
+				out.Claimed = res.Claimed
+				return out, nil
+			}
+		}
+	}
+	return out, nil
+}
+
+// partitionsFor returns the partitions to probe for lane, in order.
+func (s *Scheduler) partitionsFor(lane model.LaneID, instance model.WorkerInstanceID) []int {
+	cfg := s.store.Partitions()
+	if s.cfg.Spread == nil || !s.cfg.Spread(lane) {
+		return []int{cfg.SoloPartition(lane)}
+	}
+	probe := min(s.cfg.ProbePartitions, s.parts)
+	window := uint64(0)
+	if s.cfg.RotateEvery > 0 {
+		window = uint64(s.clock.Now().UnixNano() / int64(s.cfg.RotateEvery))
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(instance))
+	start := (window*uint64(probe) + uint64(h.Sum32())) % uint64(s.parts)
+	out := make([]int, probe)
+	for i := range out {
+		out[i] = int((start + uint64(i)) % uint64(s.parts))
+	}
+	return out
+}
+
+// liveCapabilities returns the cached union of live workers' capabilities,
+// refreshing it when stale. A failed refresh keeps the previous union.
+func (s *Scheduler) liveCapabilities(ctx context.Context) (model.Capabilities, error) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	if s.liveKnown && now.Sub(s.liveAt) < s.cfg.LiveCapsTTL {
+		live := s.live
+		s.mu.Unlock()
+		return live, nil
+	}
+	s.mu.Unlock()
+	res, err := s.store.WorkerList(ctx, &model.WorkerListParams{Namespace: s.cfg.Namespace, Now: now})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if s.liveKnown {
+			return s.live, nil
+		}
+		return nil, fmt.Errorf("claim: reading live workers: %w", err)
+	}
+	s.live, s.liveAt, s.liveKnown = res.LiveCapabilities(), now, true
+	return s.live, nil
+}
+
+// Invalidate drops the cached live capabilities, so the next claim reads
+// them again (a worker started or stopped in this process).
+func (s *Scheduler) Invalidate() {
+	s.mu.Lock()
+	s.liveKnown = false
+	s.mu.Unlock()
+}
+
+// Grant is a claim grant issued for one worker.
+type Grant struct {
+	ID               model.ExecutionID
+	WorkerID         model.WorkerID
+	WorkerInstanceID model.WorkerInstanceID
+	ExpiresAt        time.Time
+}
+
+// IssueGrant grants a worker the right to claim execution id within ttl;
+// admission (capabilities) is checked now and again at the claim.
+func (s *Scheduler) IssueGrant(ctx context.Context, id model.ExecutionID, worker model.WorkerID,
+	instance model.WorkerInstanceID, caps model.Capabilities, ttl time.Duration) (*Grant, error) {
+	res, err := s.store.ClaimGrantIssue(ctx, &model.ClaimGrantIssueParams{
+		ID: id, WorkerID: worker, WorkerInstanceID: instance, Capabilities: caps,
+		GrantTTL: ttl, Now: s.clock.Now(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim: grant: %w", err)
+	}
+	return &Grant{ID: id, WorkerID: worker, WorkerInstanceID: instance, ExpiresAt: res.ExpiresAt}, nil
+}
+
+// ClaimGrant consumes a grant. The caller must already hold a concurrency
+// permit, so a worker at capacity never consumes (and wastes) a grant.
+func (s *Scheduler) ClaimGrant(ctx context.Context, g *Grant, leaseTTL time.Duration, leaseID model.LeaseID, attemptID model.AttemptID) (*model.ClaimResult, error) {
+	if g == nil {
+		return nil, errors.New("claim: nil grant")
+	}
+	res, err := s.store.ExecutionClaim(ctx, &model.ExecutionClaimParams{
+		ID: g.ID,
+		LeaseRequest: model.LeaseRequest{
+			WorkerID: g.WorkerID, WorkerInstanceID: g.WorkerInstanceID,
+			LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: leaseTTL,
+		},
+		Now: s.clock.Now(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim: from grant: %w", err)
+	}
+	return res, nil
+}

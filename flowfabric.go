@@ -1,0 +1,360 @@
+package flowfabric
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/flowfabric/flowfabric/claim"
+	"github.com/flowfabric/flowfabric/internal/wallclock"
+	"github.com/flowfabric/flowfabric/model"
+	"github.com/flowfabric/flowfabric/scan"
+)
+
+// Types shared with the model package, re-exported so most programs import
+// only flowfabric.
+type (
+	// Store is the state behind an engine: memstore.New or valkeystore.New.
+	Store = model.Store
+	// Clock is the engine's source of time.
+	Clock = model.Clock
+	// ExecutionID identifies an execution ("{fp:N}:<uuid>").
+	ExecutionID = model.ExecutionID
+	// LaneID names a lane (a queue).
+	LaneID = model.LaneID
+	// Kind names what an execution does.
+	Kind = model.Kind
+	// Snapshot is the full state of one execution.
+	Snapshot = model.ExecutionSnapshot
+	// Attempt is one attempt of an execution.
+	Attempt = model.Attempt
+	// LeaseEvent is one entry of an execution's lease history.
+	LeaseEvent = model.LeaseEvent
+	// PublicState is an execution's one-word state.
+	PublicState = model.PublicState
+	// RetryPolicy decides retries and their backoff.
+	RetryPolicy = model.RetryPolicy
+	// FailureCategory classifies a failure.
+	FailureCategory = model.FailureCategory
+	// Error is the engine's coded error type.
+	Error = model.Error
+)
+
+// Errors, for errors.Is.
+var (
+	ErrValidation          = model.ErrValidation
+	ErrNotFound            = model.ErrNotFound
+	ErrNotActive           = model.ErrNotActive
+	ErrNotTerminal         = model.ErrNotTerminal
+	ErrNotEligible         = model.ErrNotEligible
+	ErrNotReclaimable      = model.ErrNotReclaimable
+	ErrStaleLease          = model.ErrStaleLease
+	ErrLeaseExpired        = model.ErrLeaseExpired
+	ErrLeaseRevoked        = model.ErrLeaseRevoked
+	ErrMaxReplaysExhausted = model.ErrMaxReplaysExhausted
+	ErrResultNotFound      = model.ErrResultNotFound
+	ErrDuplicateWorker     = model.ErrDuplicateWorker
+	ErrCapabilityMismatch  = model.ErrCapabilityMismatch
+	ErrInvalidClaimGrant   = model.ErrInvalidClaimGrant
+	ErrClaimGrantExpired   = model.ErrClaimGrantExpired
+
+	// ErrWorkerAtCapacity: the worker holds MaxConcurrent tasks; a grant
+	// offered to it is left untouched.
+	ErrWorkerAtCapacity = errors.New("flowfabric: worker at capacity")
+	// ErrWorkerStopped: the worker is stopping or stopped.
+	ErrWorkerStopped = errors.New("flowfabric: worker stopped")
+	// ErrLeaseLost is the cause of a task context cancelled because the
+	// lease could not be renewed (expired, revoked or taken over).
+	ErrLeaseLost = errors.New("flowfabric: lease lost")
+)
+
+// Config configures an Engine. The zero value (or nil) means the defaults.
+type Config struct {
+	// Clock is the engine's time source (nil: the wall clock). Tests pass a
+	// *model.SimClock.
+	Clock model.Clock
+	// Logger receives the engine's logs (nil: discarded).
+	Logger *slog.Logger
+	// Namespace scopes idempotency keys and the worker registry (default
+	// "default").
+	Namespace model.Namespace
+	// Entropy is the source of new ids (nil: crypto/rand). Tests pass a
+	// seeded reader for reproducible ids.
+	Entropy io.Reader
+	// Lanes configures lanes by name; unlisted lanes use the defaults.
+	// Every process sharing a store must configure lanes the same way.
+	Lanes map[model.LaneID]LaneConfig
+	// Claim tunes the claim scheduler.
+	Claim ClaimConfig
+	// Scanners tunes the background scanners.
+	Scanners ScannerConfig
+	// OnActivity, if set, is called after this engine's workers or scanners
+	// change an execution. It must not block. flowfabrictest uses it.
+	OnActivity func()
+}
+
+// LaneConfig configures one lane.
+type LaneConfig struct {
+	// Spread places the lane's executions on partitions chosen from their
+	// ids (or idempotency keys) instead of the lane's single partition, so
+	// a busy lane spreads over a Valkey Cluster. Claims then probe
+	// partitions in rotation.
+	Spread bool
+}
+
+// ClaimConfig tunes the claim scheduler. Zero values mean the defaults.
+type ClaimConfig struct {
+	// ScanLimit is how many eligible heads one partition probe examines
+	// (default 32).
+	ScanLimit int
+	// ProbePartitions bounds the partitions one claim probes on a spread
+	// lane (default 32).
+	ProbePartitions int
+	// LiveCapsTTL is how long the live workers' capabilities are cached
+	// (default 2s).
+	LiveCapsTTL time.Duration
+}
+
+// ScannerConfig tunes the background scanners. Zero values mean the
+// defaults (FlowFabric's intervals).
+type ScannerConfig struct {
+	LeaseExpiry       scan.LeaseExpiryConfig
+	DelayedPromoter   scan.TimerConfig
+	AttemptTimeout    scan.TimerConfig
+	ExecutionDeadline scan.TimerConfig
+	Unblock           scan.UnblockConfig
+	// WorkerExpiryInterval is the pause between worker-registry expiry
+	// passes (default 30s).
+	WorkerExpiryInterval time.Duration
+}
+
+// Engine is the embedded engine: submit and manage executions, run
+// workers, and run the background scanners. Create it with New.
+type Engine struct {
+	store model.Store
+	clock model.Clock
+	log   *slog.Logger
+	ns    model.Namespace
+	parts model.PartitionConfig
+	cfg   Config
+
+	idMu    sync.Mutex
+	entropy io.Reader
+
+	lanesMu sync.RWMutex
+	lanes   map[model.LaneID]LaneConfig
+
+	sched    *claim.Scheduler
+	runner   *scan.Runner
+	lease    *scan.LeaseExpiry
+	delayed  *scan.DelayedPromoter
+	timeouts *scan.Expirer
+	deadline *scan.Expirer
+	unblock  *scan.Unblock
+
+	watchMu  sync.Mutex
+	watchSeq int
+	watchers map[int]*model.Signal
+}
+
+// New returns an engine over store. A nil cfg means the defaults. It
+// panics when cfg is invalid, which is a programming error.
+func New(store model.Store, cfg *Config) *Engine {
+	if store == nil {
+		panic("flowfabric: New with a nil store")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Clock == nil {
+		c.Clock = wallclock.Clock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Namespace = cmp.Or(c.Namespace, model.DefaultNamespace)
+	if c.Entropy == nil {
+		c.Entropy = rand.Reader
+	}
+	if err := c.validate(); err != nil {
+		panic("flowfabric: invalid config: " + err.Error())
+	}
+	e := &Engine{
+		store: store, clock: c.Clock, log: c.Logger, ns: c.Namespace, parts: store.Partitions(),
+		cfg: c, entropy: c.Entropy, lanes: make(map[model.LaneID]LaneConfig),
+		watchers: make(map[int]*model.Signal),
+	}
+	for l, lc := range c.Lanes {
+		e.lanes[l] = lc
+	}
+	e.sched = claim.New(store, c.Clock, claim.Config{
+		Namespace: c.Namespace, ScanLimit: c.Claim.ScanLimit, ProbePartitions: c.Claim.ProbePartitions,
+		LiveCapsTTL: c.Claim.LiveCapsTTL, Spread: e.spread,
+	})
+	sc := c.Scanners
+	sc.Unblock.Namespace = cmp.Or(sc.Unblock.Namespace, c.Namespace)
+	e.lease = scan.NewLeaseExpiry(store, c.Clock, sc.LeaseExpiry)
+	e.delayed = scan.NewDelayedPromoter(store, c.Clock, sc.DelayedPromoter)
+	e.timeouts = scan.NewAttemptTimeout(store, c.Clock, sc.AttemptTimeout)
+	e.deadline = scan.NewExecutionDeadline(store, c.Clock, sc.ExecutionDeadline)
+	e.unblock = scan.NewUnblock(store, c.Clock, sc.Unblock)
+	workers := scan.NewWorkerExpiry(store, c.Clock, sc.WorkerExpiryInterval, c.Namespace)
+	e.runner = scan.NewRunner(scan.RunnerConfig{
+		Clock: c.Clock, Logger: c.Logger,
+		OnPass: func(_ string, res scan.Result, _ error) {
+			if res.Acted > 0 {
+				e.activity()
+			}
+		},
+	}, e.lease, e.delayed, e.timeouts, e.deadline, e.unblock, workers)
+	return e
+}
+
+func (c *Config) validate() error {
+	if err := c.Namespace.Validate(); err != nil {
+		return err
+	}
+	for l := range c.Lanes {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+	}
+	cc := claim.Config{Namespace: c.Namespace, ScanLimit: c.Claim.ScanLimit, ProbePartitions: c.Claim.ProbePartitions,
+		LiveCapsTTL: c.Claim.LiveCapsTTL}
+	if err := cc.Validate(); err != nil {
+		return err
+	}
+	for name, tc := range map[string]scan.TimerConfig{
+		"scanners.lease_expiry": c.Scanners.LeaseExpiry.TimerConfig, "scanners.delayed_promoter": c.Scanners.DelayedPromoter,
+		"scanners.attempt_timeout": c.Scanners.AttemptTimeout, "scanners.execution_deadline": c.Scanners.ExecutionDeadline,
+	} {
+		if err := tc.Validate(name); err != nil {
+			return err
+		}
+	}
+	if u := c.Scanners.Unblock; u.Interval < 0 || u.Batch < 0 || u.Batch > model.MaxPageSize {
+		return model.InvalidField("scanners.unblock", "out_of_range")
+	}
+	if c.Scanners.WorkerExpiryInterval < 0 {
+		return model.InvalidField("scanners.worker_expiry_interval", "out_of_range")
+	}
+	return nil
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() model.Store { return e.store }
+
+// Clock returns the engine's clock.
+func (e *Engine) Clock() model.Clock { return e.clock }
+
+// Namespace returns the engine's namespace.
+func (e *Engine) Namespace() model.Namespace { return e.ns }
+
+// Start starts the background scanners and returns at once. Workers are
+// started separately (Worker.Start). Cancelling ctx does not stop the
+// scanners; Stop does.
+func (e *Engine) Start(ctx context.Context) error {
+	if err := e.runner.Start(ctx); err != nil {
+		return fmt.Errorf("flowfabric: start: %w", err)
+	}
+	return nil
+}
+
+// Stop stops the scanners and waits for them, or for ctx. It is idempotent
+// and safe before Start. Stop workers first: their drain may still need
+// the store.
+func (e *Engine) Stop(ctx context.Context) error {
+	if err := e.runner.Stop(ctx); err != nil {
+		return fmt.Errorf("flowfabric: stop: %w", err)
+	}
+	return nil
+}
+
+// Scanners returns the background scanners, for hosts that drive passes
+// themselves (RunOnce) instead of calling Start.
+func (e *Engine) Scanners() []scan.Scanner { return e.runner.Scanners() }
+
+// RegisterLane configures a lane (see LaneConfig). Register lanes before
+// submitting to them; every process must agree.
+func (e *Engine) RegisterLane(lane model.LaneID, cfg LaneConfig) error {
+	if err := lane.Validate(); err != nil {
+		return err
+	}
+	e.lanesMu.Lock()
+	e.lanes[lane] = cfg
+	e.lanesMu.Unlock()
+	return nil
+}
+
+// Lanes returns the registered lanes.
+func (e *Engine) Lanes() map[model.LaneID]LaneConfig {
+	e.lanesMu.RLock()
+	defer e.lanesMu.RUnlock()
+	out := make(map[model.LaneID]LaneConfig, len(e.lanes))
+	for l, c := range e.lanes {
+		out[l] = c
+	}
+	return out
+}
+
+func (e *Engine) spread(lane model.LaneID) bool {
+	e.lanesMu.RLock()
+	defer e.lanesMu.RUnlock()
+	return e.lanes[lane].Spread
+}
+
+// newUUID draws a v4 UUID from the engine's entropy.
+func (e *Engine) newUUID() model.UUID {
+	var b [16]byte
+	e.idMu.Lock()
+	_, err := io.ReadFull(e.entropy, b[:])
+	e.idMu.Unlock()
+	if err != nil {
+		panic("flowfabric: reading entropy: " + err.Error())
+	}
+	return model.NewUUIDv4(b)
+}
+
+func (e *Engine) newLeaseIDs() (model.LeaseID, model.AttemptID) {
+	return model.LeaseID(e.newUUID()), model.AttemptID(e.newUUID())
+}
+
+// activity reports that this engine's workers or scanners changed an
+// execution: Wait calls re-check and the OnActivity hook runs.
+func (e *Engine) activity() {
+	e.watchMu.Lock()
+	for _, s := range e.watchers {
+		s.Notify()
+	}
+	e.watchMu.Unlock()
+	if e.cfg.OnActivity != nil {
+		e.cfg.OnActivity()
+	}
+}
+
+func (e *Engine) watchTerminal(sig *model.Signal) (stop func()) {
+	e.watchMu.Lock()
+	defer e.watchMu.Unlock()
+	e.watchSeq++
+	id := e.watchSeq
+	e.watchers[id] = sig
+	return func() {
+		e.watchMu.Lock()
+		delete(e.watchers, id)
+		e.watchMu.Unlock()
+	}
+}
+
+// hint tells the scanners about a time something becomes due.
+func (e *Engine) hint(s scan.Hinter, id model.ExecutionID, at time.Time) {
+	if !at.IsZero() {
+		s.Hint(id.Partition(), at)
+	}
+}

@@ -1,0 +1,343 @@
+// Package flowfabrictest helps users test code that submits and handles
+// executions: an engine on memstore driven by an auto-advancing simulated
+// clock, so a test of minutes of retries and delays runs in milliseconds,
+// and assertions about what was submitted.
+//
+//	func TestSignup(t *testing.T) {
+//		h := flowfabrictest.New(t, nil)
+//		w := h.NewWorker(nil)
+//		flowfabric.AddHandler(w, myHandler)
+//		h.StartWorker(w)
+//		res, _ := h.Engine.Submit(h.Ctx, SendEmail{To: "a@example.com"}, nil)
+//		snap := h.WaitTerminal(res.ID)
+//		// ...
+//	}
+//
+// Time: the harness's clock only moves when every engine goroutine is
+// waiting and the test itself is inside a harness call that waits
+// (WaitTerminal, RunUntil, RunUntilIdle). While test code runs between
+// calls, time stands still, so what a test observes is deterministic.
+package flowfabrictest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/memstore"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// DefaultStart is the simulated time a harness starts at.
+var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Options configures a harness. The zero value (or nil) means the
+// defaults.
+type Options struct {
+	// Start is the initial simulated time (default DefaultStart).
+	Start time.Time
+	// Seed seeds execution and lease ids (default 1).
+	Seed uint64
+	// Engine is the base engine config; Clock, Entropy and OnActivity are
+	// set by the harness.
+	Engine *flowfabric.Config
+	// Partitions sets the store's partition counts (default: memstore's).
+	Partitions model.PartitionConfig
+	// MaxSimulated bounds the simulated time one harness call may let pass
+	// before it fails the test (default 24h).
+	MaxSimulated time.Duration
+	// NoScanners leaves the background scanners stopped.
+	NoScanners bool
+}
+
+// Harness is an engine on memstore with a simulated clock.
+type Harness struct {
+	T      testing.TB
+	Ctx    context.Context
+	Clock  *model.SimClock
+	Store  *memstore.Store
+	Engine *flowfabric.Engine
+
+	maxSim   time.Duration
+	activity *model.Signal
+	mu       sync.Mutex
+	workers  []*flowfabric.Worker
+	untrack  func()
+}
+
+// New returns a started harness (scanners running) that stops everything
+// at the end of the test.
+func New(t testing.TB, opts *Options) *Harness {
+	t.Helper()
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Start.IsZero() {
+		o.Start = DefaultStart
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.MaxSimulated == 0 {
+		o.MaxSimulated = 24 * time.Hour
+	}
+	clock := model.NewSimClock(o.Start)
+	h := &Harness{T: t, Ctx: context.Background(), Clock: clock, maxSim: o.MaxSimulated}
+	h.activity = clock.NewSignal()
+	// The test goroutine counts as busy except while it waits in a harness
+	// call, so time never moves under the test's feet.
+	h.untrack = clock.Track()
+	clock.SetAutoAdvance(true)
+	h.Store = memstore.New(&memstore.Options{Partitions: o.Partitions})
+	var cfg flowfabric.Config
+	if o.Engine != nil {
+		cfg = *o.Engine
+	}
+	cfg.Clock = clock
+	cfg.Entropy = rand.NewChaCha8(seed32(o.Seed))
+	user := cfg.OnActivity
+	cfg.OnActivity = func() {
+		h.activity.Notify()
+		if user != nil {
+			user()
+		}
+	}
+	h.Engine = flowfabric.New(h.Store, &cfg)
+	if !o.NoScanners {
+		if err := h.Engine.Start(h.Ctx); err != nil {
+			t.Fatalf("flowfabrictest: start engine: %v", err)
+		}
+	}
+	t.Cleanup(h.close)
+	return h
+}
+
+func seed32(s uint64) [32]byte {
+	var b [32]byte
+	for i := range 4 {
+		v := s + uint64(i)*0x9e3779b97f4a7c15
+		for j := range 8 {
+			b[i*8+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
+}
+
+func (h *Harness) close() {
+	ctx := context.Background()
+	h.mu.Lock()
+	ws := h.workers
+	h.mu.Unlock()
+	for _, w := range ws {
+		if err := w.Stop(ctx); err != nil {
+			h.T.Errorf("flowfabrictest: stop worker: %v", err)
+		}
+	}
+	if err := h.Engine.Stop(ctx); err != nil {
+		h.T.Errorf("flowfabrictest: stop engine: %v", err)
+	}
+	h.untrack()
+}
+
+// NewWorker returns a worker of the harness's engine (default config:
+// lane "default", lease 30s); register handlers, then StartWorker. The
+// harness stops it at the end of the test.
+func (h *Harness) NewWorker(cfg *flowfabric.WorkerConfig) *flowfabric.Worker {
+	w := flowfabric.NewWorker(h.Engine, cfg)
+	h.mu.Lock()
+	h.workers = append(h.workers, w)
+	h.mu.Unlock()
+	return w
+}
+
+// StartWorker starts w, failing the test on error.
+func (h *Harness) StartWorker(w *flowfabric.Worker) {
+	h.T.Helper()
+	if err := w.Start(h.Ctx); err != nil {
+		h.T.Fatalf("flowfabrictest: start worker: %v", err)
+	}
+}
+
+// StopWorker stops w (graceful drain, on simulated time), failing the test
+// on error.
+func (h *Harness) StopWorker(w *flowfabric.Worker) {
+	h.T.Helper()
+	if err := w.Stop(h.Ctx); err != nil {
+		h.T.Fatalf("flowfabrictest: stop worker: %v", err)
+	}
+}
+
+// RunUntil lets the engine run, and simulated time pass, until cond
+// returns true; it fails the test if MaxSimulated passes first. cond is
+// checked after every change the engine makes and at least every simulated
+// second.
+func (h *Harness) RunUntil(cond func() bool) {
+	h.T.Helper()
+	if err := h.runUntil(cond); err != nil {
+		h.T.Fatal(err)
+	}
+}
+
+func (h *Harness) runUntil(cond func() bool) error {
+	limit := h.Clock.Now().Add(h.maxSim)
+	for !cond() {
+		if h.Clock.Now().After(limit) {
+			return fmt.Errorf("flowfabrictest: condition not met within %s of simulated time", h.maxSim)
+		}
+		if err := h.Clock.Wait(h.Ctx, time.Second, h.activity); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Advance lets d of simulated time pass while the engine runs.
+func (h *Harness) Advance(d time.Duration) {
+	h.T.Helper()
+	end := h.Clock.Now().Add(d)
+	for h.Clock.Now().Before(end) {
+		if err := h.Clock.Wait(h.Ctx, end.Sub(h.Clock.Now()), nil); err != nil {
+			h.T.Fatal(err)
+		}
+	}
+}
+
+// WaitTerminal runs until execution id is terminal and returns its
+// snapshot.
+func (h *Harness) WaitTerminal(id model.ExecutionID) *model.ExecutionSnapshot {
+	h.T.Helper()
+	var snap *model.ExecutionSnapshot
+	h.RunUntil(func() bool {
+		s, err := h.Engine.Describe(h.Ctx, id)
+		if err != nil {
+			h.T.Fatalf("flowfabrictest: describe %s: %v", id, err)
+		}
+		snap = s
+		return s.PublicState.IsTerminal()
+	})
+	return snap
+}
+
+// RunUntilIdle runs until every execution in the store is terminal, or
+// blocked waiting for a capable worker, and returns their snapshots.
+func (h *Harness) RunUntilIdle() []*model.ExecutionSnapshot {
+	h.T.Helper()
+	var all []*model.ExecutionSnapshot
+	h.RunUntil(func() bool {
+		all = h.Executions()
+		for _, s := range all {
+			if !s.PublicState.IsTerminal() && s.State.EligibilityState != model.BlockedByRoute {
+				return false
+			}
+		}
+		return true
+	})
+	return all
+}
+
+// Executions returns a snapshot of every execution, in partition and id
+// order.
+func (h *Harness) Executions() []*model.ExecutionSnapshot {
+	h.T.Helper()
+	var out []*model.ExecutionSnapshot
+	for p := range h.Engine.Partitions() {
+		var after model.ExecutionID
+		for {
+			page, err := h.Engine.List(h.Ctx, &flowfabric.ListOpts{Partition: p, After: after, Limit: 1000})
+			if err != nil {
+				h.T.Fatalf("flowfabrictest: list: %v", err)
+			}
+			for _, id := range page.IDs {
+				s, err := h.Engine.Describe(h.Ctx, id)
+				if err != nil {
+					h.T.Fatalf("flowfabrictest: describe %s: %v", id, err)
+				}
+				out = append(out, s)
+			}
+			if page.Next.IsZero() {
+				break
+			}
+			after = page.Next
+		}
+	}
+	return out
+}
+
+// Submitted is one submitted execution of kind T with its decoded args.
+type Submitted[T flowfabric.Args] struct {
+	Args     T
+	Snapshot *model.ExecutionSnapshot
+}
+
+// FindSubmitted returns every execution of T's kind whose args satisfy
+// match (nil: all).
+func FindSubmitted[T flowfabric.Args](h *Harness, match func(T) bool) []Submitted[T] {
+	h.T.Helper()
+	var zero T
+	kind := model.Kind(zero.Kind())
+	var out []Submitted[T]
+	for _, s := range h.Executions() {
+		if s.Kind != kind {
+			continue
+		}
+		payload, err := h.Engine.Payload(h.Ctx, s.ID)
+		if err != nil {
+			h.T.Fatalf("flowfabrictest: payload %s: %v", s.ID, err)
+		}
+		var args T
+		if err := json.Unmarshal(payload, &args); err != nil {
+			continue
+		}
+		if match == nil || match(args) {
+			out = append(out, Submitted[T]{Args: args, Snapshot: s})
+		}
+	}
+	return out
+}
+
+// RequireSubmitted fails the test unless an execution of T's kind was
+// submitted with args equal to want (compared as JSON), and returns it.
+func RequireSubmitted[T flowfabric.Args](h *Harness, want T) Submitted[T] {
+	h.T.Helper()
+	wantJSON, err := json.Marshal(want)
+	if err != nil {
+		h.T.Fatalf("flowfabrictest: encode want: %v", err)
+	}
+	found := FindSubmitted(h, func(got T) bool {
+		b, err := json.Marshal(got)
+		return err == nil && bytes.Equal(b, wantJSON)
+	})
+	if len(found) == 0 {
+		var zero T
+		all := FindSubmitted[T](h, nil)
+		h.T.Fatalf("flowfabrictest: no execution of kind %q with args %s was submitted (%d of that kind: %v)",
+			zero.Kind(), wantJSON, len(all), argsOf(all))
+	}
+	return found[0]
+}
+
+// RequireNotSubmitted fails the test if an execution of T's kind matching
+// match (nil: any) was submitted.
+func RequireNotSubmitted[T flowfabric.Args](h *Harness, match func(T) bool) {
+	h.T.Helper()
+	if found := FindSubmitted(h, match); len(found) > 0 {
+		var zero T
+		h.T.Fatalf("flowfabrictest: %d unexpected executions of kind %q: %v", len(found), zero.Kind(), argsOf(found))
+	}
+}
+
+func argsOf[T flowfabric.Args](s []Submitted[T]) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = reflect.ValueOf(x.Args).Interface()
+	}
+	return out
+}

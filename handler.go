@@ -1,0 +1,185 @@
+package flowfabric
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Handler runs executions whose payload decodes into T. The kind it
+// handles is T's Kind().
+type Handler[T Args] interface {
+	Work(ctx context.Context, task *Task[T]) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc[T Args] func(ctx context.Context, task *Task[T]) error
+
+// Work implements Handler.
+func (f HandlerFunc[T]) Work(ctx context.Context, task *Task[T]) error { return f(ctx, task) }
+
+// Task is one claimed execution handed to a handler.
+//
+// The handler's return decides the outcome: nil completes the execution
+// (with the result set by SetResult); an error fails the attempt and
+// retries per the retry policy; Permanent(err) fails without retry;
+// Snooze(d) hands the execution back for d and resumes the same attempt
+// later; Cancel(err) cancels it. A panic fails the attempt with category
+// "panic".
+//
+// The context is cancelled when the lease is lost (cause ErrLeaseLost) or
+// the worker stops past its drain deadline.
+type Task[T Args] struct {
+	// Args is the decoded payload.
+	Args T
+	*TaskInfo
+}
+
+// TaskInfo is what a handler knows about its execution.
+type TaskInfo struct {
+	ID        ExecutionID
+	Kind      Kind
+	Lane      LaneID
+	Namespace model.Namespace
+	Priority  int
+	Tags      map[string]string
+	CreatedAt time.Time
+	// Payload is the raw payload.
+	Payload []byte
+	// Attempt is the attempt's index (0 for the first) and AttemptType why
+	// it started (initial, retry, replay, reclaim).
+	Attempt     int
+	AttemptType model.AttemptType
+	// Resumed is true when this attempt resumed after a Snooze.
+	Resumed bool
+	// RetryCount is how many retries came before this attempt.
+	RetryCount int
+	// LeaseEpoch is the fencing token of this attempt's lease: it grows with
+	// every acquisition, so downstream systems can reject writes from an
+	// older holder.
+	LeaseEpoch uint64
+
+	w      *Worker
+	run    *running
+	result []byte
+}
+
+// Fence returns the full fence (lease id, epoch, attempt id) of the task.
+func (t *TaskInfo) Fence() model.Fence { return t.run.fence }
+
+// SetResult sets the bytes stored when the handler returns nil.
+func (t *TaskInfo) SetResult(b []byte) { t.result = b }
+
+// SetResultJSON sets the result to the JSON encoding of v.
+func (t *TaskInfo) SetResultJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("flowfabric: result: %w", err)
+	}
+	t.result = b
+	return nil
+}
+
+// Progress records progress (0–100) and a message on the execution.
+func (t *TaskInfo) Progress(ctx context.Context, percent int, message string) error {
+	_, err := t.w.engine.store.ExecutionUpdateProgress(ctx, &model.ExecutionUpdateProgressParams{
+		ID: t.ID, Fence: t.run.fence, Percent: percent, Message: message, Now: t.w.engine.clock.Now(),
+	})
+	return wrap("progress", err)
+}
+
+// outcome is what a handler's return asks for.
+type outcome struct {
+	kind     outcomeKind
+	err      error
+	category model.FailureCategory
+	delay    time.Duration
+}
+
+type outcomeKind uint8
+
+const (
+	outcomeFail outcomeKind = iota + 1
+	outcomeSnooze
+	outcomeCancel
+)
+
+func (o *outcome) Error() string {
+	switch o.kind {
+	case outcomeSnooze:
+		return fmt.Sprintf("snooze %s", o.delay)
+	case outcomeCancel:
+		return fmt.Sprintf("cancel: %v", o.err)
+	}
+	return fmt.Sprintf("%s: %v", o.category, o.err)
+}
+
+func (o *outcome) Unwrap() error { return o.err }
+
+// Permanent marks err as not worth retrying: the execution fails now,
+// whatever retries remain.
+func Permanent(err error) error {
+	return &outcome{kind: outcomeFail, err: err, category: model.FailurePermanent}
+}
+
+// Fail fails the attempt with an explicit category. Categories other than
+// permanent, cancelled and payload_invalid retry per the policy.
+func Fail(category model.FailureCategory, err error) error {
+	return &outcome{kind: outcomeFail, err: err, category: category}
+}
+
+// Snooze hands the execution back to run again after d, resuming the same
+// attempt. It does not count as a failure.
+func Snooze(d time.Duration) error { return &outcome{kind: outcomeSnooze, delay: d} }
+
+// Cancel cancels the execution with err as the reason.
+func Cancel(err error) error { return &outcome{kind: outcomeCancel, err: err} }
+
+// classify turns a handler's return into an outcome.
+func classify(err error) *outcome {
+	var o *outcome
+	if errors.As(err, &o) {
+		return o
+	}
+	return &outcome{kind: outcomeFail, err: err, category: model.FailureTransient}
+}
+
+// handlerEntry runs one kind.
+type handlerEntry func(ctx context.Context, info *TaskInfo) error
+
+// errPayload marks a payload that did not decode.
+type errPayload struct{ err error }
+
+func (e errPayload) Error() string { return "decode payload: " + e.err.Error() }
+func (e errPayload) Unwrap() error { return e.err }
+
+// AddHandler registers h for the kind of T on w. It panics when the kind
+// is invalid or already registered, or w has started (programming
+// errors); AddHandlerSafe returns the error instead.
+func AddHandler[T Args](w *Worker, h Handler[T]) {
+	if err := AddHandlerSafe(w, h); err != nil {
+		panic(err)
+	}
+}
+
+// AddHandlerSafe registers h for the kind of T on w.
+func AddHandlerSafe[T Args](w *Worker, h Handler[T]) error {
+	var zero T
+	kind := Kind(zero.Kind())
+	return w.addHandler(kind, func(ctx context.Context, info *TaskInfo) error {
+		var args T
+		if err := json.Unmarshal(info.Payload, &args); err != nil {
+			return errPayload{err}
+		}
+		return h.Work(ctx, &Task[T]{Args: args, TaskInfo: info})
+	})
+}
+
+// HandleRaw registers a handler for kind that receives the raw payload.
+func (w *Worker) HandleRaw(kind Kind, f func(ctx context.Context, info *TaskInfo) error) error {
+	return w.addHandler(kind, f)
+}

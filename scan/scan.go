@@ -1,0 +1,229 @@
+// Package scan holds the background scanners. Each scanner is a RunOnce
+// that does one bounded pass and returns counts; Runner runs them as
+// goroutines the host starts and stops.
+//
+// Timer scanners (lease expiry, delayed promotion, attempt timeout,
+// execution deadline) walk one partition-level index each. A pass visits a
+// partition only when something there is due: each scan returns the
+// partition's next due time, the engine hints the times it schedules, and a
+// slow sweep revisits every partition to pick up work other processes
+// scheduled. Within a partition a pass handles one batch and keeps an
+// exclusive cursor, so entries it cannot act on never hold back the ones
+// behind them, and N due entries are handled in ceil(N / batch) passes.
+package scan
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Result counts what one pass did.
+type Result struct {
+	// Partitions is how many partitions the pass visited.
+	Partitions int
+	// Scanned is how many index entries it read.
+	Scanned int
+	// Acted is how many transitions it made.
+	Acted int
+	// Errors is how many items failed.
+	Errors int
+	// More is true when some partition still has due work beyond this
+	// pass's batch.
+	More bool
+}
+
+func (r *Result) add(o Result) {
+	r.Partitions += o.Partitions
+	r.Scanned += o.Scanned
+	r.Acted += o.Acted
+	r.Errors += o.Errors
+	r.More = r.More || o.More
+}
+
+// Scanner is one background scanner.
+type Scanner interface {
+	// Name identifies the scanner in logs and metrics.
+	Name() string
+	// Interval is the pause between passes.
+	Interval() time.Duration
+	// RunOnce does one bounded pass.
+	RunOnce(ctx context.Context) (Result, error)
+}
+
+// Hinter is implemented by scanners that accept hints about when a
+// partition has something due.
+type Hinter interface {
+	Hint(partition int, at time.Time)
+}
+
+// Defaults shared by the timer scanners.
+const (
+	DefaultBatch = 50
+	DefaultSweep = 30 * time.Second
+)
+
+// never is the next-due value of a partition with nothing scheduled.
+const never = math.MaxInt64
+
+// walker walks one timer index over every partition with per-partition
+// cursors and next-due times.
+type walker struct {
+	index model.IndexKind
+	batch int
+	sweep time.Duration
+
+	mu        sync.Mutex
+	nextDue   []int64 // ms; 0: unknown (scan), never: nothing until a hint or sweep
+	cursors   []*model.DueCursor
+	lastSweep int64
+	failures  map[model.ExecutionID]*failure
+}
+
+// failure tracks an item that keeps failing so it is skipped for a while
+// instead of being retried every pass.
+type failure struct {
+	count     int
+	skipUntil int // pass number
+}
+
+const (
+	failuresBeforeSkip = 3
+	skipPasses         = 10
+	maxTrackedFailures = 10000
+)
+
+func newWalker(parts int, index model.IndexKind, batch int, sweep time.Duration) *walker {
+	return &walker{
+		index:    index,
+		batch:    batch,
+		sweep:    sweep,
+		nextDue:  make([]int64, parts),
+		cursors:  make([]*model.DueCursor, parts),
+		failures: make(map[model.ExecutionID]*failure),
+	}
+}
+
+// Hint records that partition has something due at at.
+func (w *walker) Hint(partition int, at time.Time) {
+	if partition < 0 || partition >= len(w.nextDue) {
+		return
+	}
+	ms := at.UnixMilli()
+	w.mu.Lock()
+	if cur := w.nextDue[partition]; cur != 0 && ms < cur {
+		w.nextDue[partition] = ms
+	}
+	w.mu.Unlock()
+}
+
+// scanFunc reads due entries.
+type scanFunc func(ctx context.Context, p *model.IndexScanDueParams) (*model.IndexScanDueResult, error)
+
+// pass visits the partitions that are due and calls handle for each due
+// item; handle reports whether it made a transition.
+func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanFunc,
+	handle func(ctx context.Context, it model.DueItem) (bool, error)) (Result, error) {
+	nowMs := now.UnixMilli()
+	w.mu.Lock()
+	sweep := w.sweep > 0 && nowMs-w.lastSweep >= w.sweep.Milliseconds()
+	if sweep {
+		w.lastSweep = nowMs
+		if len(w.failures) > maxTrackedFailures {
+			clear(w.failures)
+		}
+	}
+	todo := make([]int, 0, 8)
+	for p, due := range w.nextDue {
+		if sweep || due <= nowMs {
+			todo = append(todo, p)
+		}
+	}
+	w.mu.Unlock()
+
+	var res Result
+	for _, p := range todo {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		w.mu.Lock()
+		cursor := w.cursors[p]
+		w.mu.Unlock()
+		out, err := scan(ctx, &model.IndexScanDueParams{
+			Partition: p, Index: w.index, Now: now, After: cursor, Limit: w.batch,
+		})
+		res.Partitions++
+		if err != nil {
+			res.Errors++
+			continue // the partition stays due and is retried next pass
+		}
+		res.Scanned += len(out.Items)
+		partErrs := 0
+		for _, it := range out.Items {
+			if w.skipped(it.ID, passNo) {
+				continue
+			}
+			acted, err := handle(ctx, it)
+			if err != nil {
+				res.Errors++
+				partErrs++
+				w.fail(it.ID, passNo)
+				continue
+			}
+			w.ok(it.ID)
+			if acted {
+				res.Acted++
+			}
+		}
+		w.mu.Lock()
+		if out.More && len(out.Items) > 0 {
+			last := out.Items[len(out.Items)-1]
+			w.cursors[p] = &model.DueCursor{DueAt: last.DueAt, ID: last.ID}
+			w.nextDue[p] = nowMs
+			res.More = true
+		} else {
+			w.cursors[p] = nil
+			switch {
+			case partErrs > 0:
+				w.nextDue[p] = nowMs // retry what failed next pass
+			case out.NextDueAt.IsZero():
+				w.nextDue[p] = never
+			default:
+				w.nextDue[p] = out.NextDueAt.UnixMilli()
+			}
+		}
+		w.mu.Unlock()
+	}
+	return res, nil
+}
+
+func (w *walker) skipped(id model.ExecutionID, passNo int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.failures[id]
+	return f != nil && f.skipUntil > passNo
+}
+
+func (w *walker) fail(id model.ExecutionID, passNo int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.failures[id]
+	if f == nil {
+		f = &failure{}
+		w.failures[id] = f
+	}
+	f.count++
+	if f.count >= failuresBeforeSkip {
+		f.count = 0
+		f.skipUntil = passNo + skipPasses
+	}
+}
+
+func (w *walker) ok(id model.ExecutionID) {
+	w.mu.Lock()
+	delete(w.failures, id)
+	w.mu.Unlock()
+}

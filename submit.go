@@ -1,0 +1,266 @@
+package flowfabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Args is the payload of a typed execution. Kind names the handler that
+// runs it; the value is stored as JSON.
+type Args interface {
+	Kind() string
+}
+
+// ArgsWithOpts is implemented by Args types that carry default submit
+// options; options passed to Submit override them field by field.
+type ArgsWithOpts interface {
+	Args
+	SubmitOpts() SubmitOpts
+}
+
+// SubmitOpts are per-submission options. The zero value (or nil) means the
+// defaults: lane "default", priority 0, run now, no retries.
+type SubmitOpts struct {
+	// Lane to run on (default "default").
+	Lane model.LaneID
+	// Priority in [0, 9000]; higher runs first. Values outside are clamped.
+	Priority int
+	// RunAt makes the execution eligible from then on. Delay is the same,
+	// relative to now; RunAt wins when both are set.
+	RunAt time.Time
+	Delay time.Duration
+	// RetryPolicy decides retries after failures (nil: none).
+	RetryPolicy *model.RetryPolicy
+	// MaxReclaims caps automatic crash recoveries (0: 1000).
+	MaxReclaims int
+	// MaxReplays caps replays (0: 10).
+	MaxReplays int
+	// AttemptTimeout limits each attempt; a timed-out attempt fails with
+	// category "timeout" and retries per the policy.
+	AttemptTimeout time.Duration
+	// Deadline expires the execution, whatever it is doing, when reached.
+	Deadline time.Time
+	// Tags are namespaced labels ("team.owner" = "billing").
+	Tags map[string]string
+	// RequiredCapabilities must all be held by the worker that runs it.
+	RequiredCapabilities []string
+	// IdempotencyKey makes a repeated submission with the same key (in the
+	// same namespace and lane) within IdempotencyTTL (default 24h) return
+	// the first execution instead of creating another.
+	IdempotencyKey string
+	IdempotencyTTL time.Duration
+}
+
+// merge overlays the set fields of o on d.
+func (d SubmitOpts) merge(o *SubmitOpts) SubmitOpts {
+	if o == nil {
+		return d
+	}
+	r := d
+	if o.Lane != "" {
+		r.Lane = o.Lane
+	}
+	if o.Priority != 0 {
+		r.Priority = o.Priority
+	}
+	if !o.RunAt.IsZero() {
+		r.RunAt = o.RunAt
+	}
+	if o.Delay != 0 {
+		r.Delay = o.Delay
+	}
+	if o.RetryPolicy != nil {
+		r.RetryPolicy = o.RetryPolicy
+	}
+	if o.MaxReclaims != 0 {
+		r.MaxReclaims = o.MaxReclaims
+	}
+	if o.MaxReplays != 0 {
+		r.MaxReplays = o.MaxReplays
+	}
+	if o.AttemptTimeout != 0 {
+		r.AttemptTimeout = o.AttemptTimeout
+	}
+	if !o.Deadline.IsZero() {
+		r.Deadline = o.Deadline
+	}
+	if len(o.Tags) > 0 {
+		t := maps.Clone(r.Tags)
+		if t == nil {
+			t = map[string]string{}
+		}
+		maps.Copy(t, o.Tags)
+		r.Tags = t
+	}
+	if o.RequiredCapabilities != nil {
+		r.RequiredCapabilities = o.RequiredCapabilities
+	}
+	if o.IdempotencyKey != "" {
+		r.IdempotencyKey = o.IdempotencyKey
+	}
+	if o.IdempotencyTTL != 0 {
+		r.IdempotencyTTL = o.IdempotencyTTL
+	}
+	return r
+}
+
+// SubmitResult reports one submission.
+type SubmitResult struct {
+	ID ExecutionID
+	// Duplicate is true when the idempotency key matched an earlier
+	// submission; ID is that execution.
+	Duplicate   bool
+	PublicState PublicState
+}
+
+// Submit stores args (as JSON) as a new execution of kind args.Kind().
+func (e *Engine) Submit(ctx context.Context, args Args, opts *SubmitOpts) (*SubmitResult, error) {
+	kind, payload, defaults, err := encodeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	return e.submit(ctx, kind, payload, defaults.merge(opts))
+}
+
+// SubmitRaw stores payload as a new execution of kind.
+func (e *Engine) SubmitRaw(ctx context.Context, kind Kind, payload []byte, opts *SubmitOpts) (*SubmitResult, error) {
+	return e.submit(ctx, kind, payload, SubmitOpts{}.merge(opts))
+}
+
+// SubmitParams is one entry of a batch.
+type SubmitParams struct {
+	// Args is the typed payload; when nil, Kind and Payload are used.
+	Args    Args
+	Kind    Kind
+	Payload []byte
+	Opts    *SubmitOpts
+}
+
+// SubmitMany submits a batch. Every entry is validated before anything is
+// stored, so a bad entry stores nothing; each entry is then created
+// atomically on its own (entries on different partitions cannot share one
+// transaction). On a store error it returns the results so far with the
+// error.
+func (e *Engine) SubmitMany(ctx context.Context, batch []SubmitParams) ([]*SubmitResult, error) {
+	params := make([]*model.ExecutionCreateParams, len(batch))
+	for i, b := range batch {
+		kind, payload, opts := b.Kind, b.Payload, SubmitOpts{}.merge(b.Opts)
+		if b.Args != nil {
+			k, p, d, err := encodeArgs(b.Args)
+			if err != nil {
+				return nil, fmt.Errorf("flowfabric: batch entry %d: %w", i, err)
+			}
+			kind, payload, opts = k, p, d.merge(b.Opts)
+		}
+		p, err := e.createParams(kind, payload, opts)
+		if err != nil {
+			return nil, fmt.Errorf("flowfabric: batch entry %d: %w", i, err)
+		}
+		params[i] = p
+	}
+	out := make([]*SubmitResult, 0, len(batch))
+	for _, p := range params {
+		r, err := e.create(ctx, p)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func encodeArgs(args Args) (Kind, []byte, SubmitOpts, error) {
+	if args == nil {
+		return "", nil, SubmitOpts{}, model.InvalidField("args", "nil")
+	}
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return "", nil, SubmitOpts{}, &model.Error{Code: model.CodeInvalidInput, Field: "args", Detail: "json: " + err.Error()}
+	}
+	var d SubmitOpts
+	if w, ok := args.(ArgsWithOpts); ok {
+		d = w.SubmitOpts()
+	}
+	return Kind(args.Kind()), payload, d, nil
+}
+
+func (e *Engine) submit(ctx context.Context, kind Kind, payload []byte, opts SubmitOpts) (*SubmitResult, error) {
+	p, err := e.createParams(kind, payload, opts)
+	if err != nil {
+		return nil, err
+	}
+	return e.create(ctx, p)
+}
+
+// createParams builds and validates the store parameters, choosing the new
+// execution's id and partition.
+func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.ExecutionCreateParams, error) {
+	lane := o.Lane
+	if lane == "" {
+		lane = model.DefaultLane
+	}
+	if err := lane.Validate(); err != nil {
+		return nil, err
+	}
+	caps, err := model.ParseCapabilities("required_capabilities", o.RequiredCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	now := e.clock.Now()
+	u := e.newUUID()
+	part := e.parts.SoloPartition(lane)
+	if e.spread(lane) {
+		part = e.parts.SpreadPartition(u)
+		if o.IdempotencyKey != "" {
+			// a key must always land on the same partition to be found again
+			part = int(model.CRC16([]byte(string(e.ns)+"\x00"+o.IdempotencyKey))) % e.parts.WithDefaults().FlowPartitions
+		}
+	}
+	runAt := o.RunAt
+	if runAt.IsZero() && o.Delay > 0 {
+		runAt = now.Add(o.Delay)
+	}
+	var retry model.RetryPolicy
+	if o.RetryPolicy != nil {
+		retry = *o.RetryPolicy
+	}
+	p := &model.ExecutionCreateParams{
+		ID: model.NewExecutionID(part, u), Namespace: e.ns, Lane: lane, Kind: kind, Payload: payload,
+		Priority: o.Priority, Tags: o.Tags, RequiredCapabilities: caps, RetryPolicy: retry,
+		MaxReclaims: o.MaxReclaims, MaxReplays: o.MaxReplays, AttemptTimeout: o.AttemptTimeout,
+		Deadline: o.Deadline, DelayUntil: runAt, IdempotencyKey: o.IdempotencyKey,
+		IdempotencyTTL: o.IdempotencyTTL, Now: now,
+	}
+	if err := p.Validate(e.parts); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (e *Engine) create(ctx context.Context, p *model.ExecutionCreateParams) (*SubmitResult, error) {
+	r, err := e.store.ExecutionCreate(ctx, p)
+	if err != nil {
+		return nil, wrap("submit", err)
+	}
+	if !r.Duplicate {
+		if p.DelayUntil.After(p.Now) {
+			e.hint(e.delayed, r.ID, p.DelayUntil)
+		}
+		e.hint(e.deadline, r.ID, p.Deadline)
+	}
+	return &SubmitResult{ID: r.ID, Duplicate: r.Duplicate, PublicState: r.PublicState}, nil
+}
+
+// wrap prefixes store errors with the operation, keeping the chain for
+// errors.Is and errors.As.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("flowfabric: %s: %w", op, err)
+}

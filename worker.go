@@ -1,0 +1,697 @@
+package flowfabric
+
+import (
+	"cmp"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flowfabric/flowfabric/claim"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Worker defaults.
+const (
+	DefaultMaxConcurrent = 10
+	DefaultLeaseTTL      = 30 * time.Second
+	DefaultPollInterval  = time.Second
+	DefaultDrainTimeout  = 30 * time.Second
+)
+
+// WorkerConfig configures a Worker. Zero values mean the defaults.
+type WorkerConfig struct {
+	// WorkerID names the logical worker (default "worker").
+	WorkerID model.WorkerID
+	// InstanceID names this running instance; two live processes may not
+	// share one (default: WorkerID plus a random suffix).
+	InstanceID model.WorkerInstanceID
+	// Lanes to claim from, in rotation (default: "default").
+	Lanes []model.LaneID
+	// Capabilities this worker offers; an execution runs here only if it
+	// requires a subset of them. Tokens: non-empty, no comma, no whitespace
+	// or control characters, at most 256, CSV at most 4096 bytes.
+	Capabilities []string
+	// MaxConcurrent bounds the tasks running at once (default 10).
+	MaxConcurrent int
+	// LeaseTTL is the lease length (default 30s); leases are renewed at
+	// two thirds of it by one timer per worker.
+	LeaseTTL time.Duration
+	// PollInterval is the longest an idle worker waits before looking for
+	// work again (default 1s). Stores that notify (memstore, valkeystore)
+	// wake it as soon as work arrives.
+	PollInterval time.Duration
+	// DrainTimeout is how long Stop lets running tasks finish before it
+	// cancels them and releases their leases for other workers
+	// (default 30s).
+	DrainTimeout time.Duration
+}
+
+// Worker claims executions and runs their handlers. Create it with
+// NewWorker, register handlers with AddHandler, then Start and Stop it.
+type Worker struct {
+	engine  *Engine
+	cfg     WorkerConfig
+	caps    model.Capabilities
+	cfgErr  error
+	session string
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	handlers map[model.Kind]handlerEntry
+	state    workerState
+	inflight map[model.ExecutionID]*running
+	free     int
+	stopErr  error
+	stopped  chan struct{}
+
+	loopCancel  context.CancelFunc
+	renewCancel context.CancelFunc
+	taskCtx     context.Context
+	taskCancel  context.CancelCauseFunc
+	loops       sync.WaitGroup
+	tasks       sync.WaitGroup
+	wake        *model.Signal
+	renewWake   *model.Signal
+	drained     *model.Signal
+	unwatch     []func()
+	crashed     bool // tests: the process "died"; nothing more reaches the store
+}
+
+type workerState uint8
+
+const (
+	workerNew workerState = iota
+	workerRunning
+	workerStopping
+	workerStopped
+)
+
+// running is one task in flight.
+type running struct {
+	claim     *model.ClaimResult
+	fence     model.Fence
+	renewBy   time.Time
+	cancel    context.CancelCauseFunc
+	lost      bool
+	released  bool
+	retryWait time.Duration
+}
+
+// NewWorker returns a worker of engine. Configuration errors are reported
+// by Start, with the field named.
+func NewWorker(engine *Engine, cfg *WorkerConfig) *Worker {
+	var c WorkerConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	c.WorkerID = cmp.Or(c.WorkerID, "worker")
+	if c.InstanceID == "" {
+		u := engine.newUUID()
+		c.InstanceID = model.WorkerInstanceID(string(c.WorkerID) + "-" + hex.EncodeToString(u[:4]))
+	}
+	if len(c.Lanes) == 0 {
+		c.Lanes = []model.LaneID{model.DefaultLane}
+	}
+	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
+	sessionID := engine.newUUID()
+	w := &Worker{
+		engine: engine, cfg: c, session: sessionID.String(),
+		log:      engine.log.With("worker", string(c.InstanceID)),
+		handlers: make(map[model.Kind]handlerEntry),
+		inflight: make(map[model.ExecutionID]*running),
+		stopped:  make(chan struct{}),
+	}
+	w.caps, w.cfgErr = w.validate()
+	return w
+}
+
+func (w *Worker) validate() (model.Capabilities, error) {
+	c := w.cfg
+	if err := c.WorkerID.Validate(); err != nil {
+		return nil, err
+	}
+	if err := c.InstanceID.Validate(); err != nil {
+		return nil, err
+	}
+	for _, l := range c.Lanes {
+		if err := l.Validate(); err != nil {
+			return nil, &model.Error{Code: model.CodeInvalidInput, Field: "lanes", Detail: string(l)}
+		}
+	}
+	caps, err := model.ParseCapabilities("capabilities", c.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.MaxConcurrent < 1:
+		return nil, model.InvalidField("max_concurrent", "out_of_range")
+	case c.LeaseTTL < 10*time.Millisecond || 2*c.LeaseTTL > model.MaxLeaseTTL:
+		return nil, model.InvalidField("lease_ttl", "out_of_range")
+	case c.PollInterval < 0:
+		return nil, model.InvalidField("poll_interval", "out_of_range")
+	case c.DrainTimeout < 0:
+		return nil, model.InvalidField("drain_timeout", "out_of_range")
+	}
+	return caps, nil
+}
+
+// Config returns the worker's configuration with defaults filled in.
+func (w *Worker) Config() WorkerConfig { return w.cfg }
+
+func (w *Worker) addHandler(kind model.Kind, h handlerEntry) error {
+	if err := kind.Validate(); err != nil {
+		return fmt.Errorf("flowfabric: add handler: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != workerNew {
+		return fmt.Errorf("flowfabric: add handler %q: worker already started", kind)
+	}
+	if _, dup := w.handlers[kind]; dup {
+		return fmt.Errorf("flowfabric: add handler: kind %q already registered", kind)
+	}
+	w.handlers[kind] = h
+	return nil
+}
+
+// Start registers the worker instance (refusing a duplicate live instance
+// with ErrDuplicateWorker), advertises its capabilities, and starts
+// claiming. It returns at once; Stop ends it.
+func (w *Worker) Start(ctx context.Context) error {
+	if w.cfgErr != nil {
+		return fmt.Errorf("flowfabric: worker config: %w", w.cfgErr)
+	}
+	w.mu.Lock()
+	if w.state != workerNew {
+		w.mu.Unlock()
+		return errors.New("flowfabric: worker already started")
+	}
+	if len(w.handlers) == 0 {
+		w.mu.Unlock()
+		return errors.New("flowfabric: worker has no handlers")
+	}
+	w.mu.Unlock()
+	e := w.engine
+	if err := w.register(ctx); err != nil {
+		return err
+	}
+	e.sched.Invalidate()
+	e.runner.Kick("unblock") // a new capability set may serve route-blocked work
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.state = workerRunning
+	w.free = w.cfg.MaxConcurrent
+	w.wake = e.clock.NewSignal()
+	w.renewWake = e.clock.NewSignal()
+	w.drained = e.clock.NewSignal()
+	base := context.WithoutCancel(ctx)
+	w.taskCtx, w.taskCancel = context.WithCancelCause(base)
+	var loopCtx, renewCtx context.Context
+	loopCtx, w.loopCancel = context.WithCancel(base)
+	renewCtx, w.renewCancel = context.WithCancel(base)
+	if n, ok := e.store.(model.WorkNotifier); ok {
+		for _, l := range w.cfg.Lanes {
+			w.unwatch = append(w.unwatch, n.WatchWork(l, w.wake.Notify))
+		}
+	}
+	w.goTracked(&w.loops, func() { w.claimLoop(loopCtx) })
+	w.goTracked(&w.loops, func() { w.renewLoop(renewCtx) })
+	return nil
+}
+
+func (w *Worker) register(ctx context.Context) error {
+	e := w.engine
+	_, err := e.store.WorkerRegister(ctx, &model.WorkerRegisterParams{
+		Namespace: e.ns, WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
+		SessionID: w.session, Lanes: w.cfg.Lanes, Capabilities: w.caps,
+		TTL: 2 * w.cfg.LeaseTTL, Now: e.clock.Now(),
+	})
+	if err != nil {
+		return fmt.Errorf("flowfabric: register worker %s: %w", w.cfg.InstanceID, err)
+	}
+	return nil
+}
+
+// goTracked runs f in a goroutine the clock knows about.
+func (w *Worker) goTracked(wg *sync.WaitGroup, f func()) {
+	untrack := w.engine.clock.Track()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer untrack()
+		f()
+	}()
+}
+
+func (w *Worker) claimLoop(ctx context.Context) {
+	clock := w.engine.clock
+	for ctx.Err() == nil {
+		took, err := w.claimOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("claim failed", "err", err)
+		}
+		if took {
+			continue
+		}
+		if clock.Wait(ctx, w.cfg.PollInterval, w.wake) != nil {
+			return
+		}
+	}
+}
+
+// claimOnce takes a permit and claims one execution. It reports whether a
+// task started.
+func (w *Worker) claimOnce(ctx context.Context) (bool, error) {
+	if !w.takeSlot() {
+		return false, nil
+	}
+	e := w.engine
+	out, err := e.sched.Claim(ctx, &claim.Request{
+		Lanes: w.cfg.Lanes, WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
+		Capabilities: w.caps, LeaseTTL: w.cfg.LeaseTTL, NewIDs: e.newLeaseIDs,
+	})
+	if out != nil {
+		for _, id := range out.Blocked {
+			e.hint(e.unblock, id, e.clock.Now())
+		}
+	}
+	if err != nil || out.Claimed == nil {
+		w.releaseSlot()
+		return false, err
+	}
+	w.startTask(out.Claimed)
+	return true, nil
+}
+
+// ClaimGrant consumes a claim grant issued to this worker (see
+// Engine.IssueGrant) and runs the execution. A worker at capacity returns
+// ErrWorkerAtCapacity without touching the grant, which stays usable until
+// it expires.
+func (w *Worker) ClaimGrant(ctx context.Context, g *claim.Grant) error {
+	w.mu.Lock()
+	running := w.state == workerRunning
+	w.mu.Unlock()
+	if !running {
+		return ErrWorkerStopped
+	}
+	if !w.takeSlot() {
+		return ErrWorkerAtCapacity
+	}
+	leaseID, attemptID := w.engine.newLeaseIDs()
+	r, err := w.engine.sched.ClaimGrant(ctx, g, w.cfg.LeaseTTL, leaseID, attemptID)
+	if err != nil {
+		w.releaseSlot()
+		return wrap("claim grant", err)
+	}
+	w.startTask(r)
+	return nil
+}
+
+func (w *Worker) takeSlot() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != workerRunning || w.free == 0 {
+		return false
+	}
+	w.free--
+	return true
+}
+
+func (w *Worker) releaseSlot() {
+	w.mu.Lock()
+	w.free++
+	w.mu.Unlock()
+}
+
+func (w *Worker) startTask(c *model.ClaimResult) {
+	e := w.engine
+	e.hint(e.lease, c.ID, c.Lease.ExpiresAt)
+	e.hint(e.timeouts, c.ID, c.TimeoutAt)
+	ctx, cancel := context.WithCancelCause(w.taskCtx)
+	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, cancel: cancel}
+	w.mu.Lock()
+	w.inflight[c.ID] = r
+	w.mu.Unlock()
+	w.renewWake.Notify()
+	w.goTracked(&w.tasks, func() {
+		defer cancel(nil)
+		w.runTask(ctx, r)
+		w.mu.Lock()
+		delete(w.inflight, c.ID)
+		w.free++
+		empty := len(w.inflight) == 0
+		w.mu.Unlock()
+		w.wake.Notify()
+		if empty {
+			w.drained.Notify()
+		}
+		e.activity()
+	})
+}
+
+// runTask runs the handler and records its outcome.
+func (w *Worker) runTask(ctx context.Context, r *running) {
+	c := r.claim
+	info := &TaskInfo{
+		ID: c.ID, Kind: c.Kind, Lane: c.Lane, Namespace: c.Namespace, Priority: c.Priority,
+		Tags: c.Tags, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
+		AttemptType: c.AttemptType, Resumed: c.Resumed, RetryCount: c.RetryCount,
+		LeaseEpoch: c.Lease.Epoch, w: w, run: r,
+	}
+	w.mu.Lock()
+	h := w.handlers[c.Kind]
+	w.mu.Unlock()
+	var err error
+	if h == nil {
+		err = Fail(model.FailureUnknownKind, fmt.Errorf("no handler for kind %q on worker %s", c.Kind, w.cfg.InstanceID))
+	} else {
+		err = callHandler(ctx, h, info)
+	}
+	w.finish(r, info, err)
+}
+
+func callHandler(ctx context.Context, h handlerEntry, info *TaskInfo) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = Fail(model.FailurePanic, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+		}
+	}()
+	err = h(ctx, info)
+	var pe errPayload
+	if errors.As(err, &pe) {
+		err = Fail(model.FailurePayloadInvalid, pe)
+	}
+	return err
+}
+
+// finish records the outcome in the store, retrying transport errors
+// (terminal operations replay idempotently).
+func (w *Worker) finish(r *running, info *TaskInfo, herr error) {
+	w.mu.Lock()
+	crashed := w.crashed
+	w.mu.Unlock()
+	if crashed {
+		return
+	}
+	e := w.engine
+	id, fence := r.claim.ID, r.fence
+	op := func(ctx context.Context) error {
+		now := e.clock.Now()
+		if herr == nil {
+			_, err := e.store.ExecutionComplete(ctx, &model.ExecutionCompleteParams{ID: id, Fence: fence, Result: info.result, Now: now})
+			return err
+		}
+		o := classify(herr)
+		switch o.kind {
+		case outcomeSnooze:
+			until := now.Add(o.delay)
+			_, err := e.store.ExecutionDelay(ctx, &model.ExecutionDelayParams{ID: id, Fence: fence, DelayUntil: until, Now: now})
+			if err == nil {
+				e.hint(e.delayed, id, until)
+			}
+			return err
+		case outcomeCancel:
+			_, err := e.store.ExecutionCancel(ctx, &model.ExecutionCancelParams{ID: id, Fence: fence, Reason: reasonText(o.err), Now: now})
+			return err
+		}
+		res, err := e.store.ExecutionFail(ctx, &model.ExecutionFailParams{ID: id, Fence: fence, Reason: reasonText(o.err), Category: o.category, Now: now})
+		if err == nil && res.Outcome == model.FailRetryScheduled {
+			e.hint(e.delayed, id, res.DelayUntil)
+		}
+		return err
+	}
+	ctx := context.WithoutCancel(w.taskCtx)
+	backoff := 50 * time.Millisecond
+	for try := 0; ; try++ {
+		err := op(ctx)
+		if err == nil {
+			return
+		}
+		var me *model.Error
+		if errors.As(err, &me) || try == 5 {
+			level := slog.LevelWarn
+			if r.lost || r.released {
+				level = slog.LevelDebug // the lease was lost or released; the store fenced us off
+			}
+			w.log.Log(ctx, level, "recording task outcome failed", "execution", id.String(), "err", err)
+			return
+		}
+		if e.clock.Wait(ctx, backoff, nil) != nil {
+			return
+		}
+		backoff *= 2
+	}
+}
+
+// reasonText makes an error message a valid stored reason.
+func reasonText(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := strings.ToValidUTF8(err.Error(), "\uFFFD")
+	if len(s) > model.MaxReasonBytes {
+		s = s[:model.MaxReasonBytes]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// renewLoop renews every in-flight lease at its renew-by time and keeps the
+// worker registration alive: one timer for the whole worker.
+func (w *Worker) renewLoop(ctx context.Context) {
+	e := w.engine
+	heartbeatEvery := w.cfg.LeaseTTL / 3
+	nextHeartbeat := e.clock.Now().Add(heartbeatEvery)
+	for ctx.Err() == nil {
+		now := e.clock.Now()
+		if !now.Before(nextHeartbeat) {
+			w.heartbeat(ctx)
+			nextHeartbeat = now.Add(heartbeatEvery)
+		}
+		next := nextHeartbeat
+		for _, r := range w.dueRenewals(now) {
+			w.renew(ctx, r)
+		}
+		w.mu.Lock()
+		for _, r := range w.inflight {
+			if !r.lost && !r.released && r.renewBy.Before(next) {
+				next = r.renewBy
+			}
+		}
+		w.mu.Unlock()
+		if d := next.Sub(e.clock.Now()); d > 0 {
+			if e.clock.Wait(ctx, d, w.renewWake) != nil {
+				return
+			}
+		}
+	}
+}
+
+func (w *Worker) dueRenewals(now time.Time) []*running {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var due []*running
+	for _, r := range w.inflight {
+		if !r.lost && !r.released && !r.renewBy.After(now) {
+			due = append(due, r)
+		}
+	}
+	slices.SortFunc(due, func(a, b *running) int { return a.claim.ID.Compare(b.claim.ID) })
+	return due
+}
+
+func (w *Worker) renew(ctx context.Context, r *running) {
+	e := w.engine
+	res, err := e.store.LeaseRenew(ctx, &model.LeaseRenewParams{
+		ID: r.claim.ID, Fence: r.fence, LeaseTTL: w.cfg.LeaseTTL, Now: e.clock.Now(),
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		r.renewBy = res.RenewBy
+		r.retryWait = 0
+		return
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		// expired, revoked, taken over, or finished elsewhere: the lease is
+		// gone for good
+		r.lost = true
+		r.cancel(ErrLeaseLost)
+		w.log.Warn("lease lost", "execution", r.claim.ID.String(), "err", err)
+		return
+	}
+	r.retryWait = min(cmp.Or(r.retryWait*2, 50*time.Millisecond), w.cfg.LeaseTTL/10)
+	r.renewBy = e.clock.Now().Add(r.retryWait)
+}
+
+func (w *Worker) heartbeat(ctx context.Context) {
+	e := w.engine
+	_, err := e.store.WorkerHeartbeat(ctx, &model.WorkerHeartbeatParams{
+		Namespace: e.ns, WorkerInstanceID: w.cfg.InstanceID, SessionID: w.session,
+		TTL: 2 * w.cfg.LeaseTTL, Now: e.clock.Now(),
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, model.ErrWorkerNotRegistered):
+		if err := w.register(ctx); err != nil {
+			w.log.Error("re-registering worker failed", "err", err)
+		}
+	default:
+		w.log.Error("worker heartbeat failed", "err", err)
+	}
+}
+
+// Stop stops claiming, lets running tasks finish for up to DrainTimeout
+// (or until ctx is done), then cancels the rest and releases their leases
+// so other workers can take them at once, and deregisters the instance. It
+// returns when every goroutine of the worker is gone, or ctx is done. It is
+// idempotent and safe before Start.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	switch w.state {
+	case workerNew:
+		w.state = workerStopped
+		close(w.stopped)
+		w.mu.Unlock()
+		return nil
+	case workerStopping, workerStopped:
+		w.mu.Unlock()
+		select {
+		case <-w.stopped:
+			return w.stopErr
+		case <-ctx.Done():
+			return fmt.Errorf("flowfabric: worker stop: %w", ctx.Err())
+		}
+	}
+	w.state = workerStopping
+	w.mu.Unlock()
+	w.stopErr = w.stop(ctx)
+	w.mu.Lock()
+	w.state = workerStopped
+	w.mu.Unlock()
+	close(w.stopped)
+	return w.stopErr
+}
+
+func (w *Worker) stop(ctx context.Context) error {
+	e := w.engine
+	w.loopCancel()
+	for _, u := range w.unwatch {
+		u()
+	}
+	// drain: wait for running tasks up to the drain deadline
+	deadline := e.clock.Now().Add(w.cfg.DrainTimeout)
+	for {
+		w.mu.Lock()
+		n := len(w.inflight)
+		w.mu.Unlock()
+		left := deadline.Sub(e.clock.Now())
+		if n == 0 || left <= 0 || ctx.Err() != nil {
+			break
+		}
+		_ = e.clock.Wait(ctx, left, w.drained)
+	}
+	// past the deadline: cancel what still runs and hand its work back
+	w.mu.Lock()
+	var rest []*running
+	for _, r := range w.inflight {
+		if !r.lost {
+			r.released = true
+			rest = append(rest, r)
+		}
+	}
+	w.mu.Unlock()
+	slices.SortFunc(rest, func(a, b *running) int { return a.claim.ID.Compare(b.claim.ID) })
+	w.taskCancel(ErrWorkerStopped)
+	bg := context.WithoutCancel(ctx)
+	for _, r := range rest {
+		w.release(bg, r)
+	}
+	var err error
+	done := make(chan struct{})
+	go func() {
+		w.tasks.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("flowfabric: worker stop: handlers still running: %w", ctx.Err())
+	}
+	w.renewCancel()
+	w.loops.Wait()
+	if _, derr := e.store.WorkerDeregister(bg, &model.WorkerDeregisterParams{
+		Namespace: e.ns, WorkerInstanceID: w.cfg.InstanceID, SessionID: w.session, Now: e.clock.Now(),
+	}); derr != nil && err == nil {
+		err = fmt.Errorf("flowfabric: worker stop: deregister: %w", derr)
+	}
+	e.sched.Invalidate()
+	return err
+}
+
+// release gives a running task's execution back: its lease is revoked and
+// the execution is recovered as a new attempt, eligible at once.
+func (w *Worker) release(ctx context.Context, r *running) {
+	e := w.engine
+	now := e.clock.Now()
+	_, err := e.store.LeaseRevoke(ctx, &model.LeaseRevokeParams{
+		ID: r.claim.ID, ExpectedLeaseID: r.fence.LeaseID, Reason: "worker_shutdown", Now: now,
+	})
+	if err != nil {
+		w.log.Debug("release: revoke", "execution", r.claim.ID.String(), "err", err)
+		return
+	}
+	if _, err := e.store.ExecutionRecover(ctx, &model.ExecutionRecoverParams{ID: r.claim.ID, Now: now}); err != nil {
+		w.log.Warn("release: recover", "execution", r.claim.ID.String(), "err", err)
+		e.hint(e.lease, r.claim.ID, now)
+	}
+}
+
+// crash simulates the process dying: every goroutine of the worker stops
+// without another store call (no completion, no renewal, no release, no
+// deregistration). Handlers still running are cancelled and their outcome
+// is dropped. For tests of crash recovery.
+func (w *Worker) crash() {
+	w.mu.Lock()
+	if w.state != workerRunning {
+		w.mu.Unlock()
+		return
+	}
+	w.crashed = true
+	w.state = workerStopped
+	w.mu.Unlock()
+	w.loopCancel()
+	w.renewCancel()
+	w.taskCancel(ErrWorkerStopped)
+	for _, u := range w.unwatch {
+		u()
+	}
+	w.loops.Wait()
+	w.tasks.Wait()
+	close(w.stopped)
+}
+
+// Stopped returns a channel closed once Stop has finished.
+func (w *Worker) Stopped() <-chan struct{} { return w.stopped }
+
+// Running returns how many tasks are in flight.
+func (w *Worker) Running() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.inflight)
+}
