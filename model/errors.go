@@ -181,7 +181,7 @@ func (e *Error) Retryable() bool { return e.Class() == ClassRetryable }
 func (e *Error) IsValidation() bool {
 	switch e.Code {
 	case CodeInvalidInput, CodeInvalidCapabilities, CodeInvalidPolicy, CodeInvalidTagKey,
-		CodeFenceRequired, CodePartialFenceTriple:
+		CodeFenceRequired, CodePartialFenceTriple, CodeInvalidBlockingReason:
 		return true
 	}
 	return false
@@ -236,8 +236,6 @@ var (
 	ErrCorrupt               = &Error{Code: CodeCorruption}
 	ErrResultNotFound        = &Error{Code: CodeResultNotFound}
 )
-
-var errMalformed = errors.New("malformed")
 
 // NewError builds an *Error with a detail.
 func NewError(code Code, detail string) *Error { return &Error{Code: code, Detail: detail} }

@@ -11,11 +11,12 @@ import (
 type UUID [16]byte
 
 // ParseUUID parses the canonical 36-character form. Upper-case hex digits are
-// accepted and normalised to lower case.
+// accepted and normalised to lower case. Malformed input (and the zero UUID)
+// yields a validation error for field "uuid".
 func ParseUUID(s string) (UUID, error) {
 	var u UUID
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return u, errMalformed
+		return u, invalidField("uuid", "malformed")
 	}
 	j := 0
 	for i := 0; i < 36; {
@@ -26,14 +27,14 @@ func ParseUUID(s string) (UUID, error) {
 		hi, ok1 := fromHex(s[i])
 		lo, ok2 := fromHex(s[i+1])
 		if !ok1 || !ok2 {
-			return UUID{}, errMalformed
+			return UUID{}, invalidField("uuid", "malformed")
 		}
 		u[j] = hi<<4 | lo
 		j++
 		i += 2
 	}
 	if u.IsZero() {
-		return UUID{}, errMalformed
+		return UUID{}, invalidField("uuid", "malformed")
 	}
 	return u, nil
 }
@@ -103,7 +104,8 @@ func ParseExecutionID(s string) (ExecutionID, error) {
 		return ExecutionID{}, invalidField("execution_id", "malformed")
 	}
 	num, u, ok := strings.Cut(rest, "}:")
-	if !ok || num == "" || len(num) > 5 || (len(num) > 1 && num[0] == '0') {
+	if !ok || num == "" || len(num) > 5 || (len(num) > 1 && num[0] == '0') ||
+		strings.IndexFunc(num, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return ExecutionID{}, invalidField("execution_id", "malformed")
 	}
 	n, err := strconv.Atoi(num)

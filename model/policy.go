@@ -366,7 +366,15 @@ func ValidateTags(tags map[string]string) error {
 	if len(tags) > MaxTags {
 		return &Error{Code: CodeInvalidInput, Field: "tags", Detail: "too_many_tags"}
 	}
-	for k, v := range tags {
+	// Keys in sorted order, so that the error (which names the key) does not
+	// depend on map iteration order.
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := tags[k]
 		if err := ValidateTagKey(k); err != nil {
 			return err
 		}

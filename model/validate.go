@@ -380,6 +380,21 @@ func checkPartition(cfg PartitionConfig, n int) error {
 	return nil
 }
 
+// checkCursor checks an exclusive cursor into one partition's index: an
+// execution id of that partition, reported under field.
+func checkCursor(cfg PartitionConfig, field string, id ExecutionID, partition int) error {
+	if id.IsZero() {
+		return invalidField(field, "empty")
+	}
+	if id.Partition() >= cfg.WithDefaults().FlowPartitions {
+		return invalidField(field, "partition_out_of_range")
+	}
+	if id.Partition() != partition {
+		return invalidField(field, "other_partition")
+	}
+	return nil
+}
+
 // Validate checks every field.
 func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
 	if err := checkPartition(cfg, p.Partition); err != nil {
@@ -392,7 +407,7 @@ func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if p.After != nil {
-		if err := cfg.CheckExecutionID(p.After.ID); err != nil {
+		if err := checkCursor(cfg, "after.id", p.After.ID, p.Partition); err != nil {
 			return err
 		}
 		if err := checkOptionalTime("after.due_at", p.After.DueAt); err != nil {
@@ -516,7 +531,7 @@ func (p *ExecutionListParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if !p.After.IsZero() {
-		if err := cfg.CheckExecutionID(p.After); err != nil {
+		if err := checkCursor(cfg, "after", p.After, p.Partition); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,777 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// badInput is one call with one bad input. It must fail with code (and
+// ErrValidation) naming field, and must leave the store as it was.
+type badInput struct {
+	name  string
+	field string
+	code  *model.Error
+	call  func() error
+}
+
+// caseMaker builds a badInput from a mutation of a valid parameter set.
+type caseMaker[P any] func(name, field string, code *model.Error, mut func(*P)) badInput
+
+// maker returns the caseMaker of one store method: base returns valid
+// parameters, do is the method.
+func maker[P, R any](ctx context.Context, base func() *P, do func(context.Context, *P) (R, error)) caseMaker[P] {
+	return func(name, field string, code *model.Error, mut func(*P)) badInput {
+		return badInput{name: name, field: field, code: code, call: func() error {
+			p := base()
+			mut(p)
+			_, err := do(ctx, p)
+			return err
+		}}
+	}
+}
+
+// fixture is a store holding one execution in each state the validated
+// methods act on, and a registered worker, so that a bad input that slipped
+// through validation would change something.
+type fixture struct {
+	*harness
+	now time.Time
+	// eligible has a deadline already passed; due has a lease and an
+	// attempt timeout already due; expired has a marked lease and a live
+	// reclaim grant for wA; granted has a live claim grant for wA; delayed
+	// is due for promotion; routed is route-blocked with no requirements.
+	eligible, active, due, expired, granted, delayed, routed, terminal model.ExecutionID
+	fence                                                              model.Fence
+	// out is an id whose partition the store does not have.
+	out model.ExecutionID
+}
+
+func newFixture(h *harness) *fixture {
+	h.t.Helper()
+	f := &fixture{harness: h, now: at(time.Second)}
+	f.eligible = h.create(at(0), withDeadline(at(500*time.Millisecond)))
+	var cr *model.ClaimResult
+	f.active, cr = h.active(at(0))
+	f.fence = cr.Fence()
+	claimShort := func(id model.ExecutionID) {
+		call(h.s.ExecutionGrantAndClaim(h.ctx, &model.ExecutionGrantAndClaimParams{
+			ID: id, LeaseRequest: h.leaseReq(wA, time.Millisecond), Now: at(0),
+		})).must(h.t)
+	}
+	f.due = h.create(at(0), withTimeout(time.Millisecond))
+	claimShort(f.due)
+	f.expired = h.create(at(0))
+	claimShort(f.expired)
+	h.markExpired(f.expired, at(time.Millisecond))
+	h.reclaimGrant(f.expired, wA, at(time.Millisecond))
+	f.granted = h.create(at(0))
+	h.grant(f.granted, wA, at(0))
+	f.delayed = h.create(at(0), withDelay(at(500*time.Millisecond)))
+	f.routed = h.create(at(0))
+	h.block(f.routed, model.WaitingForCapableWorker, at(0))
+	f.terminal = h.create(at(0))
+	h.cancelOp(f.terminal, at(0))
+	call(h.s.WorkerRegister(h.ctx, &model.WorkerRegisterParams{
+		Namespace: nsA, WorkerID: wA.ID, WorkerInstanceID: wA.Instance, SessionID: "s1",
+		Lanes: []model.LaneID{laneA}, TTL: time.Minute, Now: at(0),
+	})).must(h.t)
+	f.out = model.NewExecutionID(h.cfg.FlowPartitions, h.uuid())
+	return f
+}
+
+// testValidation states, for every method, that each bad input is refused
+// with a validation error naming it, and that nothing was written.
+func testValidation(t *testing.T, newStore NewStoreFunc) {
+	groups := []struct {
+		name  string
+		cases func(f *fixture) []badInput
+	}{
+		{"ExecutionCreate", (*fixture).createCases},
+		{"ExecutionCancel", (*fixture).cancelCases},
+		{"ExecutionChangePriority", (*fixture).changePriorityCases},
+		{"ExecutionComplete", (*fixture).completeCases},
+		{"ExecutionDelay", (*fixture).delayCases},
+		{"ExecutionExpire", (*fixture).expireCases},
+		{"ExecutionFail", (*fixture).failCases},
+		{"ExecutionReplay", (*fixture).replayCases},
+		{"ExecutionUpdateProgress", (*fixture).progressCases},
+		{"ClaimGrantIssue", (*fixture).claimGrantCases},
+		{"ExecutionBlock", (*fixture).blockCases},
+		{"ExecutionClaim", (*fixture).claimCases},
+		{"ExecutionClaimNext", (*fixture).claimNextCases},
+		{"ExecutionGrantAndClaim", (*fixture).grantAndClaimCases},
+		{"ExecutionUnblock", (*fixture).unblockCases},
+		{"ExecutionReclaim", (*fixture).reclaimCases},
+		{"ExecutionRecover", (*fixture).recoverCases},
+		{"LeaseMarkExpired", (*fixture).markExpiredCases},
+		{"LeaseRenew", (*fixture).renewCases},
+		{"LeaseRevoke", (*fixture).revokeCases},
+		{"ReclaimGrantIssue", (*fixture).reclaimGrantCases},
+		{"ExecutionPromoteDelayed", (*fixture).promoteCases},
+		{"IndexScanDue", (*fixture).scanCases},
+		{"RouteUnblock", (*fixture).routeUnblockCases},
+		{"WorkerDeregister", (*fixture).deregisterCases},
+		{"WorkerExpire", (*fixture).workerExpireCases},
+		{"WorkerHeartbeat", (*fixture).heartbeatCases},
+		{"WorkerList", (*fixture).workerListCases},
+		{"WorkerRegister", (*fixture).registerCases},
+		{"Reads", (*fixture).readCases},
+		{"ExecutionList", (*fixture).listCases},
+		{"LeaseHistory", (*fixture).historyCases},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(setup(t, newStore))
+			before := f.world(f.now, nsA)
+			for _, c := range g.cases(f) {
+				t.Run(c.name, func(t *testing.T) {
+					err := c.call()
+					if !errors.Is(err, model.ErrValidation) {
+						t.Fatalf("err = %v, want a validation error", err)
+					}
+					if e := modelErr(t, err, c.code); e.Field != c.field {
+						t.Fatalf("field %q, want %q (%v)", e.Field, c.field, err)
+					}
+					if d := cmp.Diff(before, f.on(t).world(f.now, nsA), cmpOpts...); d != "" {
+						t.Fatalf("store changed (-before +after):\n%s", d)
+					}
+				})
+			}
+		})
+	}
+}
+
+// Shared bad inputs.
+
+var (
+	tooLongText = strings.Repeat("x", model.MaxReasonBytes+1)
+	invalidUTF8 = "ok\xff\xfe"
+	year10000   = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	epoch       = time.UnixMilli(0)
+)
+
+func idCases[P any](mk caseMaker[P], out model.ExecutionID, set func(*P, model.ExecutionID)) []badInput {
+	return []badInput{
+		mk("id_zero", "execution_id", model.ErrInvalidInput, func(p *P) { set(p, model.ExecutionID{}) }),
+		mk("id_partition_out_of_range", "execution_id", model.ErrInvalidInput, func(p *P) { set(p, out) }),
+	}
+}
+
+func nowCases[P any](mk caseMaker[P], set func(*P, time.Time)) []badInput {
+	return timeCases(mk, "now", true, set)
+}
+
+// timeCases are the bad values of a time input; required adds the zero time.
+func timeCases[P any](mk caseMaker[P], field string, required bool, set func(*P, time.Time)) []badInput {
+	cs := []badInput{
+		mk(field+"_unix_epoch", field, model.ErrInvalidInput, func(p *P) { set(p, epoch) }),
+		mk(field+"_before_epoch", field, model.ErrInvalidInput, func(p *P) { set(p, time.UnixMilli(-1)) }),
+		mk(field+"_after_9999", field, model.ErrInvalidInput, func(p *P) { set(p, year10000) }),
+	}
+	if required {
+		cs = append(cs, mk(field+"_zero", field, model.ErrInvalidInput, func(p *P) { set(p, time.Time{}) }))
+	}
+	return cs
+}
+
+func textCases[P any](mk caseMaker[P], field string, set func(*P, string)) []badInput {
+	return []badInput{
+		mk(field+"_too_long", field, model.ErrInvalidInput, func(p *P) { set(p, tooLongText) }),
+		mk(field+"_invalid_utf8", field, model.ErrInvalidInput, func(p *P) { set(p, invalidUTF8) }),
+	}
+}
+
+// nameCases are the bad values of a name-shaped id (lane, worker id, …).
+func nameCases[P any](mk caseMaker[P], field string, maxLen int, set func(*P, string)) []badInput {
+	return []badInput{
+		mk(field+"_empty", field, model.ErrInvalidInput, func(p *P) { set(p, "") }),
+		mk(field+"_too_long", field, model.ErrInvalidInput, func(p *P) { set(p, strings.Repeat("a", maxLen+1)) }),
+		mk(field+"_space", field, model.ErrInvalidInput, func(p *P) { set(p, "a b") }),
+		mk(field+"_brace", field, model.ErrInvalidInput, func(p *P) { set(p, "{fp:1}") }),
+		mk(field+"_colon", field, model.ErrInvalidInput, func(p *P) { set(p, "a:b") }),
+		mk(field+"_non_ascii", field, model.ErrInvalidInput, func(p *P) { set(p, "lané") }),
+	}
+}
+
+func namespaceCases[P any](mk caseMaker[P], set func(*P, model.Namespace)) []badInput {
+	cs := nameCases(mk, "namespace", 64, func(p *P, s string) { set(p, model.Namespace(s)) })
+	return append(cs, mk("namespace_upper_case", "namespace", model.ErrInvalidInput, func(p *P) { set(p, "Tenant") }))
+}
+
+func laneCases[P any](mk caseMaker[P], set func(*P, model.LaneID)) []badInput {
+	return nameCases(mk, "lane", 64, func(p *P, s string) { set(p, model.LaneID(s)) })
+}
+
+func workerIDCases[P any](mk caseMaker[P], set func(*P, model.WorkerID)) []badInput {
+	return nameCases(mk, "worker_id", 128, func(p *P, s string) { set(p, model.WorkerID(s)) })
+}
+
+func instanceCases[P any](mk caseMaker[P], set func(*P, model.WorkerInstanceID)) []badInput {
+	return nameCases(mk, "worker_instance_id", 128, func(p *P, s string) { set(p, model.WorkerInstanceID(s)) })
+}
+
+// capCases are the bad capability sets of every kind.
+func capCases[P any](mk caseMaker[P], field string, set func(*P, model.Capabilities)) []badInput {
+	many := make(model.Capabilities, model.MaxCapabilityTokens+1)
+	for i := range many {
+		many[i] = "cap-" + strconv.Itoa(i)
+	}
+	bad := []struct {
+		name string
+		caps model.Capabilities
+	}{
+		{"empty_token", model.Capabilities{"gpu", ""}},
+		{"comma", model.Capabilities{"gpu,cpu"}},
+		{"space", model.Capabilities{"gpu cpu"}},
+		{"tab", model.Capabilities{"gpu\t"}},
+		{"newline", model.Capabilities{"gpu\n"}},
+		{"control", model.Capabilities{"gpu\x01"}},
+		{"del", model.Capabilities{"gpu\x7f"}},
+		{"unicode_space", model.Capabilities{"gpu\u00a0x"}},
+		{"invalid_utf8", model.Capabilities{"gpu\xff"}},
+		{"too_many_tokens", many},
+		{"too_many_bytes", model.Capabilities{strings.Repeat("a", 2100), strings.Repeat("b", 2100)}},
+		{"token_too_long", model.Capabilities{strings.Repeat("a", model.MaxCapabilityBytes+1)}},
+	}
+	var cs []badInput
+	for _, b := range bad {
+		cs = append(cs, mk(field+"_"+b.name, field, model.ErrInvalidCapabilities, func(p *P) { set(p, b.caps) }))
+	}
+	return cs
+}
+
+// fenceCases are the missing, partial and misplaced fences. setSource may
+// be nil for methods only workers call.
+func fenceCases[P any](mk caseMaker[P], good model.Fence, setFence func(*P, model.Fence), setSource func(*P, model.Source)) []badInput {
+	cs := []badInput{
+		mk("fence_missing", "fence", model.ErrFenceRequired, func(p *P) { setFence(p, model.Fence{}) }),
+		mk("fence_lease_id_only", "fence", model.ErrPartialFenceTriple, func(p *P) { setFence(p, model.Fence{LeaseID: good.LeaseID}) }),
+		mk("fence_epoch_only", "fence", model.ErrPartialFenceTriple, func(p *P) { setFence(p, model.Fence{LeaseEpoch: good.LeaseEpoch}) }),
+		mk("fence_no_epoch", "fence", model.ErrPartialFenceTriple, func(p *P) {
+			setFence(p, model.Fence{LeaseID: good.LeaseID, AttemptID: good.AttemptID})
+		}),
+		mk("fence_no_attempt_id", "fence", model.ErrPartialFenceTriple, func(p *P) {
+			setFence(p, model.Fence{LeaseID: good.LeaseID, LeaseEpoch: good.LeaseEpoch})
+		}),
+		mk("fence_no_lease_id", "fence", model.ErrPartialFenceTriple, func(p *P) {
+			setFence(p, model.Fence{LeaseEpoch: good.LeaseEpoch, AttemptID: good.AttemptID})
+		}),
+	}
+	if setSource != nil {
+		cs = append(cs,
+			mk("operator_with_fence", "fence", model.ErrInvalidInput, func(p *P) { setSource(p, model.SourceOperator) }),
+			mk("unknown_source", "source", model.ErrInvalidInput, func(p *P) { setSource(p, "flow_cascade") }),
+		)
+	}
+	return cs
+}
+
+// leaseRequestCases are the bad lease requests.
+func leaseRequestCases[P any](mk caseMaker[P], get func(*P) *model.LeaseRequest) []badInput {
+	cs := workerIDCases(mk, func(p *P, w model.WorkerID) { get(p).WorkerID = w })
+	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { get(p).WorkerInstanceID = w })...)
+	return append(cs,
+		mk("lease_id_zero", "lease_id", model.ErrInvalidInput, func(p *P) { get(p).LeaseID = model.LeaseID{} }),
+		mk("attempt_id_zero", "attempt_id", model.ErrInvalidInput, func(p *P) { get(p).AttemptID = model.AttemptID{} }),
+		mk("lease_ttl_zero", "lease_ttl", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = 0 }),
+		mk("lease_ttl_below_1ms", "lease_ttl", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = time.Microsecond }),
+		mk("lease_ttl_negative", "lease_ttl", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = -time.Second }),
+		mk("lease_ttl_too_long", "lease_ttl", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = model.MaxLeaseTTL + time.Millisecond }),
+	)
+}
+
+func limitCases[P any](mk caseMaker[P], field string, set func(*P, int)) []badInput {
+	return []badInput{
+		mk(field+"_zero", field, model.ErrInvalidInput, func(p *P) { set(p, 0) }),
+		mk(field+"_negative", field, model.ErrInvalidInput, func(p *P) { set(p, -1) }),
+		mk(field+"_too_large", field, model.ErrInvalidInput, func(p *P) { set(p, model.MaxPageSize+1) }),
+	}
+}
+
+func partitionCases[P any](mk caseMaker[P], n int, set func(*P, int)) []badInput {
+	return []badInput{
+		mk("partition_negative", "partition", model.ErrInvalidInput, func(p *P) { set(p, -1) }),
+		mk("partition_out_of_range", "partition", model.ErrInvalidInput, func(p *P) { set(p, n) }),
+	}
+}
+
+func grantTTLCases[P any](mk caseMaker[P], set func(*P, time.Duration)) []badInput {
+	return []badInput{
+		mk("grant_ttl_zero", "grant_ttl", model.ErrInvalidInput, func(p *P) { set(p, 0) }),
+		mk("grant_ttl_below_1ms", "grant_ttl", model.ErrInvalidInput, func(p *P) { set(p, time.Microsecond) }),
+		mk("grant_ttl_too_long", "grant_ttl", model.ErrInvalidInput, func(p *P) { set(p, model.MaxGrantTTL+time.Millisecond) }),
+	}
+}
+
+func sessionCases[P any](mk caseMaker[P], set func(*P, string)) []badInput {
+	return []badInput{
+		mk("session_empty", "session_id", model.ErrInvalidInput, func(p *P) { set(p, "") }),
+		mk("session_too_long", "session_id", model.ErrInvalidInput, func(p *P) { set(p, strings.Repeat("s", 129)) }),
+		mk("session_invalid_utf8", "session_id", model.ErrInvalidInput, func(p *P) { set(p, invalidUTF8) }),
+	}
+}
+
+func workerTTLCases[P any](mk caseMaker[P], set func(*P, time.Duration)) []badInput {
+	return []badInput{
+		mk("ttl_zero", "ttl", model.ErrInvalidInput, func(p *P) { set(p, 0) }),
+		mk("ttl_too_long", "ttl", model.ErrInvalidInput, func(p *P) { set(p, model.MaxLeaseTTL+time.Millisecond) }),
+	}
+}
+
+// Per-method cases.
+
+func (f *fixture) createCases() []badInput {
+	type P = model.ExecutionCreateParams
+	mk := maker(f.ctx, func() *P {
+		return &P{ID: model.NewExecutionID(f.p0, f.uuid()), Namespace: nsA, Lane: laneA, Kind: kindA, Payload: []byte("p"), Now: f.now}
+	}, f.s.ExecutionCreate)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })...)
+	cs = append(cs, laneCases(mk, func(p *P, l model.LaneID) { p.Lane = l })...)
+	cs = append(cs,
+		mk("kind_empty", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = "" }),
+		mk("kind_space", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = "send email" }),
+		mk("kind_control", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = "send\x7f" }),
+		mk("kind_non_ascii", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = "envoyé" }),
+		mk("kind_too_long", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = model.Kind(strings.Repeat("k", 129)) }),
+		mk("payload_too_large", "payload", model.ErrInvalidInput, func(p *P) { p.Payload = make([]byte, model.MaxPayloadBytes+1) }),
+	)
+	for _, k := range []string{"nodot", "A.b", "a..b", "a.", ".b", "1a.b", "a.b c", "a-b.c", "ab", "a.b\x7f", "a.é", "_a.b", strings.Repeat("a", 127) + ".b"} {
+		cs = append(cs, mk("tag_key_"+strconv.Quote(k), "tags", model.ErrInvalidTagKey, func(p *P) { p.Tags = map[string]string{"app.ok": "1", k: "v"} }))
+	}
+	manyTags := map[string]string{}
+	for i := range model.MaxTags + 1 {
+		manyTags["app.t"+strconv.Itoa(i)] = "v"
+	}
+	cs = append(cs,
+		mk("tags_too_many", "tags", model.ErrInvalidInput, func(p *P) { p.Tags = manyTags }),
+		mk("tag_value_too_long", "tags", model.ErrInvalidInput, func(p *P) {
+			p.Tags = map[string]string{"app.v": strings.Repeat("v", model.MaxTagValueBytes+1)}
+		}),
+		mk("tag_value_invalid_utf8", "tags", model.ErrInvalidInput, func(p *P) { p.Tags = map[string]string{"app.v": invalidUTF8} }),
+	)
+	cs = append(cs, capCases(mk, "required_capabilities", func(p *P, c model.Capabilities) { p.RequiredCapabilities = c })...)
+	policies := []struct {
+		name   string
+		field  string
+		policy model.RetryPolicy
+	}{
+		{"max_retries_negative", "max_retries", model.RetryPolicy{MaxRetries: -1}},
+		{"max_retries_too_many", "max_retries", model.RetryPolicy{MaxRetries: model.MaxRetries + 1}},
+		{"backoff_unknown", "backoff", model.RetryPolicy{Backoff: model.BackoffFixed + 1}},
+		{"delay_negative", "delay_ms", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: -time.Millisecond}},
+		{"delay_fractional", "delay_ms", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: 1500 * time.Microsecond}},
+		{"delay_too_long", "delay_ms", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: model.MaxPolicyDelay + time.Millisecond}},
+		{"initial_delay_negative", "initial_delay_ms", model.RetryPolicy{InitialDelay: -time.Second}},
+		{"initial_delay_fractional", "initial_delay_ms", model.RetryPolicy{InitialDelay: 2500 * time.Microsecond}},
+		{"initial_delay_too_long", "initial_delay_ms", model.RetryPolicy{InitialDelay: model.MaxPolicyDelay + time.Millisecond}},
+		{"max_delay_negative", "max_delay_ms", model.RetryPolicy{MaxDelay: -time.Second}},
+		{"max_delay_fractional", "max_delay_ms", model.RetryPolicy{MaxDelay: time.Minute + time.Microsecond}},
+		{"max_delay_too_long", "max_delay_ms", model.RetryPolicy{MaxDelay: model.MaxPolicyDelay + time.Millisecond}},
+		{"max_delay_below_initial", "max_delay_ms", model.RetryPolicy{InitialDelay: 10 * time.Second, MaxDelay: 5 * time.Second}},
+		{"max_delay_below_default_initial", "max_delay_ms", model.RetryPolicy{MaxDelay: 500 * time.Millisecond}},
+		{"multiplier_below_one", "multiplier", model.RetryPolicy{Multiplier: 0.5}},
+		{"multiplier_negative", "multiplier", model.RetryPolicy{Multiplier: -2}},
+		{"multiplier_too_large", "multiplier", model.RetryPolicy{Multiplier: 100.5}},
+		{"multiplier_nan", "multiplier", model.RetryPolicy{Multiplier: math.NaN()}},
+		{"multiplier_inf", "multiplier", model.RetryPolicy{Multiplier: math.Inf(1)}},
+	}
+	for _, b := range policies {
+		cs = append(cs, mk("retry_policy_"+b.name, "retry_policy."+b.field, model.ErrInvalidPolicy, func(p *P) { p.RetryPolicy = b.policy }))
+	}
+	cs = append(cs,
+		mk("max_reclaims_negative", "max_reclaims", model.ErrInvalidInput, func(p *P) { p.MaxReclaims = -1 }),
+		mk("max_reclaims_too_many", "max_reclaims", model.ErrInvalidInput, func(p *P) { p.MaxReclaims = 1_000_001 }),
+		mk("max_replays_negative", "max_replays", model.ErrInvalidInput, func(p *P) { p.MaxReplays = -1 }),
+		mk("max_replays_too_many", "max_replays", model.ErrInvalidInput, func(p *P) { p.MaxReplays = 1_000_001 }),
+		mk("attempt_timeout_negative", "attempt_timeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = -time.Second }),
+		mk("attempt_timeout_below_1ms", "attempt_timeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = 500 * time.Microsecond }),
+		mk("attempt_timeout_too_long", "attempt_timeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = model.MaxPolicyDelay + time.Millisecond }),
+		mk("idempotency_key_too_long", "idempotency_key", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyKey = strings.Repeat("k", model.MaxIdempotencyKeyBytes+1)
+		}),
+		mk("idempotency_key_invalid_utf8", "idempotency_key", model.ErrInvalidInput, func(p *P) { p.IdempotencyKey = invalidUTF8 }),
+		mk("idempotency_key_control", "idempotency_key", model.ErrInvalidInput, func(p *P) { p.IdempotencyKey = "a\nb" }),
+		mk("idempotency_ttl_below_1s", "idempotency_ttl", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyKey, p.IdempotencyTTL = "k", 999*time.Millisecond
+		}),
+		mk("idempotency_ttl_too_long", "idempotency_ttl", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyKey, p.IdempotencyTTL = "k", model.MaxIdempotencyTTL+time.Second
+		}),
+	)
+	cs = append(cs, timeCases(mk, "deadline", false, func(p *P, t time.Time) { p.Deadline = t })...)
+	cs = append(cs, timeCases(mk, "delay_until", false, func(p *P, t time.Time) { p.DelayUntil = t })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) cancelCases() []badInput {
+	type P = model.ExecutionCancelParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, Reason: "r", Now: f.now} }, f.s.ExecutionCancel)
+	op := maker(f.ctx, func() *P { return &P{ID: f.eligible, Source: model.SourceOperator, Now: f.now} }, f.s.ExecutionCancel)
+	cs := idCases(op, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, textCases(mk, "reason", func(p *P, s string) { p.Reason = s })...)
+	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
+	return append(cs, nowCases(op, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) changePriorityCases() []badInput {
+	type P = model.ExecutionChangePriorityParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.eligible, Priority: 9, Now: f.now} }, f.s.ExecutionChangePriority)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) completeCases() []badInput {
+	type P = model.ExecutionCompleteParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, Result: []byte("r"), Now: f.now} }, f.s.ExecutionComplete)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, mk("result_too_large", "result", model.ErrInvalidInput, func(p *P) { p.Result = make([]byte, model.MaxResultBytes+1) }))
+	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) delayCases() []badInput {
+	type P = model.ExecutionDelayParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, DelayUntil: at(time.Hour), Now: f.now} }, f.s.ExecutionDelay)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, timeCases(mk, "delay_until", true, func(p *P, t time.Time) { p.DelayUntil = t })...)
+	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) expireCases() []badInput {
+	type P = model.ExecutionExpireParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.eligible, Reason: model.ExpireExecutionDeadline, Now: f.now} }, f.s.ExecutionExpire)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs,
+		mk("reason_zero", "reason", model.ErrInvalidInput, func(p *P) { p.Reason = 0 }),
+		mk("reason_unknown", "reason", model.ErrInvalidInput, func(p *P) { p.Reason = model.ExpireExecutionDeadline + 1 }),
+	)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) failCases() []badInput {
+	type P = model.ExecutionFailParams
+	mk := maker(f.ctx, func() *P {
+		return &P{ID: f.active, Fence: f.fence, Reason: "r", Category: model.FailurePermanent, Now: f.now}
+	}, f.s.ExecutionFail)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, textCases(mk, "reason", func(p *P, s string) { p.Reason = s })...)
+	cs = append(cs,
+		mk("category_upper_case", "failure_category", model.ErrInvalidInput, func(p *P) { p.Category = "Permanent" }),
+		mk("category_dash", "failure_category", model.ErrInvalidInput, func(p *P) { p.Category = "infra-crash" }),
+		mk("category_space", "failure_category", model.ErrInvalidInput, func(p *P) { p.Category = "a b" }),
+		mk("category_too_long", "failure_category", model.ErrInvalidInput, func(p *P) { p.Category = model.FailureCategory(strings.Repeat("c", 65)) }),
+	)
+	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) replayCases() []badInput {
+	type P = model.ExecutionReplayParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.terminal, Reason: "r", RequestedBy: "me", Now: f.now} }, f.s.ExecutionReplay)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, textCases(mk, "reason", func(p *P, s string) { p.Reason = s })...)
+	cs = append(cs, textCases(mk, "requested_by", func(p *P, s string) { p.RequestedBy = s })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) progressCases() []badInput {
+	type P = model.ExecutionUpdateProgressParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, Percent: 50, Message: "m", Now: f.now} }, f.s.ExecutionUpdateProgress)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs,
+		mk("percent_negative", "percent", model.ErrInvalidInput, func(p *P) { p.Percent = -1 }),
+		mk("percent_over_100", "percent", model.ErrInvalidInput, func(p *P) { p.Percent = 101 }),
+	)
+	cs = append(cs, textCases(mk, "message", func(p *P, s string) { p.Message = s })...)
+	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, nil)...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) claimGrantCases() []badInput {
+	type P = model.ClaimGrantIssueParams
+	mk := maker(f.ctx, func() *P {
+		return &P{ID: f.eligible, WorkerID: wB.ID, WorkerInstanceID: wB.Instance, GrantTTL: grantTTL, Now: f.now}
+	}, f.s.ClaimGrantIssue)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, workerIDCases(mk, func(p *P, w model.WorkerID) { p.WorkerID = w })...)
+	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { p.WorkerInstanceID = w })...)
+	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, grantTTLCases(mk, func(p *P, d time.Duration) { p.GrantTTL = d })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) reclaimGrantCases() []badInput {
+	type P = model.ReclaimGrantIssueParams
+	// The fixture's reclaim grant has lapsed by then, so a valid call would
+	// issue a new one.
+	later := at(time.Minute)
+	mk := maker(f.ctx, func() *P {
+		return &P{ID: f.expired, WorkerID: wB.ID, WorkerInstanceID: wB.Instance, GrantTTL: grantTTL, Now: later}
+	}, f.s.ReclaimGrantIssue)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, workerIDCases(mk, func(p *P, w model.WorkerID) { p.WorkerID = w })...)
+	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { p.WorkerInstanceID = w })...)
+	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, grantTTLCases(mk, func(p *P, d time.Duration) { p.GrantTTL = d })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) blockCases() []badInput {
+	type P = model.ExecutionBlockParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.eligible, Reason: model.WaitingForBudget, Detail: "d", Now: f.now} }, f.s.ExecutionBlock)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	for _, r := range []model.BlockingReason{0, model.BlockingNone, model.WaitingForWorker, model.WaitingForDelay, model.WaitingForChildren, model.PausedByPolicy + 1} {
+		cs = append(cs, mk("reason_"+strconv.Itoa(int(r)), "reason", model.ErrInvalidBlockingReason, func(p *P) { p.Reason = r }))
+	}
+	cs = append(cs, textCases(mk, "detail", func(p *P, s string) { p.Detail = s })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) unblockCases() []badInput {
+	type P = model.ExecutionUnblockParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.routed, ExpectedReason: model.WaitingForCapableWorker, Now: f.now} }, f.s.ExecutionUnblock)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	for _, r := range []model.BlockingReason{0, model.BlockingNone, model.WaitingForDelay, model.PausedByPolicy + 1} {
+		cs = append(cs, mk("expected_reason_"+strconv.Itoa(int(r)), "expected_reason", model.ErrInvalidBlockingReason, func(p *P) { p.ExpectedReason = r }))
+	}
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) claimCases() []badInput {
+	type P = model.ExecutionClaimParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.granted, LeaseRequest: f.leaseReq(wA, leaseTTL), Now: f.now} }, f.s.ExecutionClaim)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, leaseRequestCases(mk, func(p *P) *model.LeaseRequest { return &p.LeaseRequest })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) grantAndClaimCases() []badInput {
+	type P = model.ExecutionGrantAndClaimParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.eligible, LeaseRequest: f.leaseReq(wA, leaseTTL), Now: f.now} }, f.s.ExecutionGrantAndClaim)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, leaseRequestCases(mk, func(p *P) *model.LeaseRequest { return &p.LeaseRequest })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) claimNextCases() []badInput {
+	type P = model.ExecutionClaimNextParams
+	mk := maker(f.ctx, func() *P {
+		return &P{Partition: f.p0, Lane: laneA, ScanLimit: 10, LeaseRequest: f.leaseReq(wA, leaseTTL), Now: f.now}
+	}, f.s.ExecutionClaimNext)
+	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
+	cs = append(cs, laneCases(mk, func(p *P, l model.LaneID) { p.Lane = l })...)
+	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, capCases(mk, "live_capabilities", func(p *P, c model.Capabilities) { p.LiveCapabilities = c })...)
+	cs = append(cs, limitCases(mk, "scan_limit", func(p *P, n int) { p.ScanLimit = n })...)
+	cs = append(cs, leaseRequestCases(mk, func(p *P) *model.LeaseRequest { return &p.LeaseRequest })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) reclaimCases() []badInput {
+	type P = model.ExecutionReclaimParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.expired, LeaseRequest: f.leaseReq(wA, leaseTTL), Now: f.now} }, f.s.ExecutionReclaim)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, leaseRequestCases(mk, func(p *P) *model.LeaseRequest { return &p.LeaseRequest })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) recoverCases() []badInput {
+	type P = model.ExecutionRecoverParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.expired, Now: f.now} }, f.s.ExecutionRecover)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) markExpiredCases() []badInput {
+	type P = model.LeaseMarkExpiredParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.due, Now: f.now} }, f.s.LeaseMarkExpired)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) renewCases() []badInput {
+	type P = model.LeaseRenewParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, LeaseTTL: time.Hour, Now: f.now} }, f.s.LeaseRenew)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs,
+		mk("lease_ttl_zero", "lease_ttl", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = 0 }),
+		mk("lease_ttl_below_1ms", "lease_ttl", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = time.Microsecond }),
+		mk("lease_ttl_too_long", "lease_ttl", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = model.MaxLeaseTTL + time.Millisecond }),
+	)
+	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, nil)...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) revokeCases() []badInput {
+	type P = model.LeaseRevokeParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Reason: "r", Now: f.now} }, f.s.LeaseRevoke)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, textCases(mk, "reason", func(p *P, s string) { p.Reason = s })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) promoteCases() []badInput {
+	type P = model.ExecutionPromoteDelayedParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.delayed, Lane: laneA, Now: f.now} }, f.s.ExecutionPromoteDelayed)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, laneCases(mk, func(p *P, l model.LaneID) { p.Lane = l })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) scanCases() []badInput {
+	type P = model.IndexScanDueParams
+	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Index: model.IndexDelayed, Limit: 10, Now: f.now} }, f.s.IndexScanDue)
+	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
+	cs = append(cs,
+		mk("index_zero", "index", model.ErrInvalidInput, func(p *P) { p.Index = 0 }),
+		mk("index_unknown", "index", model.ErrInvalidInput, func(p *P) { p.Index = model.IndexDelayed + 1 }),
+		mk("after_id_zero", "after.id", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now} }),
+		mk("after_id_partition_out_of_range", "after.id", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now, ID: f.out} }),
+	)
+	if f.p1 != f.p0 {
+		cs = append(cs, mk("after_id_other_partition", "after.id", model.ErrInvalidInput, func(p *P) {
+			p.After = &model.DueCursor{DueAt: f.now, ID: model.NewExecutionID(f.p1, f.uuid())}
+		}))
+	}
+	cs = append(cs, timeCases(mk, "after.due_at", false, func(p *P, t time.Time) { p.After = &model.DueCursor{DueAt: t, ID: f.delayed} })...)
+	cs = append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) routeUnblockCases() []badInput {
+	type P = model.RouteUnblockParams
+	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Limit: 10, Now: f.now} }, f.s.RouteUnblock)
+	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
+	cs = append(cs, capCases(mk, "live", func(p *P, c model.Capabilities) { p.Live = c })...)
+	cs = append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) registerCases() []badInput {
+	type P = model.WorkerRegisterParams
+	mk := maker(f.ctx, func() *P {
+		return &P{Namespace: nsA, WorkerID: wB.ID, WorkerInstanceID: wB.Instance, SessionID: "s2",
+			Lanes: []model.LaneID{laneA}, TTL: time.Minute, Now: f.now}
+	}, f.s.WorkerRegister)
+	cs := namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })
+	cs = append(cs, workerIDCases(mk, func(p *P, w model.WorkerID) { p.WorkerID = w })...)
+	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { p.WorkerInstanceID = w })...)
+	cs = append(cs, sessionCases(mk, func(p *P, s string) { p.SessionID = s })...)
+	manyLanes := make([]model.LaneID, 257)
+	for i := range manyLanes {
+		manyLanes[i] = model.LaneID("lane-" + strconv.Itoa(i))
+	}
+	cs = append(cs,
+		mk("lanes_empty", "lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = nil }),
+		mk("lanes_too_many", "lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = manyLanes }),
+		mk("lanes_bad_lane", "lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = []model.LaneID{laneA, "bad lane"} }),
+		mk("lanes_empty_lane", "lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = []model.LaneID{""} }),
+	)
+	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, workerTTLCases(mk, func(p *P, d time.Duration) { p.TTL = d })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) heartbeatCases() []badInput {
+	type P = model.WorkerHeartbeatParams
+	mk := maker(f.ctx, func() *P {
+		return &P{Namespace: nsA, WorkerInstanceID: wA.Instance, SessionID: "s1", TTL: time.Hour, Now: f.now}
+	}, f.s.WorkerHeartbeat)
+	cs := namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })
+	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { p.WorkerInstanceID = w })...)
+	cs = append(cs, sessionCases(mk, func(p *P, s string) { p.SessionID = s })...)
+	cs = append(cs, workerTTLCases(mk, func(p *P, d time.Duration) { p.TTL = d })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) deregisterCases() []badInput {
+	type P = model.WorkerDeregisterParams
+	mk := maker(f.ctx, func() *P { return &P{Namespace: nsA, WorkerInstanceID: wA.Instance, SessionID: "s1", Now: f.now} }, f.s.WorkerDeregister)
+	cs := namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })
+	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { p.WorkerInstanceID = w })...)
+	cs = append(cs, sessionCases(mk, func(p *P, s string) { p.SessionID = s })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) workerExpireCases() []badInput {
+	type P = model.WorkerExpireParams
+	// A valid call at this time would drop the fixture's registration.
+	mk := maker(f.ctx, func() *P { return &P{Namespace: nsA, Limit: 10, Now: at(time.Hour)} }, f.s.WorkerExpire)
+	cs := namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })
+	cs = append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) workerListCases() []badInput {
+	type P = model.WorkerListParams
+	mk := maker(f.ctx, func() *P { return &P{Namespace: nsA, Now: f.now} }, f.s.WorkerList)
+	cs := namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) listCases() []badInput {
+	type P = model.ExecutionListParams
+	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Limit: 10} }, f.s.ExecutionList)
+	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
+	cs = append(cs, mk("after_partition_out_of_range", "after", model.ErrInvalidInput, func(p *P) { p.After = f.out }))
+	if f.p1 != f.p0 {
+		cs = append(cs, mk("after_other_partition", "after", model.ErrInvalidInput, func(p *P) { p.After = model.NewExecutionID(f.p1, f.uuid()) }))
+	}
+	return append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+}
+
+func (f *fixture) historyCases() []badInput {
+	type P = model.LeaseHistoryParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Limit: 10} }, f.s.LeaseHistory)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	return append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+}
+
+// readCases covers the reads that take only an execution id.
+func (f *fixture) readCases() []badInput {
+	var cs []badInput
+	for _, r := range []struct {
+		name string
+		do   func(id model.ExecutionID) error
+	}{
+		{"AttemptList", func(id model.ExecutionID) error {
+			_, err := f.s.AttemptList(f.ctx, &model.AttemptListParams{ID: id})
+			return err
+		}},
+		{"ExecutionDescribe", func(id model.ExecutionID) error {
+			_, err := f.s.ExecutionDescribe(f.ctx, &model.ExecutionDescribeParams{ID: id})
+			return err
+		}},
+		{"ExecutionIndexes", func(id model.ExecutionID) error {
+			_, err := f.s.ExecutionIndexes(f.ctx, &model.ExecutionIndexesParams{ID: id})
+			return err
+		}},
+		{"ExecutionPayload", func(id model.ExecutionID) error {
+			_, err := f.s.ExecutionPayload(f.ctx, &model.ExecutionPayloadParams{ID: id})
+			return err
+		}},
+		{"ExecutionResult", func(id model.ExecutionID) error {
+			_, err := f.s.ExecutionResult(f.ctx, &model.ExecutionResultParams{ID: id})
+			return err
+		}},
+	} {
+		cs = append(cs,
+			badInput{r.name + "_id_zero", "execution_id", model.ErrInvalidInput, func() error { return r.do(model.ExecutionID{}) }},
+			badInput{r.name + "_id_partition_out_of_range", "execution_id", model.ErrInvalidInput, func() error { return r.do(f.out) }},
+		)
+	}
+	return cs
+}
