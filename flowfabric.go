@@ -28,6 +28,8 @@ type (
 	ExecutionID = model.ExecutionID
 	// LaneID names a lane (a queue).
 	LaneID = model.LaneID
+	// WorkerID names a logical worker.
+	WorkerID = model.WorkerID
 	// Kind names what an execution does.
 	Kind = model.Kind
 	// Snapshot is the full state of one execution.
@@ -44,6 +46,12 @@ type (
 	FailureCategory = model.FailureCategory
 	// Error is the engine's coded error type.
 	Error = model.Error
+	// TimerConfig tunes a timer scanner (interval, batch, sweep).
+	TimerConfig = scan.TimerConfig
+	// LeaseExpiryConfig tunes the lease-expiry scanner.
+	LeaseExpiryConfig = scan.LeaseExpiryConfig
+	// UnblockConfig tunes the unblock scanner.
+	UnblockConfig = scan.UnblockConfig
 )
 
 // Errors, for errors.Is.
@@ -124,11 +132,11 @@ type ClaimConfig struct {
 // ScannerConfig tunes the background scanners. Zero values mean the
 // defaults (FlowFabric's intervals).
 type ScannerConfig struct {
-	LeaseExpiry       scan.LeaseExpiryConfig
-	DelayedPromoter   scan.TimerConfig
-	AttemptTimeout    scan.TimerConfig
-	ExecutionDeadline scan.TimerConfig
-	Unblock           scan.UnblockConfig
+	LeaseExpiry       LeaseExpiryConfig
+	DelayedPromoter   TimerConfig
+	AttemptTimeout    TimerConfig
+	ExecutionDeadline TimerConfig
+	Unblock           UnblockConfig
 	// WorkerExpiryInterval is the pause between worker-registry expiry
 	// passes (default 30s).
 	WorkerExpiryInterval time.Duration

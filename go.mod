@@ -8,6 +8,7 @@ require (
 	github.com/tidwall/btree v1.8.2 // indirect
 	github.com/valkey-io/valkey-go v1.0.79 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	pgregory.net/rapid v1.3.0 // indirect
 )

@@ -176,7 +176,7 @@ func (w *Worker) addHandler(kind model.Kind, h handlerEntry) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.state != workerNew {
-		return fmt.Errorf("flowfabric: add handler %q: worker already started", kind)
+		return fmt.Errorf("flowfabric: add handler %q: worker already started or stopped", kind)
 	}
 	if _, dup := w.handlers[kind]; dup {
 		return fmt.Errorf("flowfabric: add handler: kind %q already registered", kind)
@@ -195,7 +195,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	if w.state != workerNew {
 		w.mu.Unlock()
-		return errors.New("flowfabric: worker already started")
+		return errors.New("flowfabric: worker already started or stopped")
 	}
 	if len(w.handlers) == 0 {
 		w.mu.Unlock()
@@ -400,10 +400,10 @@ func callHandler(ctx context.Context, h handlerEntry, info *TaskInfo) (err error
 // (terminal operations replay idempotently).
 func (w *Worker) finish(r *running, info *TaskInfo, herr error) {
 	w.mu.Lock()
-	crashed := w.crashed
+	skip := w.crashed || r.released
 	w.mu.Unlock()
-	if crashed {
-		return
+	if skip {
+		return // the process "died", or Stop handed the execution back
 	}
 	e := w.engine
 	id, fence := r.claim.ID, r.fence

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,10 @@ type Options struct {
 	MaxSimulated time.Duration
 	// NoScanners leaves the background scanners stopped.
 	NoScanners bool
+	// WrapStore, when set, wraps the memstore the engine uses (fault
+	// injection, call counting). The wrapper should forward
+	// model.WorkNotifier so idle workers still wake at once.
+	WrapStore func(*memstore.Store) model.Store
 }
 
 // Harness is an engine on memstore with a simulated clock.
@@ -110,7 +115,11 @@ func New(t testing.TB, opts *Options) *Harness {
 			user()
 		}
 	}
-	h.Engine = flowfabric.New(h.Store, &cfg)
+	var store model.Store = h.Store
+	if o.WrapStore != nil {
+		store = o.WrapStore(h.Store)
+	}
+	h.Engine = flowfabric.New(store, &cfg)
 	if !o.NoScanners {
 		if err := h.Engine.Start(h.Ctx); err != nil {
 			t.Fatalf("flowfabrictest: start engine: %v", err)
@@ -227,20 +236,40 @@ func (h *Harness) WaitTerminal(id model.ExecutionID) *model.ExecutionSnapshot {
 }
 
 // RunUntilIdle runs until every execution in the store is terminal, or
-// blocked waiting for a capable worker, and returns their snapshots.
+// blocked waiting for a capable worker, and returns their snapshots. On
+// failure it lists the executions still pending.
 func (h *Harness) RunUntilIdle() []*model.ExecutionSnapshot {
 	h.T.Helper()
 	var all []*model.ExecutionSnapshot
-	h.RunUntil(func() bool {
+	var pending []string
+	err := h.runUntil(func() bool {
 		all = h.Executions()
+		pending = pending[:0]
 		for _, s := range all {
 			if !s.PublicState.IsTerminal() && s.State.EligibilityState != model.BlockedByRoute {
-				return false
+				pending = append(pending, describe(s))
 			}
 		}
-		return true
+		return len(pending) == 0
 	})
+	if err != nil {
+		h.T.Fatalf("%v; still pending at %s:\n%s", err, h.Clock.Now().Format(time.RFC3339), strings.Join(pending, "\n"))
+	}
 	return all
+}
+
+// describe is a one-line summary of an execution for failure messages.
+func describe(s *model.ExecutionSnapshot) string {
+	line := fmt.Sprintf("%s kind=%s lane=%s %s phase=%s ownership=%s eligibility=%s attempts=%d epoch=%d",
+		s.ID, s.Kind, s.Lane, s.PublicState, s.State.LifecyclePhase, s.State.OwnershipState,
+		s.State.EligibilityState, s.TotalAttempts, s.LeaseEpoch)
+	if s.CurrentLease != nil {
+		line += fmt.Sprintf(" lease=%s until %s", s.CurrentLease.WorkerInstanceID, s.CurrentLease.ExpiresAt.Format(time.RFC3339))
+	}
+	if !s.DelayUntil.IsZero() {
+		line += " delay_until=" + s.DelayUntil.Format(time.RFC3339)
+	}
+	return line
 }
 
 // Executions returns a snapshot of every execution, in partition and id

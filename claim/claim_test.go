@@ -1,0 +1,185 @@
+package claim_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowfabric/flowfabric/claim"
+	"github.com/flowfabric/flowfabric/memstore"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+var base = time.UnixMilli(1_700_000_000_000)
+
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *model.SimClock
+	store *memstore.Store
+	seq   atomic.Uint64
+}
+
+func newFixture(t *testing.T, parts int) *fixture {
+	return &fixture{t: t, ctx: context.Background(), clock: model.NewSimClock(base),
+		store: memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: parts}})}
+}
+
+func (f *fixture) uuid() model.UUID {
+	n := f.seq.Add(1)
+	var b [16]byte
+	for i := range 8 {
+		b[15-i] = byte(n >> (8 * i))
+	}
+	return model.NewUUIDv4(b)
+}
+
+func (f *fixture) ids() (model.LeaseID, model.AttemptID) {
+	return model.LeaseID(f.uuid()), model.AttemptID(f.uuid())
+}
+
+func (f *fixture) create(part int, lane model.LaneID, prio int, req ...string) model.ExecutionID {
+	f.t.Helper()
+	caps, _ := model.ParseCapabilities("required_capabilities", req)
+	id := model.NewExecutionID(part, f.uuid())
+	if _, err := f.store.ExecutionCreate(f.ctx, &model.ExecutionCreateParams{ID: id, Namespace: "default",
+		Lane: lane, Kind: "k", Priority: prio, RequiredCapabilities: caps, Now: f.clock.Now()}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.clock.Advance(time.Millisecond)
+	return id
+}
+
+func (f *fixture) register(instance string, caps ...string) {
+	f.t.Helper()
+	c, _ := model.ParseCapabilities("capabilities", caps)
+	if _, err := f.store.WorkerRegister(f.ctx, &model.WorkerRegisterParams{Namespace: "default", WorkerID: "w",
+		WorkerInstanceID: model.WorkerInstanceID(instance), SessionID: "s", Lanes: []model.LaneID{"l"},
+		Capabilities: c, TTL: time.Hour, Now: f.clock.Now()}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) request(instance string, caps ...string) *claim.Request {
+	c, _ := model.ParseCapabilities("capabilities", caps)
+	return &claim.Request{Lanes: []model.LaneID{"l"}, WorkerID: "w",
+		WorkerInstanceID: model.WorkerInstanceID(instance), Capabilities: c, LeaseTTL: time.Minute, NewIDs: f.ids}
+}
+
+// A head this worker cannot serve (but another live worker can) is left
+// for that worker and does not starve the rest of the lane; a head no live
+// worker can serve is blocked off the eligible index.
+func TestClaimWalksPastUnservableHeads(t *testing.T) {
+	f := newFixture(t, 4)
+	part := f.store.Partitions().SoloPartition("l")
+	gpu := f.create(part, "l", 100, "gpu")
+	alien := f.create(part, "l", 90, "alien")
+	plain := f.create(part, "l", 0)
+	f.register("cpu-1")
+	f.register("gpu-1", "gpu")
+	s := claim.New(f.store, f.clock, claim.Config{})
+	out, err := s.Claim(f.ctx, f.request("cpu-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Claimed == nil || out.Claimed.ID != plain {
+		t.Fatalf("claimed %+v, want the plain execution behind the gpu head", out.Claimed)
+	}
+	if len(out.Blocked) != 1 || out.Blocked[0] != alien {
+		t.Fatalf("blocked %v, want only the execution no live worker serves", out.Blocked)
+	}
+	out, _ = s.Claim(f.ctx, f.request("gpu-1", "gpu"))
+	if out.Claimed == nil || out.Claimed.ID != gpu {
+		t.Fatalf("gpu worker claimed %+v", out.Claimed)
+	}
+}
+
+// Spread lanes rotate over every partition, and workers start at different
+// offsets.
+func TestClaimRotatesPartitionsOnSpreadLanes(t *testing.T) {
+	f := newFixture(t, 16)
+	s := claim.New(f.store, f.clock, claim.Config{ProbePartitions: 4, RotateEvery: time.Second,
+		Spread: func(model.LaneID) bool { return true }})
+	seen := map[int]bool{}
+	for range 4 {
+		// one execution in every partition: each claim takes the first
+		// partition of its window
+		for p := range 16 {
+			f.create(p, "l", 0)
+		}
+		out, err := s.Claim(f.ctx, f.request("w-1"))
+		if err != nil || out.Claimed == nil {
+			t.Fatal(out, err)
+		}
+		seen[out.Claimed.ID.Partition()] = true
+		f.clock.Advance(time.Second)
+	}
+	if len(seen) != 4 {
+		t.Fatalf("four windows started in %d distinct partitions", len(seen))
+	}
+	// two workers in the same window start at different partitions
+	for p := range 16 {
+		f.create(p, "l", 0)
+	}
+	a, _ := s.Claim(f.ctx, f.request("worker-a"))
+	b, _ := s.Claim(f.ctx, f.request("worker-zzz"))
+	if a.Claimed.ID.Partition() == b.Claimed.ID.Partition() {
+		t.Fatalf("both workers started at partition %d", a.Claimed.ID.Partition())
+	}
+}
+
+type failingList struct {
+	*memstore.Store
+	fail atomic.Bool
+}
+
+func (s *failingList) WorkerList(ctx context.Context, p *model.WorkerListParams) (*model.WorkerListResult, error) {
+	if s.fail.Load() {
+		return nil, errors.New("injected")
+	}
+	return s.Store.WorkerList(ctx, p)
+}
+
+// The live-capability union is cached; a failed refresh keeps the last one,
+// and with none at all the claim reports the error.
+func TestClaimLiveCapabilitiesCache(t *testing.T) {
+	f := newFixture(t, 2)
+	st := &failingList{Store: f.store}
+	s := claim.New(st, f.clock, claim.Config{LiveCapsTTL: time.Second})
+	st.fail.Store(true)
+	if _, err := s.Claim(f.ctx, f.request("w")); err == nil {
+		t.Fatal("claim without any live-capability reading succeeded")
+	}
+	st.fail.Store(false)
+	if _, err := s.Claim(f.ctx, f.request("w")); err != nil {
+		t.Fatal(err)
+	}
+	st.fail.Store(true)
+	f.clock.Advance(2 * time.Second)
+	if _, err := s.Claim(f.ctx, f.request("w")); err != nil {
+		t.Fatalf("stale cache not used: %v", err)
+	}
+}
+
+// A grant is checked for capabilities when issued and consumed by its
+// worker.
+func TestGrantPath(t *testing.T) {
+	f := newFixture(t, 2)
+	part := f.store.Partitions().SoloPartition("l")
+	id := f.create(part, "l", 0, "gpu")
+	s := claim.New(f.store, f.clock, claim.Config{})
+	if _, err := s.IssueGrant(f.ctx, id, "w", "w-1", nil, time.Second); !errors.Is(err, model.ErrCapabilityMismatch) {
+		t.Fatalf("grant to an incapable worker: %v", err)
+	}
+	g, err := s.IssueGrant(f.ctx, id, "w", "w-1", model.Capabilities{"gpu"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, a := f.ids()
+	r, err := s.ClaimGrant(f.ctx, g, time.Minute, l, a)
+	if err != nil || r.ID != id {
+		t.Fatalf("claim grant: %+v %v", r, err)
+	}
+}

@@ -1,0 +1,140 @@
+package flowfabric_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/memstore"
+)
+
+// SendEmail is an example payload type.
+type SendEmail struct {
+	To string `json:"to"`
+}
+
+// Kind implements flowfabric.Args.
+func (SendEmail) Kind() string { return "send_email" }
+
+// exampleEngine returns a started engine on memstore with a fast delayed
+// promoter, and a stop func.
+func exampleEngine() (*flowfabric.Engine, func()) {
+	engine := flowfabric.New(memstore.New(nil), &flowfabric.Config{
+		Scanners: flowfabric.ScannerConfig{DelayedPromoter: flowfabric.TimerConfig{Interval: 10 * time.Millisecond}},
+	})
+	if err := engine.Start(context.Background()); err != nil {
+		panic(err)
+	}
+	return engine, func() { _ = engine.Stop(context.Background()) }
+}
+
+func ExampleNew() {
+	ctx := context.Background()
+	engine := flowfabric.New(memstore.New(nil), nil)
+
+	res, err := engine.Submit(ctx, SendEmail{To: "ada@example.com"}, &flowfabric.SubmitOpts{Priority: 10})
+	if err != nil {
+		panic(err)
+	}
+	snap, _ := engine.Describe(ctx, res.ID)
+	fmt.Println(snap.Kind, snap.Lane, snap.PublicState, snap.Priority)
+	// Output: send_email default waiting 10
+}
+
+func ExampleNewWorker() {
+	ctx := context.Background()
+	engine, stop := exampleEngine()
+	defer stop()
+
+	w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{WorkerID: "mailer"})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[SendEmail](func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
+		t.SetResult([]byte("sent to " + t.Args.To))
+		return nil
+	}))
+	if err := w.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer w.Stop(ctx) //nolint:errcheck
+
+	res, _ := engine.Submit(ctx, SendEmail{To: "ada@example.com"}, nil)
+	snap, _ := engine.Wait(ctx, res.ID, 0)
+	out, _ := engine.Result(ctx, res.ID)
+	fmt.Println(snap.PublicState, string(out))
+	// Output: completed sent to ada@example.com
+}
+
+func ExampleRetryPolicy() {
+	ctx := context.Background()
+	engine, stop := exampleEngine()
+	defer stop()
+
+	var calls atomic.Int32
+	w := flowfabric.NewWorker(engine, nil)
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[SendEmail](func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
+		if calls.Add(1) < 3 {
+			return errors.New("smtp: try again later")
+		}
+		return nil
+	}))
+	if err := w.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer w.Stop(ctx) //nolint:errcheck
+
+	policy := &flowfabric.RetryPolicy{MaxRetries: 5, InitialDelay: 10 * time.Millisecond, Multiplier: 2}
+	res, _ := engine.Submit(ctx, SendEmail{To: "bob@example.com"}, &flowfabric.SubmitOpts{RetryPolicy: policy})
+	snap, _ := engine.Wait(ctx, res.ID, 0)
+	attempts, _ := engine.Attempts(ctx, res.ID)
+	for _, a := range attempts {
+		fmt.Println(strings.TrimSpace(fmt.Sprint(a.Index, " ", a.Type, " ", a.Status, " ", a.FailureReason)))
+	}
+	fmt.Println(snap.PublicState, "after", snap.RetryCount, "retries")
+	// Output:
+	// 0 initial ended_failure smtp: try again later
+	// 1 retry ended_failure smtp: try again later
+	// 2 retry ended_success
+	// completed after 2 retries
+}
+
+// Render needs a GPU.
+type Render struct {
+	Scene string `json:"scene"`
+}
+
+func (Render) Kind() string { return "render" }
+
+func Example_capabilityRouting() {
+	ctx := context.Background()
+	engine, stop := exampleEngine()
+	defer stop()
+
+	for _, spec := range []struct {
+		id   flowfabric.WorkerID
+		caps []string
+	}{{"cpu-box", []string{"linux"}}, {"gpu-box", []string{"linux", "gpu"}}} {
+		name := spec.id
+		w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{WorkerID: name, Capabilities: spec.caps})
+		flowfabric.AddHandler(w, flowfabric.HandlerFunc[Render](func(ctx context.Context, t *flowfabric.Task[Render]) error {
+			t.SetResult([]byte(string(name)))
+			return nil
+		}))
+		if err := w.Start(ctx); err != nil {
+			panic(err)
+		}
+		defer w.Stop(ctx) //nolint:errcheck
+	}
+	for range 3 {
+		res, _ := engine.Submit(ctx, Render{Scene: "teapot"}, &flowfabric.SubmitOpts{RequiredCapabilities: []string{"gpu"}})
+		_, _ = engine.Wait(ctx, res.ID, 0)
+		ranOn, _ := engine.Result(ctx, res.ID)
+		fmt.Println("ran on", string(ranOn))
+	}
+	// Output:
+	// ran on gpu-box
+	// ran on gpu-box
+	// ran on gpu-box
+}

@@ -1,0 +1,130 @@
+// Command quickstart is a tour of flowfabric in one process: an embedded
+// engine on the in-memory store, one worker with two handler kinds, and
+// five executions that show a success, a retry, a delayed start, a
+// cancellation and capability routing.
+//
+//	go run ./examples/quickstart
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/memstore"
+)
+
+// SendEmail is the payload of the "send_email" kind.
+type SendEmail struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+}
+
+// Kind implements flowfabric.Args.
+func (SendEmail) Kind() string { return "send_email" }
+
+// Render is the payload of the "render" kind; some renders need a GPU.
+type Render struct {
+	Scene string `json:"scene"`
+}
+
+// Kind implements flowfabric.Args.
+func (Render) Kind() string { return "render" }
+
+func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	engine := flowfabric.New(store, &flowfabric.Config{
+		// quick scanners so the tour finishes in a second or two
+		Scanners: flowfabric.ScannerConfig{
+			DelayedPromoter: flowfabric.TimerConfig{Interval: 50 * time.Millisecond},
+		},
+	})
+	if err := engine.Start(ctx); err != nil {
+		return err
+	}
+	defer engine.Stop(ctx) //nolint:errcheck // best effort at exit
+
+	// Two workers: "mail" offers no capabilities, "gpu" offers "gpu". Both
+	// can render, but a render that requires a GPU only ever runs on "gpu".
+	var flaky atomic.Int32
+	newWorker := func(name string, caps ...string) (*flowfabric.Worker, error) {
+		w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{
+			WorkerID: flowfabric.WorkerID(name), Capabilities: caps, MaxConcurrent: 4,
+		})
+		flowfabric.AddHandler(w, flowfabric.HandlerFunc[SendEmail](func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
+			if t.Args.To == "flaky@example.com" && flaky.Add(1) == 1 {
+				return errors.New("smtp: connection reset") // fails once; the retry succeeds
+			}
+			return t.SetResultJSON(map[string]string{"sent_to": t.Args.To})
+		}))
+		flowfabric.AddHandler(w, flowfabric.HandlerFunc[Render](func(ctx context.Context, t *flowfabric.Task[Render]) error {
+			t.SetResult([]byte("rendered " + t.Args.Scene + " on " + name))
+			return nil
+		}))
+		return w, w.Start(ctx)
+	}
+	for _, spec := range [][]string{{"mail"}, {"gpu", "gpu"}} {
+		w, err := newWorker(spec[0], spec[1:]...)
+		if err != nil {
+			return err
+		}
+		defer w.Stop(ctx) //nolint:errcheck // best effort at exit
+	}
+
+	retry := &flowfabric.RetryPolicy{MaxRetries: 3, InitialDelay: 100 * time.Millisecond}
+	type job struct {
+		label string
+		args  flowfabric.Args
+		opts  *flowfabric.SubmitOpts
+	}
+	jobs := []job{
+		{"welcome email", SendEmail{To: "ada@example.com", Subject: "welcome"}, nil},
+		{"flaky email (retried)", SendEmail{To: "flaky@example.com", Subject: "hi"}, &flowfabric.SubmitOpts{RetryPolicy: retry}},
+		{"reminder (delayed 300ms)", SendEmail{To: "bob@example.com", Subject: "reminder"}, &flowfabric.SubmitOpts{Delay: 300 * time.Millisecond}},
+		{"newsletter (cancelled)", SendEmail{To: "all@example.com", Subject: "news"}, &flowfabric.SubmitOpts{Delay: time.Hour}},
+		{"gpu render (routed)", Render{Scene: "teapot"}, &flowfabric.SubmitOpts{RequiredCapabilities: []string{"gpu"}}},
+	}
+	ids := make([]flowfabric.ExecutionID, len(jobs))
+	for i, j := range jobs {
+		res, err := engine.Submit(ctx, j.args, j.opts)
+		if err != nil {
+			return fmt.Errorf("submit %s: %w", j.label, err)
+		}
+		ids[i] = res.ID
+		fmt.Printf("submitted %-26s %s (%s)\n", j.label, res.ID, res.PublicState)
+	}
+	if err := engine.Cancel(ctx, ids[3], "campaign withdrawn"); err != nil {
+		return err
+	}
+
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fmt.Println()
+	for i, j := range jobs {
+		snap, err := engine.Wait(waitCtx, ids[i], 20*time.Millisecond)
+		if err != nil {
+			return fmt.Errorf("wait %s: %w", j.label, err)
+		}
+		result, _ := engine.Result(ctx, ids[i])
+		line := fmt.Sprintf("%-26s %-9s attempts=%d", j.label, snap.PublicState, snap.TotalAttempts)
+		if len(result) > 0 {
+			line += " result=" + string(result)
+		}
+		if snap.CancellationReason != "" {
+			line += " reason=" + snap.CancellationReason
+		}
+		fmt.Println(line)
+	}
+	return nil
+}

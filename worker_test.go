@@ -1,0 +1,270 @@
+package flowfabric_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+func TestWorkerHandlerOutcomes(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[greet](func(ctx context.Context, t *flowfabric.Task[greet]) error {
+		switch t.Args.Name {
+		case "panic":
+			panic("boom")
+		case "cancel":
+			return flowfabric.Cancel(errors.New("not wanted"))
+		case "category":
+			return flowfabric.Fail("rate_limited", errors.New("429"))
+		}
+		return nil
+	}))
+	h.StartWorker(w)
+	policy := &model.RetryPolicy{MaxRetries: 1, InitialDelay: time.Second}
+
+	panicked := h.WaitTerminal(mustSubmit(t, h, greet{Name: "panic"}, &flowfabric.SubmitOpts{RetryPolicy: policy}))
+	if panicked.PublicState != model.PublicFailed || panicked.FailureCategory != model.FailurePanic ||
+		panicked.TotalAttempts != 2 {
+		t.Errorf("panic: %s %s attempts=%d", panicked.PublicState, panicked.FailureCategory, panicked.TotalAttempts)
+	}
+	cancelled := h.WaitTerminal(mustSubmit(t, h, greet{Name: "cancel"}, nil))
+	if cancelled.PublicState != model.PublicCancelled || cancelled.CancellationReason != "not wanted" || cancelled.CancelledBy != "worker" {
+		t.Errorf("cancel: %s %q by %q", cancelled.PublicState, cancelled.CancellationReason, cancelled.CancelledBy)
+	}
+	custom := h.WaitTerminal(mustSubmit(t, h, greet{Name: "category"}, &flowfabric.SubmitOpts{RetryPolicy: policy}))
+	if custom.FailureCategory != "rate_limited" || custom.TotalAttempts != 2 {
+		t.Errorf("unknown category must retry: %s attempts=%d", custom.FailureCategory, custom.TotalAttempts)
+	}
+
+	// a payload that does not decode fails at once, without retries
+	bad, err := h.Engine.SubmitRaw(h.Ctx, "greet", []byte(`{"name": 42}`), &flowfabric.SubmitOpts{RetryPolicy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := h.WaitTerminal(bad.ID)
+	if s.FailureCategory != model.FailurePayloadInvalid || s.TotalAttempts != 1 {
+		t.Errorf("bad payload: %s attempts=%d", s.FailureCategory, s.TotalAttempts)
+	}
+	// a kind this worker has no handler for
+	unknown, err := h.Engine.SubmitRaw(h.Ctx, "mystery", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := h.WaitTerminal(unknown.ID); s.FailureCategory != model.FailureUnknownKind {
+		t.Errorf("unknown kind: %s", s.FailureCategory)
+	}
+}
+
+// An idle worker is woken by a submission: the task starts at the very
+// time it was submitted, though the poll interval is an hour.
+func TestWorkerIdleWake(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	w := h.NewWorker(&flowfabric.WorkerConfig{PollInterval: time.Hour})
+	flowfabric.AddHandler(w, greetHandler())
+	h.StartWorker(w)
+	h.Advance(10 * time.Minute) // the worker is idle, waiting
+	id := mustSubmit(t, h, greet{Name: "now"}, nil)
+	snap := h.WaitTerminal(id)
+	if !snap.StartedAt.Equal(snap.CreatedAt) {
+		t.Fatalf("submitted at %s, started at %s: the idle worker was not woken", snap.CreatedAt, snap.StartedAt)
+	}
+}
+
+// The lease epoch reaches the handler as a fencing token, and long tasks
+// keep their lease through renewals.
+func TestWorkerFencingTokenAndRenewal(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	var epoch atomic.Uint64
+	w := h.NewWorker(&flowfabric.WorkerConfig{LeaseTTL: 30 * time.Second})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[greet](func(ctx context.Context, t *flowfabric.Task[greet]) error {
+		epoch.Store(t.LeaseEpoch)
+		return h.Clock.Wait(ctx, 10*time.Minute, nil) // 20 lease lifetimes
+	}))
+	h.StartWorker(w)
+	id := mustSubmit(t, h, greet{Name: "long"}, nil)
+	snap := h.WaitTerminal(id)
+	if snap.PublicState != model.PublicCompleted || snap.ReclaimCount != 0 || snap.TotalAttempts != 1 {
+		t.Fatalf("long task: %s reclaims=%d attempts=%d", snap.PublicState, snap.ReclaimCount, snap.TotalAttempts)
+	}
+	if epoch.Load() != snap.LeaseEpoch || epoch.Load() == 0 {
+		t.Fatalf("handler saw epoch %d, lease had %d", epoch.Load(), snap.LeaseEpoch)
+	}
+}
+
+// A revoked lease cancels the handler's context with ErrLeaseLost, and
+// its late completion is fenced off.
+func TestWorkerLeaseLost(t *testing.T) {
+	h := flowfabrictest.New(t, &flowfabrictest.Options{Engine: &flowfabric.Config{
+		Scanners: flowfabric.ScannerConfig{LeaseExpiry: flowfabric.LeaseExpiryConfig{NoRecover: true}},
+	}})
+	cause := make(chan error, 1)
+	g := newGate(h.Clock)
+	w := h.NewWorker(&flowfabric.WorkerConfig{LeaseTTL: 30 * time.Second})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[blocker](func(ctx context.Context, t *flowfabric.Task[blocker]) error {
+		err := g.hold(ctx, t.Args.Key)
+		cause <- err
+		return err
+	}))
+	h.StartWorker(w)
+	id := mustSubmit(t, h, blocker{Key: "x"}, nil)
+	<-g.startedCh("x")
+	if err := h.Engine.RevokeLease(h.Ctx, id, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntil(func() bool { return len(cause) == 1 })
+	if err := <-cause; !errors.Is(err, flowfabric.ErrLeaseLost) {
+		t.Fatalf("handler context cause = %v, want ErrLeaseLost", err)
+	}
+	s, _ := h.Engine.Describe(h.Ctx, id)
+	if s.State.OwnershipState != model.OwnershipLeaseRevoked {
+		t.Fatalf("after revoke: %s", s.State.OwnershipState)
+	}
+}
+
+// Stop lets running tasks finish within the drain timeout and deregisters
+// the instance.
+func TestWorkerGracefulDrain(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	w := h.NewWorker(&flowfabric.WorkerConfig{DrainTimeout: time.Minute})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[greet](func(ctx context.Context, t *flowfabric.Task[greet]) error {
+		return h.Clock.Wait(ctx, 20*time.Second, nil)
+	}))
+	h.StartWorker(w)
+	id := mustSubmit(t, h, greet{Name: "drain"}, nil)
+	h.RunUntil(func() bool { return w.Running() == 1 })
+	h.StopWorker(w)
+	s, _ := h.Engine.Describe(h.Ctx, id)
+	if s.PublicState != model.PublicCompleted {
+		t.Fatalf("after a graceful stop the task is %s", s.PublicState)
+	}
+	list, _ := h.Store.WorkerList(h.Ctx, &model.WorkerListParams{Namespace: "default", Now: h.Clock.Now()})
+	if len(list.Workers) != 0 {
+		t.Fatalf("worker still registered: %+v", list.Workers)
+	}
+	if err := w.Stop(h.Ctx); err != nil { // idempotent
+		t.Fatal(err)
+	}
+}
+
+// Past the drain timeout, Stop cancels the task and releases its lease so
+// another worker takes the execution at once, not after the lease expires.
+func TestWorkerDrainTimeoutReleasesLease(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	w1 := h.NewWorker(&flowfabric.WorkerConfig{WorkerID: "slow", DrainTimeout: 5 * time.Second, LeaseTTL: time.Hour})
+	flowfabric.AddHandler(w1, flowfabric.HandlerFunc[greet](func(ctx context.Context, t *flowfabric.Task[greet]) error {
+		return h.Clock.Wait(ctx, 24*time.Hour, nil)
+	}))
+	h.StartWorker(w1)
+	id := mustSubmit(t, h, greet{Name: "stuck"}, nil)
+	h.RunUntil(func() bool { return w1.Running() == 1 })
+	stoppedAt := h.Clock.Now()
+	h.StopWorker(w1)
+	s, _ := h.Engine.Describe(h.Ctx, id)
+	if s.PublicState != model.PublicWaiting || s.Pending == nil || s.Pending.Type != model.AttemptReclaim {
+		t.Fatalf("after stop: %s pending=%+v", s.PublicState, s.Pending)
+	}
+	if took := h.Clock.Now().Sub(stoppedAt); took > 5*time.Second {
+		t.Fatalf("stop took %s, more than the drain timeout", took)
+	}
+	w2 := h.NewWorker(&flowfabric.WorkerConfig{WorkerID: "fast"})
+	flowfabric.AddHandler(w2, greetHandler())
+	h.StartWorker(w2)
+	snap := h.WaitTerminal(id)
+	if snap.PublicState != model.PublicCompleted || !snap.TerminalAt.Before(stoppedAt.Add(time.Hour)) {
+		t.Fatalf("released execution: %s at %s", snap.PublicState, snap.TerminalAt)
+	}
+}
+
+// Two live processes may not share an instance id.
+func TestWorkerDuplicateInstance(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	cfg := &flowfabric.WorkerConfig{WorkerID: "w", InstanceID: "w-1"}
+	a := h.NewWorker(cfg)
+	flowfabric.AddHandler(a, greetHandler())
+	h.StartWorker(a)
+	b := h.NewWorker(cfg)
+	flowfabric.AddHandler(b, greetHandler())
+	if err := b.Start(h.Ctx); !errors.Is(err, flowfabric.ErrDuplicateWorker) {
+		t.Fatalf("duplicate start: %v", err)
+	}
+	h.StopWorker(a)
+	c := h.NewWorker(cfg)
+	flowfabric.AddHandler(c, greetHandler())
+	h.StartWorker(c) // the instance id is free again after a clean stop
+}
+
+func TestWorkerConfigValidation(t *testing.T) {
+	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true})
+	for field, cfg := range map[string]*flowfabric.WorkerConfig{
+		"max_concurrent": {MaxConcurrent: -1},
+		"lease_ttl":      {LeaseTTL: time.Millisecond},
+		"lanes":          {Lanes: []model.LaneID{"bad lane"}},
+		"worker_id":      {WorkerID: "a{b}"},
+		"capabilities":   {Capabilities: []string{"x,y"}},
+	} {
+		w := flowfabric.NewWorker(h.Engine, cfg)
+		flowfabric.AddHandler(w, greetHandler())
+		err := w.Start(h.Ctx)
+		var me *model.Error
+		if !errors.As(err, &me) || me.Field != field {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+	w := flowfabric.NewWorker(h.Engine, nil)
+	if err := w.Start(h.Ctx); err == nil {
+		t.Error("a worker without handlers started")
+	}
+	flowfabric.AddHandler(w, greetHandler())
+	if err := flowfabric.AddHandlerSafe(w, greetHandler()); err == nil {
+		t.Error("a duplicate kind was registered")
+	}
+	if err := w.Stop(h.Ctx); err != nil {
+		t.Errorf("stop before start: %v", err)
+	}
+	if err := w.Start(h.Ctx); err == nil {
+		t.Error("a stopped worker started")
+	}
+}
+
+func TestSubmitManyAndIdempotency(t *testing.T) {
+	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true})
+	res, err := h.Engine.SubmitMany(h.Ctx, []flowfabric.SubmitParams{
+		{Args: greet{Name: "a"}},
+		{Kind: "raw", Payload: []byte{0, 1, 2}},
+		{Args: greet{Name: "b"}, Opts: &flowfabric.SubmitOpts{IdempotencyKey: "k1"}},
+	})
+	if err != nil || len(res) != 3 {
+		t.Fatalf("batch: %v %v", res, err)
+	}
+	again, err := h.Engine.Submit(h.Ctx, greet{Name: "b"}, &flowfabric.SubmitOpts{IdempotencyKey: "k1"})
+	if err != nil || !again.Duplicate || again.ID != res[2].ID {
+		t.Fatalf("idempotent resubmit: %+v %v", again, err)
+	}
+	// a bad entry stores nothing
+	_, err = h.Engine.SubmitMany(h.Ctx, []flowfabric.SubmitParams{
+		{Args: greet{Name: "c"}},
+		{Kind: "bad kind", Payload: nil},
+	})
+	if !errors.Is(err, model.ErrValidation) {
+		t.Fatalf("bad batch: %v", err)
+	}
+	if n := len(h.Executions()); n != 3 {
+		t.Fatalf("%d executions after a rejected batch, want 3", n)
+	}
+	kinds := []model.Kind{}
+	for _, s := range h.Executions() {
+		kinds = append(kinds, s.Kind)
+	}
+	slices.Sort(kinds)
+	if !slices.Equal(kinds, []model.Kind{"greet", "greet", "raw"}) {
+		t.Fatalf("kinds = %v", kinds)
+	}
+}
