@@ -36,14 +36,6 @@ type Result struct {
 	More bool
 }
 
-func (r *Result) add(o Result) {
-	r.Partitions += o.Partitions
-	r.Scanned += o.Scanned
-	r.Acted += o.Acted
-	r.Errors += o.Errors
-	r.More = r.More || o.More
-}
-
 // Scanner is one background scanner.
 type Scanner interface {
 	// Name identifies the scanner in logs and metrics.
