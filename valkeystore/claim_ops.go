@@ -1,0 +1,112 @@
+package valkeystore
+
+import (
+	"context"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// ClaimGrantIssue implements model.ClaimStore.
+func (s *Store) ClaimGrantIssue(ctx context.Context, p *model.ClaimGrantIssueParams) (*model.ClaimGrantIssueResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptClaimGrantIssue, s.keys.execKeys(p.ID), args{
+		"now": p.Now, "id": p.ID, "worker_id": p.WorkerID, "worker_instance_id": p.WorkerInstanceID,
+		"capabilities": normCaps("capabilities", p.Capabilities), "grant_ttl": p.GrantTTL,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ClaimGrantIssueResult{ExpiresAt: r.time("expires_at")}
+	return res, r.err()
+}
+
+// ExecutionClaim implements model.ClaimStore.
+func (s *Store) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParams) (*model.ClaimResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptExecutionClaim, s.keys.execKeys(p.ID),
+		leaseArgs(args{"now": p.Now, "id": p.ID}, &p.LeaseRequest))
+	if err != nil {
+		return nil, err
+	}
+	res := claimResult(r)
+	return res, r.err()
+}
+
+// ExecutionGrantAndClaim implements model.ClaimStore.
+func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGrantAndClaimParams) (*model.ClaimResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptExecutionGrantAndClaim, s.keys.execKeys(p.ID), leaseArgs(args{
+		"now": p.Now, "id": p.ID, "capabilities": normCaps("capabilities", p.Capabilities),
+	}, &p.LeaseRequest))
+	if err != nil {
+		return nil, err
+	}
+	res := claimResult(r)
+	return res, r.err()
+}
+
+// ExecutionClaimNext implements model.ClaimStore.
+func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptExecutionClaimNext, s.keys.partKeys(p.Partition), leaseArgs(args{
+		"now":               p.Now,
+		"lane":              p.Lane,
+		"capabilities":      normCaps("capabilities", p.Capabilities),
+		"live_capabilities": normCaps("live_capabilities", p.LiveCapabilities),
+		"scan_limit":        p.ScanLimit,
+	}, &p.LeaseRequest))
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ExecutionClaimNextResult{Skipped: r.int("skipped")}
+	for _, id := range r.strs("blocked") {
+		eid, perr := model.ParseExecutionID(id)
+		if perr != nil {
+			r.fail("blocked: %v", perr)
+		}
+		res.Blocked = append(res.Blocked, eid)
+	}
+	if r.has("claimed") {
+		res.Claimed = claimResult(r.obj("claimed"))
+	}
+	return res, r.err()
+}
+
+// ExecutionBlock implements model.ClaimStore.
+func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParams) (*model.ExecutionBlockResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptExecutionBlock, s.keys.execKeys(p.ID), args{
+		"now": p.Now, "id": p.ID, "reason": p.Reason.String(), "detail": p.Detail,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ExecutionBlockResult{
+		EligibilityState: enum(r, "eligibility_state", false, model.ParseEligibilityState),
+	}
+	return res, r.err()
+}
+
+// ExecutionUnblock implements model.ClaimStore.
+func (s *Store) ExecutionUnblock(ctx context.Context, p *model.ExecutionUnblockParams) (*model.ExecutionUnblockResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	_, err := s.run(ctx, scriptExecutionUnblock, s.keys.execKeys(p.ID), args{
+		"now": p.Now, "id": p.ID, "expected_reason": p.ExpectedReason.String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &model.ExecutionUnblockResult{}, nil
+}

@@ -1,0 +1,28 @@
+package valkeystore
+
+import (
+	"testing"
+
+	"github.com/flowfabric/flowfabric/model"
+	"github.com/flowfabric/flowfabric/storetest"
+)
+
+// TestConformance runs the store conformance suite on every backend:
+// miniredis in-process, a real standalone server and a real 3-master
+// cluster (the real ones skip only when no server binary is on PATH). Each
+// subtest's store has its own key prefix, so subtests share a server.
+func TestConformance(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("Default", func(t *testing.T) {
+				storetest.Exercise(t, func(t *testing.T) model.Store { return newStore(t, b, nil) })
+			})
+			t.Run("OnePartition", func(t *testing.T) {
+				storetest.Exercise(t, func(t *testing.T) model.Store {
+					return newStore(t, b, &Options{Partitions: model.PartitionConfig{FlowPartitions: 1}})
+				})
+			})
+		})
+	}
+}

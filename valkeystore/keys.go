@@ -1,0 +1,120 @@
+package valkeystore
+
+import (
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Key schema. P is Options.Prefix (default "ff"), T a partition's hash tag
+// "{fp:N}", X an execution's base "P:exec:T:<id>" (the id repeats the tag:
+// "ff:exec:{fp:7}:{fp:7}:<uuid>"), and I a partition's index base "P:idx:T:".
+// Every key of one script carries the same tag, so each script runs on one
+// cluster slot.
+//
+// Execution (X):
+//
+//	X:core            HASH    the record: state vector, times (Unix ms),
+//	                          policy, counters, current lease (lease_*),
+//	                          grant (grant_*), pending attempt (pending_*),
+//	                          the last replayable operation (op_*)
+//	X:payload         STRING  the payload; absent when empty
+//	X:result          STRING  the result; present once completed
+//	X:tags            HASH    tags
+//	X:attempt:<i>     HASH    attempt i (0-based); X:core.total_attempts
+//	                          counts them
+//	X:lease:history   STREAM  lease history, entry id "<seq>-0", trimmed
+//	                          to exactly model.DefaultLeaseHistory entries
+//
+// Partition indexes (I):
+//
+//	I:lanes                       ZSET (score 0)  lanes of the partition,
+//	                                              in byte order
+//	I:lane:<L>:eligible           ZSET  −priority·10¹² + created_at
+//	I:lane:<L>:delayed            ZSET  delay_until
+//	I:lane:<L>:active             ZSET  lease expiry at acquisition
+//	I:lane:<L>:terminal           ZSET  terminal time
+//	I:lane:<L>:suspended          ZSET  (reserved for suspension)
+//	I:lane:<L>:blocked:<reason>   ZSET  block time; reason dependencies,
+//	                                    budget, quota, route, operator,
+//	                                    lane_state
+//	I:lane:<L>:route:<csv>        ZSET  route-blocked executions whose
+//	                                    required capabilities are <csv>
+//	I:lane:<L>:route_groups       ZSET (score 0)  the non-empty <csv>s
+//	I:lease_expiry                ZSET  lease expiry (revoke: revoke time)
+//	I:attempt_timeout             ZSET  attempt timeout
+//	I:execution_deadline          ZSET  deadline
+//	I:worker:<wi>:leases          SET   executions leased to instance wi
+//	I:lease_workers               SET   instances with a non-empty leases
+//	                                    set, so reads can find them all
+//	I:all_executions              ZSET (score 0)  every execution, paged
+//	                                    with ZRANGEBYLEX
+//
+// Idempotency: P:idem:T:<ns>:<key> HASH {id, expires_at} in the
+// partition of the execution it names.
+//
+// Worker registry of namespace ns (tag W = "{w:<ns>}"):
+//
+//	P:worker:W:<wi>   HASH    one registration
+//	P:idx:W:workers   ZSET (score 0)  instance ids in byte order
+//
+// Expiry is decided by comparing the stored expires_at with Now. Idempotency
+// and worker records also get a server TTL (their lifetime plus
+// Options.GCSlack) so abandoned ones are collected; nothing depends on it.
+//
+// Work notifications are published on the channel P:work:<lane>.
+
+// keyspace builds the keys of one store.
+type keyspace struct {
+	prefix string
+}
+
+func (k keyspace) execBase(id model.ExecutionID) string {
+	return k.prefix + ":exec:" + model.PartitionTag(id.Partition()) + ":" + id.String()
+}
+
+func (k keyspace) idx(part int) string {
+	return k.prefix + ":idx:" + model.PartitionTag(part) + ":"
+}
+
+// partKeys are the named keys of partition part.
+func (k keyspace) partKeys(part int) map[string]string {
+	i := k.idx(part)
+	return map[string]string{
+		"lanes":           i + "lanes",
+		"all":             i + "all_executions",
+		"lease_expiry":    i + "lease_expiry",
+		"attempt_timeout": i + "attempt_timeout",
+		"deadline":        i + "execution_deadline",
+		"lease_workers":   i + "lease_workers",
+	}
+}
+
+// execKeys are the named keys of an execution and of its partition.
+func (k keyspace) execKeys(id model.ExecutionID) map[string]string {
+	m := k.partKeys(id.Partition())
+	x := k.execBase(id)
+	m["core"] = x + ":core"
+	m["payload"] = x + ":payload"
+	m["result"] = x + ":result"
+	m["tags"] = x + ":tags"
+	m["history"] = x + ":lease:history"
+	return m
+}
+
+func (k keyspace) idem(part int, ns model.Namespace, key string) string {
+	return k.prefix + ":idem:" + model.PartitionTag(part) + ":" + string(ns) + ":" + key
+}
+
+// workerKeys are the named keys of a namespace's registry and, when wi is
+// set, of one instance's record.
+func (k keyspace) workerKeys(ns model.Namespace, wi model.WorkerInstanceID) map[string]string {
+	tag := model.WorkerTag(ns)
+	m := map[string]string{"workers": k.prefix + ":idx:" + tag + ":workers"}
+	if wi != "" {
+		m["worker"] = k.prefix + ":worker:" + tag + ":" + string(wi)
+	}
+	return m
+}
+
+func (k keyspace) workChannel(lane model.LaneID) string {
+	return k.prefix + ":work:" + string(lane)
+}

@@ -1,0 +1,31 @@
+-- execution_cancel: cancel a non-terminal execution; a worker cancels its
+-- own active execution with its fence, an operator anything without one.
+-- KEYS: core history lanes lease_expiry attempt_timeout deadline lease_workers
+-- ARGV: now id source lease_id epoch attempt_id reason
+
+local now = now_ms()
+local e = the_exec()
+if e == nil then return fail('execution_not_found') end
+local operator = A.source == 'operator_override'
+local f = fence_arg()
+if e.lifecycle_phase == 'terminal' and op_matches(e, 'cancel', operator, f) then
+  return ok({ prior_phase = e.op_prior_phase, replayed = true })
+end
+if not operator then
+  local err = validate_lease(e, f, now)
+  if err ~= nil then return err end
+elseif e.lifecycle_phase == 'terminal' then
+  return not_active(e)
+end
+
+local prior = e.lifecycle_phase
+remove_from_lane(e)
+if prior == 'active' then release_lease(e, now, 'cancelled', A.reason) end
+end_attempt(e, now, 'ended_cancelled', A.reason, '')
+terminate(e, now, 'cancelled')
+e.cancellation_reason = A.reason
+if operator then e.cancelled_by = 'operator_override' else e.cancelled_by = 'worker' end
+record_op(e, 'cancel', operator, f)
+e.op_prior_phase = prior
+save_exec(e)
+return ok({ prior_phase = prior, replayed = false })

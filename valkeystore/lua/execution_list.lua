@@ -1,0 +1,16 @@
+-- execution_list: one page of the partition's executions in id order from
+-- after, a ZRANGEBYLEX start ("(<id>": after that id; "": from the
+-- beginning).
+-- KEYS: all
+-- ARGV: after limit
+
+local limit = N(A.limit)
+local from = '-'
+if A.after ~= '' then from = A.after end
+local ids = redis.call('ZRANGEBYLEX', K.all, from, '+', 'LIMIT', '0', S(limit + 1))
+local next_id = ''
+if #ids > limit then
+  ids[#ids] = nil
+  next_id = ids[#ids]
+end
+return ok({ ids = ids, next = next_id })

@@ -1,0 +1,6 @@
+-- execution_payload: an execution's payload.
+-- KEYS: core payload
+-- ARGV:
+
+if redis.call('EXISTS', K.core) == 0 then return fail('execution_not_found') end
+return ok({ payload = redis.call('GET', K.payload) or '' })

@@ -1,0 +1,8 @@
+-- execution_result: a completed execution's result.
+-- KEYS: core result
+-- ARGV:
+
+if redis.call('EXISTS', K.core) == 0 then return fail('execution_not_found') end
+local r = redis.call('GET', K.result)
+if not r then return fail('result_not_found') end
+return ok({ result = r })

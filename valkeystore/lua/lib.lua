@@ -1,0 +1,717 @@
+-- lib.lua: helpers shared by every script. The store loads each script as
+--   prelude (generated from the Go declaration: constants, K, A)
+--   .. the definitions of lib.lua the script uses (directly or not)
+--   .. <script>.lua
+-- so these functions are locals of every script's main chunk. A definition
+-- starts at a line beginning with "local " and ends before the next one;
+-- it may only use definitions above it. Keys of the
+-- execution partition are reached through K (declared keys) or derived from
+-- K.lanes (per-lane and per-worker keys) and from an execution's core key
+-- (its other keys), so every key shares the script's hash tag.
+--
+-- Rules that keep both stores and every server identical:
+--   * numbers cross the Redis boundary only as decimal strings built by S();
+--     tostring() of a number is never used (Lua 5.1 prints 14 digits).
+--   * strings are never ordered with < or table.sort (Redis sets
+--     LC_COLLATE, so < is strcoll); orders come from sorted sets (bytes) or
+--     from Go, and bless() compares bytes where a script must.
+--   * time is A.now; TIME is never called.
+
+local function S(n)
+  return string.format('%d', n)
+end
+
+local function N(s)
+  if s == nil or s == '' or s == false then return 0 end
+  return tonumber(s)
+end
+
+local function now_ms()
+  return N(A.now)
+end
+
+-- bless reports whether a sorts before b in byte order.
+local function bless(a, b)
+  local la, lb = #a, #b
+  local n = la
+  if lb < n then n = lb end
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return la < lb
+end
+
+local function split_csv(s)
+  local out = {}
+  if s == nil or s == '' then return out end
+  local i = 1
+  while true do
+    local j = string.find(s, ',', i, true)
+    if j == nil then
+      out[#out + 1] = string.sub(s, i)
+      return out
+    end
+    out[#out + 1] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
+end
+
+-- missing_caps returns the CSV of the tokens of required (a sorted CSV) that
+-- have (a sorted CSV) does not hold, in required's order.
+local function missing_caps(required, have)
+  local set = {}
+  for _, t in ipairs(split_csv(have)) do set[t] = true end
+  local out = {}
+  for _, t in ipairs(split_csv(required)) do
+    if not set[t] then out[#out + 1] = t end
+  end
+  return table.concat(out, ',')
+end
+
+-- netstrings decodes "<len>:<bytes>" repeated into a list of strings.
+local function netstrings(s)
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local c = string.find(s, ':', i, true)
+    local len = tonumber(string.sub(s, i, c - 1))
+    out[#out + 1] = string.sub(s, c + 1, c + len)
+    i = c + len + 1
+  end
+  return out
+end
+
+local function hash_to_table(raw)
+  local t = {}
+  for i = 1, #raw, 2 do t[raw[i]] = raw[i + 1] end
+  return t
+end
+
+-- enc turns a reply table into what Redis returns: a map becomes a flat
+-- array of name/value pairs, a list an array, numbers decimal strings and
+-- booleans "1"/"0". The Go decoder reads the pairs by name.
+local function enc(v)
+  local tv = type(v)
+  if tv == 'string' then return v end
+  if tv == 'number' then return S(v) end
+  if tv == 'boolean' then
+    if v then return '1' end
+    return '0'
+  end
+  if tv == 'table' then
+    local out = {}
+    if v[1] ~= nil or next(v) == nil then
+      for i = 1, #v do out[i] = enc(v[i]) end
+    else
+      for k, x in pairs(v) do
+        out[#out + 1] = k
+        out[#out + 1] = enc(x)
+      end
+    end
+    return out
+  end
+  error('valkeystore: cannot encode a ' .. tv)
+end
+
+local function ok(t)
+  return enc(t or {})
+end
+
+local function fail(code, detail, field)
+  return enc({ err = code, detail = detail or '', field = field or '' })
+end
+
+-- ---- keys ----------------------------------------------------------------
+
+-- ks is the keyspace of the script's partition, parsed from K.lanes
+-- ("<prefix>:idx:<tag>:lanes").
+local ks_cache
+local function ks()
+  if ks_cache == nil then
+    local pfx, tag = string.match(K.lanes, '^(.*):idx:(%b{}):lanes$')
+    if pfx == nil then error('valkeystore: malformed lanes key') end
+    ks_cache = { pfx = pfx, tag = tag, idx = pfx .. ':idx:' .. tag .. ':' }
+  end
+  return ks_cache
+end
+
+local function lane_key(lane, name)
+  return ks().idx .. 'lane:' .. lane .. ':' .. name
+end
+
+local function route_key(lane, csv)
+  return ks().idx .. 'lane:' .. lane .. ':route:' .. csv
+end
+
+local function worker_leases_key(wi)
+  return ks().idx .. 'worker:' .. wi .. ':leases'
+end
+
+local function work_channel(lane)
+  return ks().pfx .. ':work:' .. lane
+end
+
+-- exec_keys derives an execution's keys from its base
+-- "<prefix>:exec:<tag>:<id>".
+local function exec_keys(base)
+  return {
+    base = base,
+    core = base .. ':core',
+    payload = base .. ':payload',
+    result = base .. ':result',
+    tags = base .. ':tags',
+    history = base .. ':lease:history',
+  }
+end
+
+local function exec_keys_of(id)
+  return exec_keys(ks().pfx .. ':exec:' .. ks().tag .. ':' .. id)
+end
+
+-- exec_keys_declared returns the keys of the script's own execution and
+-- checks them against the declared ones.
+local function exec_keys_declared()
+  local k = exec_keys(string.sub(K.core, 1, -6))
+  for _, name in ipairs({ 'payload', 'result', 'tags', 'history' }) do
+    local d = rawget(K, name)
+    if d ~= nil and d ~= k[name] then error('valkeystore: key ' .. name .. ' does not match core') end
+  end
+  return k
+end
+
+local function attempt_key(e, i)
+  return e.k.base .. ':attempt:' .. S(i)
+end
+
+-- ---- the execution record (core hash) --------------------------------------
+
+local NUM_FIELDS = {
+  'priority', 'created_at', 'last_mutation_at', 'last_transition_at', 'started_at',
+  'terminal_at', 'delay_until', 'retry_max', 'retry_delay_ms', 'retry_initial_ms',
+  'retry_max_delay_ms', 'retry_count', 'max_reclaims', 'reclaim_count', 'max_replays',
+  'replay_count', 'attempt_timeout', 'deadline', 'timeout_at', 'total_attempts',
+  'cur_attempt', 'pending_prev_index', 'epoch', 'lease_acquired_at', 'lease_expires_at',
+  'lease_renew_by', 'lease_expired_at', 'lease_revoked_at', 'grant_created_at',
+  'grant_expires_at', 'progress_pct', 'progress_at', 'last_cap_mismatch_at', 'hist_seq',
+  'op_delay_until',
+}
+
+local STR_FIELDS = {
+  'id', 'ns', 'lane', 'kind', 'lifecycle_phase', 'ownership_state', 'eligibility_state',
+  'blocking_reason', 'blocking_detail', 'terminal_outcome', 'attempt_state',
+  'required_caps', 'retry_backoff', 'retry_multiplier', 'cur_attempt_id', 'pending_type',
+  'pending_reason', 'pending_requested_by', 'lease_id', 'lease_worker_id', 'lease_wi',
+  'revoke_reason', 'grant_kind', 'grant_worker_id', 'grant_wi', 'progress_msg',
+  'failure_reason', 'failure_category', 'cancellation_reason', 'cancelled_by', 'op_kind',
+  'op_operator', 'op_fence_lease', 'op_fence_epoch', 'op_fence_attempt', 'op_fail_result',
+  'op_prior_phase',
+}
+
+local function blank_exec(k)
+  local e = { k = k }
+  for _, f in ipairs(NUM_FIELDS) do e[f] = 0 end
+  for _, f in ipairs(STR_FIELDS) do e[f] = '' end
+  e.cur_attempt = -1
+  return e
+end
+
+local function load_exec(k)
+  local raw = redis.call('HGETALL', k.core)
+  if #raw == 0 then return nil end
+  local e = hash_to_table(raw)
+  for _, f in ipairs(NUM_FIELDS) do e[f] = N(e[f]) end
+  for _, f in ipairs(STR_FIELDS) do
+    if e[f] == nil then e[f] = '' end
+  end
+  e.k = k
+  return e
+end
+
+local function save_exec(e)
+  local args = {}
+  for _, f in ipairs(NUM_FIELDS) do
+    args[#args + 1] = f
+    args[#args + 1] = S(e[f])
+  end
+  for _, f in ipairs(STR_FIELDS) do
+    args[#args + 1] = f
+    args[#args + 1] = e[f]
+  end
+  redis.call('HSET', e.k.core, unpack(args))
+end
+
+-- ---- state ---------------------------------------------------------------
+
+local BLOCKED_INDEX = {
+  blocked_by_dependencies = 'blocked:dependencies',
+  blocked_by_budget = 'blocked:budget',
+  blocked_by_quota = 'blocked:quota',
+  blocked_by_route = 'blocked:route',
+  blocked_by_operator = 'blocked:operator',
+  blocked_by_lane_state = 'blocked:lane_state',
+}
+
+-- The blocked indexes in the order ExecutionIndexes checks them.
+local BLOCKED_NAMES = {
+  'blocked:dependencies', 'blocked:budget', 'blocked:quota', 'blocked:route',
+  'blocked:operator', 'blocked:lane_state',
+}
+
+-- BLOCK_ES maps an admission blocking reason to its eligibility state.
+local BLOCK_ES = {
+  waiting_for_budget = 'blocked_by_budget',
+  waiting_for_quota = 'blocked_by_quota',
+  waiting_for_capable_worker = 'blocked_by_route',
+  paused_by_operator = 'blocked_by_operator',
+  paused_by_policy = 'blocked_by_lane_state',
+}
+
+-- set_state writes all seven dimensions and stamps the transition.
+local function set_state(e, now, lp, os, es, br, to, as)
+  e.lifecycle_phase, e.ownership_state, e.eligibility_state = lp, os, es
+  e.blocking_reason, e.terminal_outcome, e.attempt_state = br, to, as
+  e.blocking_detail = ''
+  e.last_transition_at = now
+  e.last_mutation_at = now
+end
+
+local function vector(e)
+  return {
+    lifecycle_phase = e.lifecycle_phase,
+    ownership_state = e.ownership_state,
+    eligibility_state = e.eligibility_state,
+    blocking_reason = e.blocking_reason,
+    blocking_detail = e.blocking_detail,
+    terminal_outcome = e.terminal_outcome,
+    attempt_state = e.attempt_state,
+  }
+end
+
+local function not_active(e)
+  return enc({
+    err = 'execution_not_active',
+    detail = '',
+    field = '',
+    state = {
+      lifecycle_phase = e.lifecycle_phase,
+      terminal_outcome = e.terminal_outcome,
+      lease_epoch = e.epoch,
+      attempt_id = e.cur_attempt_id,
+    },
+  })
+end
+
+local function grant_live(e, now)
+  return e.grant_kind ~= '' and e.grant_expires_at >= now
+end
+
+local function clear_grant(e)
+  e.grant_kind, e.grant_worker_id, e.grant_wi = '', '', ''
+  e.grant_created_at, e.grant_expires_at = 0, 0
+end
+
+local function clear_pending(e)
+  e.pending_type, e.pending_reason, e.pending_requested_by = '', '', ''
+  e.pending_prev_index = 0
+end
+
+local function set_pending(e, typ, reason, requested_by)
+  e.pending_type, e.pending_reason, e.pending_requested_by = typ, reason, requested_by
+  e.pending_prev_index = e.cur_attempt
+end
+
+local function clear_lease(e)
+  e.lease_id, e.lease_worker_id, e.lease_wi = '', '', ''
+  e.lease_acquired_at, e.lease_expires_at, e.lease_renew_by = 0, 0, 0
+end
+
+-- ---- fences and replays ----------------------------------------------------
+
+-- fence_arg is the caller's fence from ARGV.
+local function fence_arg()
+  return { lease_id = A.lease_id, epoch = A.epoch, attempt_id = A.attempt_id }
+end
+
+local function fence_matches(e, f)
+  return e.lease_id == f.lease_id and S(e.epoch) == f.epoch and e.cur_attempt_id == f.attempt_id
+end
+
+-- validate_lease is the spec's VL: phase, revoked, expired, then identity.
+local function validate_lease(e, f, now)
+  if e.lifecycle_phase ~= 'active' then return not_active(e) end
+  if e.ownership_state == 'lease_revoked' then return fail('lease_revoked') end
+  if e.ownership_state == 'lease_expired_reclaimable' or e.lease_id == '' or e.lease_expires_at <= now then
+    return fail('lease_expired')
+  end
+  if not fence_matches(e, f) then return fail('stale_lease') end
+  return nil
+end
+
+-- op_matches reports whether the last replayable operation was kind by the
+-- same caller.
+local function op_matches(e, kind, operator, f)
+  if e.op_kind ~= kind then return false end
+  if operator then return e.op_operator == '1' end
+  return e.op_operator ~= '1' and e.op_fence_lease == f.lease_id and e.op_fence_epoch == f.epoch
+    and e.op_fence_attempt == f.attempt_id
+end
+
+local function record_op(e, kind, operator, f)
+  e.op_kind = kind
+  e.op_operator = operator and '1' or '0'
+  e.op_fence_lease, e.op_fence_epoch, e.op_fence_attempt = f.lease_id, f.epoch, f.attempt_id
+  e.op_fail_result, e.op_delay_until, e.op_prior_phase = '', 0, ''
+end
+
+local function clear_op(e)
+  e.op_kind, e.op_operator, e.op_fence_lease, e.op_fence_epoch = '', '', '', ''
+  e.op_fence_attempt, e.op_fail_result, e.op_prior_phase = '', '', ''
+  e.op_delay_until = 0
+end
+
+-- check_fenced_op is the common front of complete, fail and delay. It
+-- returns (true, nil) for a replay of the same worker's operation, or
+-- (false, err) when the operation is refused.
+local function check_fenced_op(e, kind, operator, f, now)
+  if not operator and op_matches(e, kind, operator, f) then return true, nil end
+  if operator then
+    if e.lifecycle_phase ~= 'active' then return false, not_active(e) end
+    return false, nil
+  end
+  return false, validate_lease(e, f, now)
+end
+
+-- ---- attempts and history ---------------------------------------------------
+
+local function attempt_open(status)
+  return status == 'started' or status == 'suspended'
+end
+
+-- end_attempt closes the current attempt if it is open.
+local function end_attempt(e, now, status, reason, cat)
+  if e.cur_attempt < 0 then return end
+  local key = attempt_key(e, e.cur_attempt)
+  if not attempt_open(redis.call('HGET', key, 'status')) then return end
+  redis.call('HSET', key, 'status', status, 'ended_at', S(now), 'failure_reason', reason,
+    'failure_category', cat)
+end
+
+local function add_history(e, now, kind, reason)
+  e.hist_seq = e.hist_seq + 1
+  redis.call('XADD', e.k.history, 'MAXLEN', S(LEASE_HISTORY), S(e.hist_seq) .. '-0',
+    'kind', kind, 'lease_id', e.lease_id, 'epoch', S(e.epoch), 'attempt', S(e.cur_attempt),
+    'wi', e.lease_wi, 'at', S(now), 'reason', reason)
+end
+
+-- ---- indexes ---------------------------------------------------------------
+
+local function eligible_score(e)
+  return -e.priority * 1000000000000 + e.created_at
+end
+
+local function runnable_index(es)
+  if es == 'eligible_now' then return 'eligible' end
+  if es == 'not_eligible_until_time' then return 'delayed' end
+  return BLOCKED_INDEX[es]
+end
+
+local function remove_route_group(e)
+  local csv = e.required_caps
+  local g = route_key(e.lane, csv)
+  redis.call('ZREM', g, e.id)
+  if redis.call('ZCARD', g) == 0 then
+    redis.call('ZREM', lane_key(e.lane, 'route_groups'), csv)
+  end
+end
+
+-- remove_from_lane removes e from whichever lane index its state puts it in.
+local function remove_from_lane(e)
+  local lp = e.lifecycle_phase
+  if lp == 'runnable' then
+    local name = runnable_index(e.eligibility_state)
+    if name ~= nil then redis.call('ZREM', lane_key(e.lane, name), e.id) end
+    if e.eligibility_state == 'blocked_by_route' then remove_route_group(e) end
+  elseif lp == 'active' then
+    redis.call('ZREM', lane_key(e.lane, 'active'), e.id)
+  elseif lp == 'suspended' then
+    redis.call('ZREM', lane_key(e.lane, 'suspended'), e.id)
+  elseif lp == 'terminal' then
+    redis.call('ZREM', lane_key(e.lane, 'terminal'), e.id)
+  end
+end
+
+local function add_eligible(e)
+  redis.call('ZADD', lane_key(e.lane, 'eligible'), S(eligible_score(e)), e.id)
+  redis.call('PUBLISH', work_channel(e.lane), e.id)
+end
+
+-- make_runnable sets e runnable, eligible now or delayed until delay_until,
+-- and indexes it; e is already out of its previous lane index.
+local function make_runnable(e, now, delay_until, delay_reason, as)
+  if delay_until > now then
+    set_state(e, now, 'runnable', 'unowned', 'not_eligible_until_time', delay_reason, 'none', as)
+    e.delay_until = delay_until
+    redis.call('ZADD', lane_key(e.lane, 'delayed'), S(delay_until), e.id)
+    return
+  end
+  set_state(e, now, 'runnable', 'unowned', 'eligible_now', 'waiting_for_worker', 'none', as)
+  e.delay_until = 0
+  add_eligible(e)
+end
+
+local function drop_worker_lease(e, wi)
+  local key = worker_leases_key(wi)
+  redis.call('SREM', key, e.id)
+  if redis.call('SCARD', key) == 0 then
+    redis.call('SREM', K.lease_workers, wi)
+  end
+end
+
+-- release_lease drops the lease and every index entry that belongs to it.
+local function release_lease(e, now, kind, reason)
+  add_history(e, now, kind, reason)
+  redis.call('ZREM', K.lease_expiry, e.id)
+  redis.call('ZREM', K.attempt_timeout, e.id)
+  redis.call('ZREM', lane_key(e.lane, 'active'), e.id)
+  if e.lease_id ~= '' then drop_worker_lease(e, e.lease_wi) end
+  clear_lease(e)
+  e.timeout_at = 0
+end
+
+-- terminate makes e terminal; its lease is released and it is out of its
+-- runnable index.
+local function terminate(e, now, to)
+  local as = 'attempt_terminal'
+  if e.total_attempts == 0 then as = 'none' end
+  set_state(e, now, 'terminal', 'unowned', 'not_applicable', 'none', to, as)
+  e.terminal_at = now
+  e.delay_until = 0
+  clear_pending(e)
+  clear_grant(e)
+  redis.call('ZREM', K.deadline, e.id)
+  redis.call('ZREM', K.attempt_timeout, e.id)
+  redis.call('ZADD', lane_key(e.lane, 'terminal'), S(now), e.id)
+end
+
+-- ---- policy ----------------------------------------------------------------
+
+-- backoff_ms is model.RetryPolicy.BackoffMs, bit for bit: defaults, then
+-- repeated float multiplication capped at the maximum, then truncation.
+local function backoff_ms(e, retry_count)
+  if e.retry_backoff == 'fixed' then
+    if e.retry_delay_ms == 0 then return 1000 end
+    return e.retry_delay_ms
+  end
+  local delay = e.retry_initial_ms
+  if delay == 0 then delay = 1000 end
+  local max_ms = e.retry_max_delay_ms
+  if max_ms == 0 then max_ms = 60000 end
+  local mult = tonumber(e.retry_multiplier) or 0
+  if mult == 0 then mult = 2 end
+  local i = 0
+  while i < retry_count and delay < max_ms do
+    delay = delay * mult
+    i = i + 1
+  end
+  if delay > max_ms then delay = max_ms end
+  return math.floor(delay)
+end
+
+-- fail_or_retry schedules a retry when the category is retryable (Go's
+-- model.FailureCategory.Retryable decides) and retries remain, and fails e
+-- terminally otherwise. The lease is already released.
+local function fail_or_retry(e, now, reason, cat, retryable)
+  if retryable and e.retry_count < e.retry_max then
+    local until_ms = now + backoff_ms(e, e.retry_count)
+    e.retry_count = e.retry_count + 1
+    set_pending(e, 'retry', reason, '')
+    make_runnable(e, now, until_ms, 'waiting_for_retry_backoff', 'pending_retry_attempt')
+    return 'retry_scheduled', until_ms
+  end
+  e.failure_reason = reason
+  e.failure_category = cat
+  terminate(e, now, 'failed')
+  return 'terminal_failed', 0
+end
+
+-- ---- claims ----------------------------------------------------------------
+
+-- check_claimable is the shared front of claim, grant-and-claim and
+-- claim-next.
+local function check_claimable(e)
+  if e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= 'eligible_now' or e.terminal_outcome ~= 'none' then
+    return fail('execution_not_leaseable')
+  end
+  if e.ownership_state ~= 'unowned' then return fail('lease_conflict') end
+  if e.attempt_state == 'running_attempt' then return fail('active_attempt_exists') end
+  return nil
+end
+
+-- check_grant verifies that e holds a live grant of kind for worker.
+local function check_grant(e, kind, worker, now)
+  if e.grant_kind ~= kind or e.grant_worker_id ~= worker then return fail('invalid_claim_grant') end
+  if not grant_live(e, now) then return fail('claim_grant_expired') end
+  return nil
+end
+
+-- lease_req is the caller's LeaseRequest from ARGV.
+local function lease_req()
+  return {
+    worker_id = A.worker_id,
+    wi = A.worker_instance_id,
+    lease_id = A.lease_id,
+    attempt_id = A.attempt_id,
+    ttl = N(A.lease_ttl),
+  }
+end
+
+local function renew_deadline(now, ttl)
+  local x = ttl * 2
+  return now + (x - x % 3) / 3
+end
+
+local function claim_result(e, resumed)
+  local a = hash_to_table(redis.call('HGETALL', attempt_key(e, e.cur_attempt)))
+  return {
+    id = e.id,
+    lease_id = e.lease_id,
+    epoch = e.epoch,
+    worker_id = e.lease_worker_id,
+    worker_instance_id = e.lease_wi,
+    acquired_at = e.lease_acquired_at,
+    expires_at = e.lease_expires_at,
+    renew_by = e.lease_renew_by,
+    attempt_id = a.id,
+    attempt_index = e.cur_attempt,
+    attempt_type = a.type,
+    resumed = resumed,
+    ns = e.ns,
+    lane = e.lane,
+    kind = e.kind,
+    priority = e.priority,
+    payload = redis.call('GET', e.k.payload) or '',
+    tags = redis.call('HGETALL', e.k.tags),
+    retry_count = e.retry_count,
+    created_at = e.created_at,
+    timeout_at = e.timeout_at,
+  }
+end
+
+-- claim starts (or resumes) an attempt under a new lease and saves e. The
+-- caller has checked that e is claimable.
+local function claim(e, r, now)
+  redis.call('ZREM', lane_key(e.lane, 'eligible'), e.id)
+  clear_grant(e)
+  e.epoch = e.epoch + 1
+  e.lease_id, e.lease_worker_id, e.lease_wi = r.lease_id, r.worker_id, r.wi
+  e.lease_acquired_at = now
+  e.lease_expires_at = now + r.ttl
+  e.lease_renew_by = renew_deadline(now, r.ttl)
+  local resumed = e.attempt_state == 'attempt_interrupted' and e.cur_attempt >= 0
+  local akey
+  if resumed then
+    akey = attempt_key(e, e.cur_attempt)
+    redis.call('HSET', akey, 'status', 'started')
+  else
+    local typ = 'initial'
+    if e.pending_type ~= '' then typ = e.pending_type end
+    e.cur_attempt = e.total_attempts
+    e.cur_attempt_id = r.attempt_id
+    e.total_attempts = e.total_attempts + 1
+    akey = attempt_key(e, e.cur_attempt)
+    redis.call('HSET', akey, 'id', r.attempt_id, 'type', typ, 'status', 'started',
+      'started_at', S(now), 'ended_at', '0', 'failure_reason', '', 'failure_category', '')
+  end
+  redis.call('HSET', akey, 'lease_id', r.lease_id, 'lease_epoch', S(e.epoch),
+    'worker_id', r.worker_id, 'wi', r.wi)
+  clear_pending(e)
+  e.delay_until = 0
+  e.lease_expired_at, e.lease_revoked_at, e.revoke_reason = 0, 0, ''
+  if e.started_at == 0 then e.started_at = now end
+  set_state(e, now, 'active', 'leased', 'not_applicable', 'none', 'none', 'running_attempt')
+  redis.call('ZADD', K.lease_expiry, S(e.lease_expires_at), e.id)
+  redis.call('ZADD', lane_key(e.lane, 'active'), S(e.lease_expires_at), e.id)
+  redis.call('SADD', worker_leases_key(r.wi), e.id)
+  redis.call('SADD', K.lease_workers, r.wi)
+  if e.attempt_timeout > 0 then
+    e.timeout_at = now + e.attempt_timeout
+    redis.call('ZADD', K.attempt_timeout, S(e.timeout_at), e.id)
+  end
+  if resumed then
+    add_history(e, now, 'resumed', '')
+  else
+    add_history(e, now, 'acquired', '')
+  end
+  save_exec(e)
+  return claim_result(e, resumed)
+end
+
+-- block moves an eligible execution to the blocked index of reason.
+local function block(e, now, reason, detail)
+  local es = BLOCK_ES[reason]
+  redis.call('ZREM', lane_key(e.lane, 'eligible'), e.id)
+  set_state(e, now, 'runnable', 'unowned', es, reason, 'none', e.attempt_state)
+  e.blocking_detail = detail
+  clear_grant(e)
+  redis.call('ZADD', lane_key(e.lane, BLOCKED_INDEX[es]), S(now), e.id)
+  if es == 'blocked_by_route' then
+    local csv = e.required_caps
+    redis.call('ZADD', route_key(e.lane, csv), S(now), e.id)
+    redis.call('ZADD', lane_key(e.lane, 'route_groups'), '0', csv)
+  end
+end
+
+local function unblock(e, now)
+  remove_from_lane(e)
+  set_state(e, now, 'runnable', 'unowned', 'eligible_now', 'waiting_for_worker', 'none', e.attempt_state)
+  add_eligible(e)
+end
+
+-- ---- recovery --------------------------------------------------------------
+
+local function reclaimable(e)
+  return e.lifecycle_phase == 'active'
+    and (e.ownership_state == 'lease_expired_reclaimable' or e.ownership_state == 'lease_revoked')
+end
+
+-- reclaim_cap_reached fails e terminally (and saves it) when its recoveries
+-- are used up.
+local function reclaim_cap_reached(e, now)
+  if e.reclaim_count < e.max_reclaims then return false end
+  local reason = 'max_reclaims_exceeded'
+  end_attempt(e, now, 'interrupted_reclaimed', reason, 'infra_crash')
+  remove_from_lane(e)
+  release_lease(e, now, 'released', reason)
+  e.failure_reason = reason
+  e.failure_category = 'infra_crash'
+  terminate(e, now, 'failed')
+  save_exec(e)
+  return true
+end
+
+-- ---- scripts' common front -------------------------------------------------
+
+-- the_exec loads the script's own execution (K.core, id A.id).
+local function the_exec()
+  return load_exec(exec_keys_declared())
+end
+
+-- ---- worker registry -------------------------------------------------------
+
+-- worker_key derives a worker record's key from K.workers
+-- ("<prefix>:idx:<tag>:workers").
+local function worker_key(wi)
+  local pfx, tag = string.match(K.workers, '^(.*):idx:(%b{}):workers$')
+  if pfx == nil then error('valkeystore: malformed workers key') end
+  return pfx .. ':worker:' .. tag .. ':' .. wi
+end
+
+local function worker_load(key)
+  local raw = redis.call('HGETALL', key)
+  if #raw == 0 then return nil end
+  return hash_to_table(raw)
+end
+
+local function worker_alive(w, now)
+  return N(w.expires_at) > now
+end

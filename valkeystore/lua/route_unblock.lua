@@ -1,0 +1,40 @@
+-- route_unblock: return to the eligible index up to limit route-blocked
+-- executions of the partition whose required capabilities are within the
+-- live set (all = 1: whatever they require). It walks the distinct required-capability groups of each lane,
+-- never the executions that stay blocked.
+-- KEYS: lanes
+-- ARGV: now live all limit
+
+local now = now_ms()
+local limit = N(A.limit)
+local unblocked = {}
+local more = false
+for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
+  local groups_key = lane_key(lane, 'route_groups')
+  for _, csv in ipairs(redis.call('ZRANGE', groups_key, '0', '-1')) do
+    if A.all == '1' or missing_caps(csv, A.live) == '' then
+      local g = route_key(lane, csv)
+      local room = limit - #unblocked
+      local ids = redis.call('ZRANGE', g, '0', S(room))
+      if #ids > room then
+        more = true
+        ids[#ids] = nil
+      end
+      for _, id in ipairs(ids) do
+        local e = load_exec(exec_keys_of(id))
+        if e == nil or e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= 'blocked_by_route'
+          or e.blocking_reason ~= 'waiting_for_capable_worker' then
+          redis.call('ZREM', g, id)
+          redis.call('ZREM', lane_key(lane, 'blocked:route'), id)
+        else
+          unblock(e, now)
+          save_exec(e)
+          unblocked[#unblocked + 1] = id
+        end
+      end
+      if redis.call('ZCARD', g) == 0 then redis.call('ZREM', groups_key, csv) end
+      if more then return ok({ unblocked = unblocked, more = true }) end
+    end
+  end
+end
+return ok({ unblocked = unblocked, more = false })

@@ -1,0 +1,175 @@
+package valkeystore
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Work notifications.
+//
+// Every script that puts an execution into a lane's eligible index (create,
+// promote, unblock, recover, replay, a past-due delay) publishes on the
+// channel P:work:<lane> in the same atomic step. WatchWork subscribes to the
+// lane's channel (one subscription per lane and store, shared by all its
+// watchers) and calls the watchers' functions for each message, so an idle
+// worker in any process wakes without polling.
+//
+// Trade-offs of pub/sub (against, say, a per-lane ready list popped with a
+// blocking command):
+//   - Delivery is at most once and only to connected subscribers. A message
+//     published while a subscription is down is lost, so after every
+//     reconnect the watchers are called once (a spurious wake-up is allowed
+//     and makes them look at the eligible index themselves). Workers should
+//     still re-check on their idle timer: the notification shortens the
+//     wait, it is not the only way work is found.
+//   - It costs nothing when nobody listens, adds no keys, and needs no
+//     cleanup; a ready list would grow while no worker drains it and would
+//     need its own trimming and per-partition slots.
+//   - On a cluster, PUBLISH is broadcast to every node over the cluster bus
+//     (any node's subscribers hear it), so one subscription per lane suffices
+//     whatever slot the lane's partitions live on; the broadcast costs bus
+//     traffic proportional to the publish rate. Sharded pub/sub would avoid
+//     that but ties a channel to one slot, while a spread lane's executions
+//     live on many.
+//   - Each watched lane holds one dedicated connection of the client while
+//     it is watched (a subscribed connection accepts no other command on
+//     RESP2 servers and miniredis). f runs on that connection's reader
+//     goroutine and so must not block, as model.WorkNotifier requires.
+
+// subscribeTimeout bounds how long WatchWork waits for the subscription to be
+// confirmed before it returns.
+const subscribeTimeout = 5 * time.Second
+
+// resubscribeDelay is the pause before a lost subscription is retried.
+const resubscribeDelay = 250 * time.Millisecond
+
+// laneWatch is the subscription of one lane.
+type laneWatch struct {
+	fs     map[int]func()
+	cancel context.CancelFunc
+	done   chan struct{}
+	ready  chan struct{} // closed once the first subscription is confirmed
+}
+
+// WatchWork implements model.WorkNotifier. It returns once the lane's
+// subscription is confirmed (or after a few seconds if the server does not
+// answer, in which case the subscription keeps being retried).
+func (s *Store) WatchWork(lane model.LaneID, f func()) (stop func()) {
+	s.watchMu.Lock()
+	if s.closed {
+		s.watchMu.Unlock()
+		return func() {}
+	}
+	w := s.watches[lane]
+	if w == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		w = &laneWatch{fs: make(map[int]func()), cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
+		s.watches[lane] = w
+		go s.subscribe(ctx, lane, w)
+	}
+	s.watchSeq++
+	id := s.watchSeq
+	w.fs[id] = f
+	s.watchMu.Unlock()
+
+	// Real time on purpose: this bounds a wait on the network, not engine
+	// time (context timers are not the engine's clock).
+	wctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+	select {
+	case <-w.ready:
+	case <-w.done:
+	case <-wctx.Done():
+	}
+	cancel()
+
+	return func() {
+		s.watchMu.Lock()
+		delete(w.fs, id)
+		last := len(w.fs) == 0 && s.watches[lane] == w
+		if last {
+			delete(s.watches, lane)
+		}
+		s.watchMu.Unlock()
+		if last {
+			w.cancel()
+			<-w.done
+		}
+	}
+}
+
+// Close stops every watch of the store. It does not close the client.
+func (s *Store) Close() {
+	s.watchMu.Lock()
+	s.closed = true
+	ws := make([]*laneWatch, 0, len(s.watches))
+	for lane, w := range s.watches {
+		ws = append(ws, w)
+		delete(s.watches, lane)
+	}
+	s.watchMu.Unlock()
+	for _, w := range ws {
+		w.cancel()
+		<-w.done
+	}
+}
+
+// subscribe keeps lane's channel subscribed until ctx ends.
+func (s *Store) subscribe(ctx context.Context, lane model.LaneID, w *laneWatch) {
+	defer close(w.done)
+	ch := s.keys.workChannel(lane)
+	var confirmed atomic.Bool
+	for {
+		rctx := valkey.WithOnSubscriptionHook(ctx, func(sub valkey.PubSubSubscription) {
+			if sub.Kind != "subscribe" {
+				return
+			}
+			if confirmed.CompareAndSwap(false, true) {
+				close(w.ready)
+				return
+			}
+			// Resubscribed after a loss: work may have been published meanwhile.
+			s.fire(w)
+		})
+		// A dedicated connection: miniredis (and RESP2 servers) accept no
+		// other command on a subscribed connection. Releasing it makes the
+		// client unsubscribe it before reuse.
+		dc, release := s.client.Dedicate()
+		_ = dc.Receive(rctx, dc.B().Subscribe().Channel(ch).Build(), func(valkey.PubSubMessage) {
+			s.fire(w)
+		})
+		release()
+		if ctx.Err() != nil {
+			return
+		}
+		pause, cancel := context.WithTimeout(ctx, resubscribeDelay)
+		<-pause.Done()
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// fire calls w's functions in registration order.
+func (s *Store) fire(w *laneWatch) {
+	s.watchMu.Lock()
+	ids := make([]int, 0, len(w.fs))
+	for id := range w.fs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	calls := make([]func(), 0, len(ids))
+	for _, id := range ids {
+		calls = append(calls, w.fs[id])
+	}
+	s.watchMu.Unlock()
+	for _, f := range calls {
+		f()
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package valkeystore
+
+const raceEnabled = false

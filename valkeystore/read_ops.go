@@ -1,0 +1,124 @@
+package valkeystore
+
+import (
+	"context"
+	"slices"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// ExecutionDescribe implements model.ReadStore.
+func (s *Store) ExecutionDescribe(ctx context.Context, p *model.ExecutionDescribeParams) (*model.ExecutionSnapshot, error) {
+	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptExecutionDescribe, s.keys.execKeys(p.ID), args{})
+	if err != nil {
+		return nil, err
+	}
+	res := snapshot(r.obj("core"), r.strMap("tags"))
+	return res, r.err()
+}
+
+// ExecutionList implements model.ReadStore.
+func (s *Store) ExecutionList(ctx context.Context, p *model.ExecutionListParams) (*model.ExecutionListResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	// Members of all_executions are ids of one partition: their text order
+	// is the UUID order memstore lists in. The cursor is exclusive.
+	after := ""
+	if !p.After.IsZero() {
+		after = "(" + p.After.String()
+	}
+	r, err := s.run(ctx, scriptExecutionList, s.keys.partKeys(p.Partition), args{
+		"after": after, "limit": p.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ExecutionListResult{}
+	for _, id := range r.strs("ids") {
+		eid, perr := model.ParseExecutionID(id)
+		if perr != nil {
+			r.fail("ids: %v", perr)
+		}
+		res.IDs = append(res.IDs, eid)
+	}
+	res.Next = r.execID("next")
+	return res, r.err()
+}
+
+// ExecutionResult implements model.ReadStore.
+func (s *Store) ExecutionResult(ctx context.Context, p *model.ExecutionResultParams) (*model.ExecutionResultResult, error) {
+	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptExecutionResult, s.keys.execKeys(p.ID), args{})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ExecutionResultResult{Result: r.bytes("result")}
+	return res, r.err()
+}
+
+// ExecutionPayload implements model.ReadStore.
+func (s *Store) ExecutionPayload(ctx context.Context, p *model.ExecutionPayloadParams) (*model.ExecutionPayloadResult, error) {
+	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptExecutionPayload, s.keys.execKeys(p.ID), args{})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ExecutionPayloadResult{Payload: r.bytes("payload")}
+	return res, r.err()
+}
+
+// AttemptList implements model.ReadStore.
+func (s *Store) AttemptList(ctx context.Context, p *model.AttemptListParams) (*model.AttemptListResult, error) {
+	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptAttemptList, s.keys.execKeys(p.ID), args{})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.AttemptListResult{}
+	for _, a := range r.objs("attempts") {
+		res.Attempts = append(res.Attempts, attempt(a))
+	}
+	return res, r.err()
+}
+
+// LeaseHistory implements model.ReadStore.
+func (s *Store) LeaseHistory(ctx context.Context, p *model.LeaseHistoryParams) (*model.LeaseHistoryResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptLeaseHistory, s.keys.execKeys(p.ID), args{
+		"after": p.AfterSeq, "limit": p.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.LeaseHistoryResult{}
+	for _, m := range r.list("events") {
+		res.Events = append(res.Events, leaseEvent(r, m))
+	}
+	return res, r.err()
+}
+
+// ExecutionIndexes implements model.ReadStore.
+func (s *Store) ExecutionIndexes(ctx context.Context, p *model.ExecutionIndexesParams) (*model.ExecutionIndexesResult, error) {
+	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptExecutionIndexes, s.keys.partKeys(p.ID.Partition()), args{"id": p.ID})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ExecutionIndexesResult{Indexes: r.strs("indexes")}
+	slices.Sort(res.Indexes)
+	return res, r.err()
+}

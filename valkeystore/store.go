@@ -1,0 +1,219 @@
+package valkeystore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// DefaultPrefix starts every key of a store whose Options.Prefix is empty.
+const DefaultPrefix = "ff"
+
+// DefaultGCSlack is added to the lifetime of idempotency and worker records
+// to form their server-side TTL.
+const DefaultGCSlack = time.Hour
+
+// Options configures a Store. The zero value means the defaults.
+type Options struct {
+	// Partitions sets the partition counts (zero: the defaults). Every
+	// process sharing a server must use the same counts and prefix.
+	Partitions model.PartitionConfig
+	// Prefix starts every key and channel name (default "ff"). Stores with
+	// different prefixes share a server without seeing each other. It must
+	// not contain braces, whitespace or control characters.
+	Prefix string
+	// GCSlack is how long idempotency and worker records outlive their
+	// expiry on the server before the server drops them (default 1h). It
+	// only collects garbage: expiry itself is decided against Params.Now.
+	GCSlack time.Duration
+}
+
+// Store is the model.Store on Valkey or Redis (≥ 7.0), standalone or
+// cluster. Create it with New. It does not own the client.
+type Store struct {
+	client  valkey.Client
+	cfg     model.PartitionConfig
+	keys    keyspace
+	gcSlack int64 // ms
+
+	watchMu  sync.Mutex
+	watches  map[model.LaneID]*laneWatch
+	watchSeq int
+	closed   bool
+}
+
+var (
+	_ model.Store        = (*Store)(nil)
+	_ model.WorkNotifier = (*Store)(nil)
+)
+
+// New returns a store that keeps its state on client's server. It sends
+// nothing to the server; scripts are loaded on first use.
+func New(client valkey.Client, opts *Options) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("valkeystore: new: %w", model.InvalidField("client", "missing"))
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.Partitions.Validate(); err != nil {
+		return nil, fmt.Errorf("valkeystore: new: %w", err)
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(o.Prefix, "{}") || strings.IndexFunc(o.Prefix, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return nil, fmt.Errorf("valkeystore: new: %w", model.InvalidField("prefix", "bad_character"))
+	}
+	if o.GCSlack == 0 {
+		o.GCSlack = DefaultGCSlack
+	}
+	if o.GCSlack < 0 {
+		return nil, fmt.Errorf("valkeystore: new: %w", model.InvalidField("gc_slack", "out_of_range"))
+	}
+	return &Store{
+		client:  client,
+		cfg:     o.Partitions.WithDefaults(),
+		keys:    keyspace{prefix: o.Prefix},
+		gcSlack: o.GCSlack.Milliseconds(),
+		watches: make(map[model.LaneID]*laneWatch),
+	}, nil
+}
+
+// Partitions implements model.Store.
+func (s *Store) Partitions() model.PartitionConfig { return s.cfg }
+
+// args holds a script's arguments by name. Values are strings, []byte,
+// integers, bools, time.Time (Unix ms, zero: 0), time.Duration (ms), or
+// string-kinded model types.
+type args map[string]any
+
+// run executes sc with keys and arguments given by name. Every declared
+// name must be present in keys (extra keys are ignored, so call sites pass
+// a whole key set) and args must hold exactly the declared arguments; a
+// mismatch is a programming error and panics. A script error comes back as
+// its *model.Error; a client or server failure wrapped with the op name.
+func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a args) (*reply, error) {
+	ks := make([]string, len(sc.keys))
+	for i, n := range sc.keys {
+		k, ok := keys[n]
+		if !ok {
+			panic("valkeystore: " + sc.name + ": no key " + n)
+		}
+		ks[i] = k
+	}
+	if len(a) != len(sc.args) {
+		panic(fmt.Sprintf("valkeystore: %s: %d arguments given, %d declared", sc.name, len(a), len(sc.args)))
+	}
+	as := make([]string, len(sc.args))
+	for i, n := range sc.args {
+		v, ok := a[n]
+		if !ok {
+			panic("valkeystore: " + sc.name + ": no argument " + n)
+		}
+		as[i] = argString(v)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := sc.lua.Exec(ctx, s.client, ks, as)
+	if err := res.Error(); err != nil {
+		return nil, transportError(sc.name, err)
+	}
+	msg, err := res.ToMessage()
+	if err != nil {
+		return nil, transportError(sc.name, err)
+	}
+	r := decodeReply(sc.name, msg)
+	if err := r.scriptError(); err != nil {
+		return nil, err
+	}
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func argString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	case time.Time:
+		if x.IsZero() {
+			return "0"
+		}
+		return strconv.FormatInt(x.UnixMilli(), 10)
+	case time.Duration:
+		return strconv.FormatInt(x.Milliseconds(), 10)
+	case model.LaneID:
+		return string(x)
+	case model.Namespace:
+		return string(x)
+	case model.Kind:
+		return string(x)
+	case model.WorkerID:
+		return string(x)
+	case model.WorkerInstanceID:
+		return string(x)
+	case model.Source:
+		return string(x)
+	case model.FailureCategory:
+		return string(x)
+	case model.ExecutionID:
+		return x.String()
+	case model.LeaseID:
+		return x.String()
+	case model.AttemptID:
+		return x.String()
+	case model.Capabilities:
+		return x.CSV()
+	case fmt.Stringer:
+		return x.String()
+	}
+	panic(fmt.Sprintf("valkeystore: unsupported argument type %T", v))
+}
+
+// fenceArgs are the arguments of a fenced operation.
+func fenceArgs(a args, f model.Fence) args {
+	a["lease_id"] = f.LeaseID
+	a["epoch"] = f.LeaseEpoch
+	a["attempt_id"] = f.AttemptID
+	return a
+}
+
+// leaseArgs are the arguments of a claim.
+func leaseArgs(a args, r *model.LeaseRequest) args {
+	a["worker_id"] = r.WorkerID
+	a["worker_instance_id"] = r.WorkerInstanceID
+	a["lease_id"] = r.LeaseID
+	a["attempt_id"] = r.AttemptID
+	a["lease_ttl"] = r.LeaseTTL
+	return a
+}
+
+// normCaps returns validated capabilities sorted and de-duplicated.
+func normCaps(field string, c model.Capabilities) model.Capabilities {
+	n, _ := model.NormalizeCapabilities(field, c)
+	return n
+}
