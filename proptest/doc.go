@@ -1,0 +1,140 @@
+// Package proptest holds property-based tests for any model.Store, built on
+// pgregory.net/rapid: a state machine that checks the invariants of
+// lua-semantics §6 after every step, a differential run that applies the
+// same operations to two stores and compares everything they show, and a
+// hostile-input property for go test -fuzz.
+//
+// # Entry points
+//
+//	proptest.RunStateMachine(t, newStore, proptest.Options{})
+//	proptest.RunDifferential(t, newMemstore, newValkeystore, proptest.Options{Checks: 500})
+//	proptest.RunHostileInputs(t, newStore, proptest.Options{})
+//	f.Fuzz(rapid.MakeFuzz(proptest.InputProperty(f, newStore, proptest.Options{})))
+//
+// newStore opens an empty store per sequence; the testing.TB it gets belongs
+// to that sequence (Cleanup runs when the sequence ends). The pieces are
+// exported for other tests: Observe reads everything a store shows at one
+// instant, Observation.Violations checks one observation, StepViolations
+// two consecutive ones, CheckInvariants does both for a single check, and
+// ViewError turns an error into a comparable value.
+//
+// # A sequence
+//
+// Each sequence opens the store(s), starts a model.SimClock at
+// 2025-01-01T00:00:00Z and runs Options.Steps steps (default 50). A step is
+// one action drawn by weight: advancing the clock (by a drawn amount, or to
+// exactly a lease, grant, delay, deadline, timer, worker or idempotency
+// expiry ±1 ms); creating executions (delays, priorities, required
+// capabilities, retry policies, reclaim and replay caps, attempt timeouts,
+// deadlines, idempotency keys and TTLs, ids on the lane's partition, spread
+// or anywhere); claim grant, claim, grant-then-claim, grant-and-claim,
+// claim-next (with live capabilities drawn or from the registry); block,
+// unblock, route unblock; renew, progress, complete, fail, cancel, delay (by
+// the worker with its latest fence, an older one, a corrupted one, none or
+// a partial one; or by an operator); change priority; revoke (with no,
+// the right or a wrong expected lease); mark expired; reclaim grant,
+// reclaim; recover; replay; expire (both reasons); promote; a scanner pass
+// (due scan in pages, then mark expired + recover, expire or promote for
+// each item); worker register, heartbeat, deregister, expire; reads; and a
+// few flows that reach deep states in one step (grant then claim, reclaim
+// grant then reclaim, revoke then recover in rounds, replay then cancel in
+// rounds, an attempt running into its timeout). About one call in twenty gets one invalid input and must be
+// refused as a validation error naming its field. Ids (execution, lease,
+// attempt) come from a counter and a drawn byte, so a sequence is fully
+// determined by rapid's draws; nothing reads the wall clock or sleeps.
+//
+// # What is checked
+//
+// After every step, on every store, through the read methods only
+// (Observation):
+//
+//   - the state vector passes StateVector.Check (terminal ⇔ outcome,
+//     phase/eligibility/ownership, running_attempt ⇔ active ∧ leased); the
+//     public state is DerivePublicState; the blocking reason is the one the
+//     transition writes;
+//   - a runnable execution is in exactly the lane index of its eligibility
+//     state, an active one in lane:L:active, a terminal one in
+//     lane:L:terminal, and in no other lane index; every execution is in
+//     all_executions; no unknown index;
+//   - lease_expiry ⇔ active; attempt_timeout ⇔ active with a timeout;
+//     execution_deadline ⇔ non-terminal with a deadline; so a terminal
+//     execution is in no live index;
+//   - leased ⇒ a current lease (epoch = the execution's) in
+//     worker:<holder>:leases; expired-reclaimable ⇒ still in lease_expiry,
+//     active and the holder's worker index; revoked ⇒ no lease, no worker
+//     index, still in active and lease_expiry; unowned ⇒ neither;
+//   - at most one grant, of the kind the phase allows (claim: runnable and
+//     eligible; reclaim: active and reclaimable);
+//   - attempts contiguous from 0, total_attempts = max index + 1, distinct
+//     ids, epochs rising with the index, at most one open attempt (the
+//     current, last one), started while active, suspended exactly when a
+//     runnable execution's attempt is interrupted, none open when terminal;
+//     pending-attempt lineage matches the attempt state;
+//   - a result exactly when completed; lease history sequence numbers rise
+//     and its epochs never fall;
+//   - ExecutionList pages: every execution created is listed (none lost),
+//     once, in its partition, in order;
+//   - timer indexes agree with the records: an entry is due at Now exactly
+//     when the lease expiry, revocation, attempt timeout, delay or deadline
+//     in the record has come, with that time as its score (and the delayed
+//     entry names the lane); every due item is in the index it came from;
+//   - the live workers are ordered, unexpired, and the ones the stores' own
+//     answers imply;
+//
+// and between consecutive steps (StepViolations): nothing lost; immutable
+// fields unchanged; the lease epoch never falls and rises by exactly one
+// per acquisition; attempts and lease history only grow and ended attempts
+// never change; terminal records are frozen until replayed; retry and
+// reclaim counts fall only on replay; a state change stamps
+// last_transition_at and any change last_mutation_at with Now; a step whose
+// every call failed changed nothing ("an error means nothing was written").
+//
+// Answers are checked against the state before the call: a worker's fenced
+// operation fails exactly as the fence check order predicts (phase,
+// revoked, expired, identity) unless it is a replay; operators fail only on
+// a missing or inactive execution; every claim mints epoch+1 with the
+// requested lease and the right attempt (resumed or new) and timeout;
+// claim-next claims, skips and route-blocks exactly the heads the eligible
+// order (priority, creation time, id), grants and capabilities say;
+// grants, claims, reclaims, recoveries, revokes, expiries, promotions,
+// mark-expired, replays, retries (delay = BackoffMs), creates and
+// idempotency keys, and the worker registry answer as their preconditions
+// say. A differential run also compares every answer and every observation
+// of the two stores (go-cmp, nil and empty equal) and reports the first
+// difference as a diff (-A +B).
+//
+// # Size and flags
+//
+// RunStateMachine runs Options.Checks sequences (default 1000) of
+// Options.Steps steps; RunDifferential defaults to 100 sequences and
+// RunHostileInputs to 300 (each a few steps and one hostile call). rapid's
+// flags (or their RAPID_* environment variables) override:
+//
+//	go test ./proptest/ -rapid.checks=10000 -rapid.steps=200
+//	go test ./proptest/ -run TestStateMachineMemstore -rapid.v
+//
+// Unlike rapid's Repeat, a sequence has exactly Steps steps. rapid reads its
+// check count from a global flag, so without an explicit -rapid.checks the
+// run calls rapid.Check as many times as needed to reach Options.Checks.
+//
+// # Failures: shrinking and replay
+//
+// A failure is shrunk (up to -rapid.shrinktime, default 30s; steps the
+// failure does not need are dropped or turned into zero clock advances)
+// and printed as the trace of the remaining steps, each call with its
+// parameters and answer, followed by the violated properties. rapid then
+// prints how to replay it:
+//
+//	To reproduce, specify -run="TestStateMachineMemstore" -rapid.failfile="testdata/rapid/…fail" (or -rapid.seed=…)
+//
+// and saves the shrunk case in that fail file, under testdata/rapid/<Test>/
+// of the package that ran the test (git-ignored); the test replays every
+// fail file there first on each run, so keep the file until the bug is
+// fixed, then delete it (-rapid.nofailfile skips writing one).
+// -rapid.seed=N reruns the sequence of that seed deterministically and
+// shrinks it again.
+//
+// Known store bugs can be tolerated, narrowly and temporarily, with
+// Options.KnownViolations (substrings of violation messages), so the rest
+// stays checked until they are fixed.
+package proptest

@@ -1,0 +1,378 @@
+package proptest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Hostile generators: each field of a hostile call is either a plausible
+// value or one drawn from these.
+var (
+	oddStrings = []string{
+		"", " ", "a", "a b", "{fp:0}", "x,y", "\x00", "\t", "é", "\xff", "\xc3\x28", "UPPER", "lower.dot",
+		"a..b", "app.k", "app..k", "1app.k", "app.", "-", "_", ".", "日本",
+		strings.Repeat("a", 64), strings.Repeat("a", 65), strings.Repeat("a", 128), strings.Repeat("a", 129),
+		strings.Repeat("a", 256), strings.Repeat("a", 257), strings.Repeat("x", model.MaxReasonBytes+1),
+	}
+	genOddString = rapid.OneOf(
+		rapid.SampledFrom(oddStrings),
+		rapid.StringN(0, 12, -1),
+		rapid.Map(rapid.SliceOfN(rapid.Byte(), 0, 24), func(b []byte) string { return string(b) }),
+	)
+	oddInts = []int{0, -1, 1, 100, 101, model.MaxPriority, model.MaxPriority + 1, model.MaxRetries,
+		model.MaxRetries + 1, model.MaxPageSize, model.MaxPageSize + 1, 1_000_000, 1_000_001, math.MinInt, math.MaxInt}
+	genOddInt    = rapid.OneOf(rapid.SampledFrom(oddInts), rapid.Int(), rapid.IntRange(-3, 3))
+	oddDurations = []time.Duration{0, -1, 1, time.Microsecond, time.Millisecond - 1, time.Millisecond, 1500 * time.Microsecond,
+		time.Second, model.MaxGrantTTL, model.MaxGrantTTL + time.Millisecond, model.MaxLeaseTTL, model.MaxLeaseTTL + time.Millisecond,
+		model.MaxPolicyDelay, model.MaxPolicyDelay + time.Millisecond, math.MinInt64, math.MaxInt64}
+	genOddDuration = rapid.OneOf(rapid.SampledFrom(oddDurations), rapid.Map(rapid.Int64(), func(n int64) time.Duration { return time.Duration(n) }))
+	genOddMillis   = rapid.OneOf(rapid.SampledFrom([]int64{-1, 0, 1, 253402300799999, 253402300800000, math.MaxInt64 / 1000}), rapid.Int64())
+	genOddFloat    = rapid.OneOf(rapid.SampledFrom([]float64{0, 0.5, 1, 100, 100.5, -1, math.NaN(), math.Inf(1)}), rapid.Float64())
+)
+
+// plausibleOr draws one of the plausible values, or a hostile one.
+func plausibleOr[T any](t *rapid.T, label string, hostile *rapid.Generator[T], plausible ...T) T {
+	if len(plausible) > 0 && genBool.Draw(t, label+"_plausible") {
+		return drawFrom(t, plausible, label)
+	}
+	return hostile.Draw(t, label)
+}
+
+func hStr[T ~string](t *rapid.T, label string, plausible ...T) T {
+	if len(plausible) > 0 && genBool.Draw(t, label+"_plausible") {
+		return drawFrom(t, plausible, label)
+	}
+	return T(genOddString.Draw(t, label))
+}
+
+func (m *machine) hID(t *rapid.T) model.ExecutionID {
+	switch rapid.IntRange(0, 4).Draw(t, "id_kind") {
+	case 0:
+		if len(m.execs) > 0 {
+			return drawFrom(t, m.execs, "exec").id
+		}
+	case 1:
+		return model.ExecutionID{}
+	case 2:
+		return model.NewExecutionID(int(rapid.Uint16().Draw(t, "partition")), m.nextUUID(t, "id_order"))
+	}
+	return m.newExecID(t, drawFrom(t, lanes, "lane"))
+}
+
+func (m *machine) hTime(t *rapid.T, label string) time.Time {
+	switch rapid.IntRange(0, 3).Draw(t, label+"_kind") {
+	case 0:
+		return m.now().Add(ms(rapid.Int64Range(-10_000, 100_000).Draw(t, label+"_ms")))
+	case 1:
+		return time.Time{}
+	}
+	return time.UnixMilli(genOddMillis.Draw(t, label+"_ms"))
+}
+
+func hDuration(t *rapid.T, label string, plausible ...time.Duration) time.Duration {
+	return plausibleOr(t, label, genOddDuration, plausible...)
+}
+
+func hCaps(t *rapid.T, label string) model.Capabilities {
+	switch rapid.IntRange(0, 3).Draw(t, label+"_kind") {
+	case 0:
+		return drawCaps(t, label, 50)
+	case 1:
+		n := rapid.IntRange(model.MaxCapabilityTokens-1, model.MaxCapabilityTokens+2).Draw(t, label+"_n")
+		c := make(model.Capabilities, n)
+		for i := range c {
+			c[i] = strings.Repeat("c", 1+i%20) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		}
+		return c
+	}
+	return rapid.SliceOfN(genOddString, 0, 4).Draw(t, label)
+}
+
+func hTags(t *rapid.T) map[string]string {
+	switch rapid.IntRange(0, 2).Draw(t, "tags_kind") {
+	case 0:
+		return drawFrom(t, tagSets, "tags")
+	case 1:
+		n := rapid.IntRange(model.MaxTags, model.MaxTags+1).Draw(t, "tags_n")
+		m := make(map[string]string, n)
+		for i := range n {
+			m["app.k"+strings.Repeat("x", i)] = "v"
+		}
+		return m
+	}
+	return rapid.MapOfN(genOddString, genOddString, 0, 3).Draw(t, "tags")
+}
+
+func hBytes(t *rapid.T, label string, limit int) []byte {
+	switch rapid.IntRange(0, 9).Draw(t, label+"_kind") {
+	case 0:
+		return make([]byte, limit+1)
+	case 1:
+		return make([]byte, limit)
+	}
+	return rapid.SliceOfN(rapid.Byte(), 0, 16).Draw(t, label)
+}
+
+func (m *machine) hFence(t *rapid.T, id model.ExecutionID) model.Fence {
+	if genBool.Draw(t, "fence_plausible") {
+		return m.drawFence(t, id)
+	}
+	var f model.Fence
+	if genBool.Draw(t, "fence_lease") {
+		f.LeaseID = model.LeaseID(m.nextUUID(t, ""))
+	}
+	if genBool.Draw(t, "fence_attempt") {
+		f.AttemptID = model.AttemptID(m.nextUUID(t, ""))
+	}
+	f.LeaseEpoch = rapid.Uint64().Draw(t, "fence_epoch")
+	return f
+}
+
+func hSource(t *rapid.T) model.Source {
+	return drawFrom(t, []model.Source{model.SourceWorker, model.SourceOperator, "bogus", "worker"}, "source")
+}
+
+func (m *machine) hLease(t *rapid.T) model.LeaseRequest {
+	w := drawFrom(t, workerPool, "worker")
+	r := m.leaseRequest(t, w)
+	r.WorkerID = hStr(t, "worker_id", w.id)
+	r.WorkerInstanceID = hStr(t, "worker_instance_id", w.instance)
+	r.LeaseTTL = hDuration(t, "lease_ttl", r.LeaseTTL)
+	if !genBool.Draw(t, "lease_id_set") {
+		r.LeaseID = model.LeaseID{}
+	}
+	if !genBool.Draw(t, "attempt_id_set") {
+		r.AttemptID = model.AttemptID{}
+	}
+	return r
+}
+
+func hPolicy(t *rapid.T) model.RetryPolicy {
+	if genBool.Draw(t, "policy_plausible") {
+		return drawRetryPolicy(t)
+	}
+	return model.RetryPolicy{
+		MaxRetries:   plausibleOr(t, "max_retries", genOddInt, 0, 3),
+		Backoff:      model.BackoffKind(rapid.IntRange(0, 3).Draw(t, "backoff")),
+		Delay:        genOddDuration.Draw(t, "delay"),
+		InitialDelay: genOddDuration.Draw(t, "initial_delay"),
+		Multiplier:   genOddFloat.Draw(t, "multiplier"),
+		MaxDelay:     genOddDuration.Draw(t, "max_delay"),
+	}
+}
+
+func hEnum[T ~uint8](t *rapid.T, label string, max int) T {
+	return T(rapid.IntRange(0, max).Draw(t, label))
+}
+
+// hostile calls op with p on every store. When p fails validate, every
+// store must refuse it with exactly that error, a validation error naming
+// its field; the step's observation then checks that nothing changed.
+// It returns store A's result (the zero R when the call failed).
+func hostile[P, R any](m *machine, t *rapid.T, op string, p *P, validate func(*P) error, f func(model.Store, context.Context, *P) (R, error)) R {
+	t.Helper()
+	q := *p
+	verr := validate(&q)
+	r, err := call(m, t, op, p, f)
+	if verr != nil {
+		var e *model.Error
+		m.expect(t, errors.As(verr, &e) && errors.Is(verr, model.ErrValidation) && e.Field != "",
+			"%s: Validate returned %v, not a validation error naming its field", op, verr)
+		m.expect(t, cmpEqual(ViewError(err), ViewError(verr)), "%s(%+v): store error %v, Validate says %v", op, *p, err, verr)
+	}
+	if err != nil {
+		var zero R
+		return zero
+	}
+	return r
+}
+
+func (m *machine) claimed(r *model.ClaimResult) {
+	if r != nil {
+		m.acquired[r.ID]++
+	}
+}
+
+// actHostile makes one call with hostile parameters. It does not keep the
+// reference model up to date, so it ends a sequence.
+func (m *machine) actHostile(t *rapid.T) {
+	cfg := m.cfg
+	id := m.hID(t)
+	now := m.now()
+	if chance(t, 10, "bad_now") {
+		// Only invalid: a valid Now other than the clock's would move the
+		// store's time behind the observations.
+		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
+	}
+	switch op := rapid.IntRange(0, 33).Draw(t, "hostile_op"); op {
+	case 0:
+		p := &model.ExecutionCreateParams{
+			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
+			Kind: hStr(t, "kind", kinds...), Payload: hBytes(t, "payload", model.MaxPayloadBytes),
+			Priority: plausibleOr(t, "priority", genOddInt, 0, 5), Tags: hTags(t),
+			RequiredCapabilities: hCaps(t, "required"), RetryPolicy: hPolicy(t),
+			MaxReclaims: plausibleOr(t, "max_reclaims", genOddInt, 0, 1), MaxReplays: plausibleOr(t, "max_replays", genOddInt, 0, 1),
+			AttemptTimeout: hDuration(t, "attempt_timeout", 0, time.Second), Deadline: m.hTime(t, "deadline"),
+			DelayUntil: m.hTime(t, "delay_until"), IdempotencyKey: hStr(t, "idempotency_key", idemKeys...),
+			IdempotencyTTL: hDuration(t, "idempotency_ttl", 0, time.Second), Now: now,
+		}
+		hostile(m, t, "ExecutionCreate", p, func(p *model.ExecutionCreateParams) error { return p.Validate(cfg) }, model.Store.ExecutionCreate)
+	case 1:
+		p := &model.ExecutionCancelParams{ID: id, Reason: hStr(t, "reason", reasons...), Source: hSource(t), Fence: m.hFence(t, id), Now: now}
+		hostile(m, t, "ExecutionCancel", p, func(p *model.ExecutionCancelParams) error { return p.Validate(cfg) }, model.Store.ExecutionCancel)
+	case 2:
+		p := &model.ExecutionChangePriorityParams{ID: id, Priority: genOddInt.Draw(t, "priority"), Now: now}
+		hostile(m, t, "ExecutionChangePriority", p, func(p *model.ExecutionChangePriorityParams) error { return p.Validate(cfg) }, model.Store.ExecutionChangePriority)
+	case 3:
+		p := &model.ExecutionCompleteParams{ID: id, Fence: m.hFence(t, id), Source: hSource(t), Result: hBytes(t, "result", model.MaxResultBytes), Now: now}
+		hostile(m, t, "ExecutionComplete", p, func(p *model.ExecutionCompleteParams) error { return p.Validate(cfg) }, model.Store.ExecutionComplete)
+	case 4:
+		p := &model.ExecutionDelayParams{ID: id, Fence: m.hFence(t, id), Source: hSource(t), DelayUntil: m.hTime(t, "delay_until"), Now: now}
+		hostile(m, t, "ExecutionDelay", p, func(p *model.ExecutionDelayParams) error { return p.Validate(cfg) }, model.Store.ExecutionDelay)
+	case 5:
+		p := &model.ExecutionExpireParams{ID: id, Reason: hEnum[model.ExpireReason](t, "reason", 3), Now: now}
+		hostile(m, t, "ExecutionExpire", p, func(p *model.ExecutionExpireParams) error { return p.Validate(cfg) }, model.Store.ExecutionExpire)
+	case 6:
+		p := &model.ExecutionFailParams{ID: id, Fence: m.hFence(t, id), Source: hSource(t), Reason: hStr(t, "reason", reasons...),
+			Category: hStr(t, "category", categories...), Now: now}
+		hostile(m, t, "ExecutionFail", p, func(p *model.ExecutionFailParams) error { return p.Validate(cfg) }, model.Store.ExecutionFail)
+	case 7:
+		p := &model.ExecutionReplayParams{ID: id, Reason: hStr(t, "reason", reasons...), RequestedBy: hStr(t, "requested_by", "ops"), Now: now}
+		hostile(m, t, "ExecutionReplay", p, func(p *model.ExecutionReplayParams) error { return p.Validate(cfg) }, model.Store.ExecutionReplay)
+	case 8:
+		p := &model.ExecutionUpdateProgressParams{ID: id, Fence: m.hFence(t, id), Percent: plausibleOr(t, "percent", genOddInt, 0, 50, 100),
+			Message: hStr(t, "message", "halfway"), Now: now}
+		hostile(m, t, "ExecutionUpdateProgress", p, func(p *model.ExecutionUpdateProgressParams) error { return p.Validate(cfg) }, model.Store.ExecutionUpdateProgress)
+	case 9:
+		w := drawFrom(t, workerPool, "worker")
+		p := &model.ClaimGrantIssueParams{ID: id, WorkerID: hStr(t, "worker_id", w.id), WorkerInstanceID: hStr(t, "worker_instance_id", w.instance),
+			Capabilities: hCaps(t, "caps"), GrantTTL: hDuration(t, "grant_ttl", time.Second), Now: now}
+		hostile(m, t, "ClaimGrantIssue", p, func(p *model.ClaimGrantIssueParams) error { return p.Validate(cfg) }, model.Store.ClaimGrantIssue)
+	case 10:
+		p := &model.ExecutionBlockParams{ID: id, Reason: hEnum[model.BlockingReason](t, "reason", 16), Detail: hStr(t, "detail", ""), Now: now}
+		hostile(m, t, "ExecutionBlock", p, func(p *model.ExecutionBlockParams) error { return p.Validate(cfg) }, model.Store.ExecutionBlock)
+	case 11:
+		p := &model.ExecutionClaimParams{ID: id, LeaseRequest: m.hLease(t), Now: now}
+		m.claimed(hostile(m, t, "ExecutionClaim", p, func(p *model.ExecutionClaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionClaim))
+	case 12:
+		p := &model.ExecutionClaimNextParams{
+			Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Lane: hStr(t, "lane", lanes...),
+			Capabilities: hCaps(t, "caps"), LiveCapabilities: hCaps(t, "live"),
+			ScanLimit: plausibleOr(t, "scan_limit", genOddInt, 1, 3), LeaseRequest: m.hLease(t), Now: now,
+		}
+		if r := hostile(m, t, "ExecutionClaimNext", p, func(p *model.ExecutionClaimNextParams) error { return p.Validate(cfg) }, model.Store.ExecutionClaimNext); r != nil {
+			m.claimed(r.Claimed)
+		}
+	case 13:
+		p := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: hCaps(t, "caps"), LeaseRequest: m.hLease(t), Now: now}
+		m.claimed(hostile(m, t, "ExecutionGrantAndClaim", p, func(p *model.ExecutionGrantAndClaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionGrantAndClaim))
+	case 14:
+		p := &model.ExecutionUnblockParams{ID: id, ExpectedReason: hEnum[model.BlockingReason](t, "reason", 16), Now: now}
+		hostile(m, t, "ExecutionUnblock", p, func(p *model.ExecutionUnblockParams) error { return p.Validate(cfg) }, model.Store.ExecutionUnblock)
+	case 15:
+		p := &model.ExecutionReclaimParams{ID: id, LeaseRequest: m.hLease(t), Now: now}
+		if r := hostile(m, t, "ExecutionReclaim", p, func(p *model.ExecutionReclaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionReclaim); r != nil {
+			m.claimed(r.Claimed)
+		}
+	case 16:
+		p := &model.ExecutionRecoverParams{ID: id, Now: now}
+		hostile(m, t, "ExecutionRecover", p, func(p *model.ExecutionRecoverParams) error { return p.Validate(cfg) }, model.Store.ExecutionRecover)
+	case 17:
+		p := &model.LeaseMarkExpiredParams{ID: id, Now: now}
+		hostile(m, t, "LeaseMarkExpired", p, func(p *model.LeaseMarkExpiredParams) error { return p.Validate(cfg) }, model.Store.LeaseMarkExpired)
+	case 18:
+		p := &model.LeaseRenewParams{ID: id, Fence: m.hFence(t, id), LeaseTTL: hDuration(t, "lease_ttl", time.Second), Now: now}
+		hostile(m, t, "LeaseRenew", p, func(p *model.LeaseRenewParams) error { return p.Validate(cfg) }, model.Store.LeaseRenew)
+	case 19:
+		p := &model.LeaseRevokeParams{ID: id, Reason: hStr(t, "reason", reasons...), Now: now}
+		if genBool.Draw(t, "expected_lease") {
+			p.ExpectedLeaseID = model.LeaseID(m.nextUUID(t, ""))
+		}
+		hostile(m, t, "LeaseRevoke", p, func(p *model.LeaseRevokeParams) error { return p.Validate(cfg) }, model.Store.LeaseRevoke)
+	case 20:
+		w := drawFrom(t, workerPool, "worker")
+		p := &model.ReclaimGrantIssueParams{ID: id, WorkerID: hStr(t, "worker_id", w.id), WorkerInstanceID: hStr(t, "worker_instance_id", w.instance),
+			Capabilities: hCaps(t, "caps"), GrantTTL: hDuration(t, "grant_ttl", time.Second), Now: now}
+		hostile(m, t, "ReclaimGrantIssue", p, func(p *model.ReclaimGrantIssueParams) error { return p.Validate(cfg) }, model.Store.ReclaimGrantIssue)
+	case 21:
+		p := &model.ExecutionPromoteDelayedParams{ID: id, Lane: hStr(t, "lane", lanes...), Now: now}
+		hostile(m, t, "ExecutionPromoteDelayed", p, func(p *model.ExecutionPromoteDelayedParams) error { return p.Validate(cfg) }, model.Store.ExecutionPromoteDelayed)
+	case 22:
+		p := &model.IndexScanDueParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Index: hEnum[model.IndexKind](t, "index", 5),
+			Now: now, Limit: plausibleOr(t, "limit", genOddInt, 1, 10)}
+		if genBool.Draw(t, "after") {
+			p.After = &model.DueCursor{DueAt: m.hTime(t, "after_due"), ID: m.hID(t)}
+		}
+		hostile(m, t, "IndexScanDue", p, func(p *model.IndexScanDueParams) error { return p.Validate(cfg) }, model.Store.IndexScanDue)
+	case 23:
+		p := &model.RouteUnblockParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Live: hCaps(t, "live"),
+			All: genBool.Draw(t, "all"), Limit: plausibleOr(t, "limit", genOddInt, 1, 10), Now: now}
+		hostile(m, t, "RouteUnblock", p, func(p *model.RouteUnblockParams) error { return p.Validate(cfg) }, model.Store.RouteUnblock)
+	case 24, 25, 26, 27, 28:
+		m.hostileWorker(t, op, now)
+	case 29:
+		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
+		if genBool.Draw(t, "after") {
+			p.After = m.hID(t)
+		}
+		hostile(m, t, "ExecutionList", p, func(p *model.ExecutionListParams) error { return p.Validate(cfg) }, model.Store.ExecutionList)
+	case 30:
+		p := &model.LeaseHistoryParams{ID: id, AfterSeq: rapid.Uint64().Draw(t, "after_seq"), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
+		hostile(m, t, "LeaseHistory", p, func(p *model.LeaseHistoryParams) error { return p.Validate(cfg) }, model.Store.LeaseHistory)
+	default:
+		checkID := func(id model.ExecutionID) error { return cfg.CheckExecutionID(id) }
+		switch op {
+		case 31:
+			hostile(m, t, "ExecutionDescribe", &model.ExecutionDescribeParams{ID: id},
+				func(p *model.ExecutionDescribeParams) error { return checkID(p.ID) }, model.Store.ExecutionDescribe)
+		case 32:
+			hostile(m, t, "ExecutionIndexes", &model.ExecutionIndexesParams{ID: id},
+				func(p *model.ExecutionIndexesParams) error { return checkID(p.ID) }, model.Store.ExecutionIndexes)
+		default:
+			hostile(m, t, "ExecutionPayload", &model.ExecutionPayloadParams{ID: id},
+				func(p *model.ExecutionPayloadParams) error { return checkID(p.ID) }, model.Store.ExecutionPayload)
+			hostile(m, t, "AttemptList", &model.AttemptListParams{ID: id},
+				func(p *model.AttemptListParams) error { return checkID(p.ID) }, model.Store.AttemptList)
+			hostile(m, t, "ExecutionResult", &model.ExecutionResultParams{ID: id},
+				func(p *model.ExecutionResultParams) error { return checkID(p.ID) }, model.Store.ExecutionResult)
+		}
+	}
+}
+
+func (m *machine) hostileWorker(t *rapid.T, op int, now time.Time) {
+	w := drawFrom(t, workerPool, "worker")
+	ns := hStr(t, "namespace", namespaces...)
+	inst := hStr(t, "worker_instance_id", w.instance)
+	session := hStr(t, "session", sessions...)
+	ttl := hDuration(t, "ttl", time.Second)
+	m.workersUnknown = true
+	switch op {
+	case 24:
+		lanesIn := []model.LaneID{hStr(t, "lane", lanes...)}
+		if chance(t, 10, "no_lanes") {
+			lanesIn = nil
+		}
+		p := &model.WorkerRegisterParams{Namespace: ns, WorkerID: hStr(t, "worker_id", w.id), WorkerInstanceID: inst, SessionID: session,
+			Lanes: lanesIn, Capabilities: hCaps(t, "caps"), TTL: ttl, Now: now}
+		hostile(m, t, "WorkerRegister", p, func(p *model.WorkerRegisterParams) error { return p.Validate() }, model.Store.WorkerRegister)
+	case 25:
+		p := &model.WorkerHeartbeatParams{Namespace: ns, WorkerInstanceID: inst, SessionID: session, TTL: ttl, Now: now}
+		hostile(m, t, "WorkerHeartbeat", p, func(p *model.WorkerHeartbeatParams) error { return p.Validate() }, model.Store.WorkerHeartbeat)
+	case 26:
+		p := &model.WorkerDeregisterParams{Namespace: ns, WorkerInstanceID: inst, SessionID: session, Now: now}
+		hostile(m, t, "WorkerDeregister", p, func(p *model.WorkerDeregisterParams) error { return p.Validate() }, model.Store.WorkerDeregister)
+	case 27:
+		p := &model.WorkerExpireParams{Namespace: ns, Limit: plausibleOr(t, "limit", genOddInt, 1, 5), Now: now}
+		hostile(m, t, "WorkerExpire", p, func(p *model.WorkerExpireParams) error { return p.Validate() }, model.Store.WorkerExpire)
+	default:
+		p := &model.WorkerListParams{Namespace: ns, Now: now}
+		hostile(m, t, "WorkerList", p, func(p *model.WorkerListParams) error { return p.Validate() }, model.Store.WorkerList)
+	}
+}

@@ -1,0 +1,137 @@
+package proptest
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowfabric/flowfabric/memstore"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// outcomeKey names a call's answer: the operation, then "ok" with the
+// result's status, outcome or claim, or the error code.
+func outcomeKey(op string, res any, err error) string {
+	if err != nil {
+		return op + " " + string(model.CodeOf(err))
+	}
+	k := op + " ok"
+	v := reflect.ValueOf(res)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return k
+	}
+	v = v.Elem()
+	for _, name := range []string{"Status", "Outcome"} {
+		if f := v.FieldByName(name); f.IsValid() {
+			k += " " + f.String()
+		}
+	}
+	if f := v.FieldByName("Claimed"); f.IsValid() && !f.IsNil() {
+		k += " +claim"
+	}
+	for _, name := range []string{"Blocked", "Unblocked", "Removed"} {
+		if f := v.FieldByName(name); f.IsValid() && f.Kind() == reflect.Slice && f.Len() > 0 {
+			k += " " + strings.ToLower(name)
+		}
+	}
+	if f := v.FieldByName("Duplicate"); f.IsValid() && f.Bool() {
+		k += " duplicate"
+	}
+	if f := v.FieldByName("Replayed"); f.IsValid() && f.Bool() {
+		k += " replayed"
+	}
+	return k
+}
+
+// memstoreKnown lists open memstore bugs the machine found, as substrings
+// of their violation messages; keep it empty.
+var memstoreKnown []string
+
+func newMemstore(testing.TB) model.Store {
+	return memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4}})
+}
+
+// wantOutcomes are the answers a default run must reach: successes of
+// every transition, their refusals, and the error paths of fencing. The
+// check guards the generators, which could otherwise silently stop testing
+// a path.
+var wantOutcomes = []string{
+	"ExecutionCreate ok", "ExecutionCreate ok duplicate", "ExecutionCreate invalid_input",
+	"ClaimGrantIssue ok", "ClaimGrantIssue capability_mismatch", "ClaimGrantIssue grant_already_exists",
+	"ExecutionClaim ok", "ExecutionClaim invalid_claim_grant", "ExecutionClaim claim_grant_expired",
+	"ExecutionGrantAndClaim ok", "ExecutionClaimNext ok +claim", "ExecutionClaimNext ok blocked",
+	"ExecutionBlock ok", "ExecutionUnblock ok", "RouteUnblock ok unblocked",
+	"LeaseRenew ok", fencedAny("stale_lease"), fencedAny("lease_expired"), fencedAny("lease_revoked"),
+	fencedAny("execution_not_active"), fencedAny("fence_required"), fencedAny("partial_fence_triple"),
+	"ExecutionUpdateProgress ok", "ExecutionComplete ok",
+	"ExecutionFail ok retry_scheduled", "ExecutionFail ok terminal_failed",
+	"ExecutionCancel ok", "ExecutionDelay ok", "ExecutionChangePriority ok",
+	"LeaseRevoke ok revoked", "LeaseRevoke stale_lease", "LeaseMarkExpired ok marked_expired",
+	"ReclaimGrantIssue ok", "ExecutionReclaim ok claimed +claim", "ExecutionRecover ok requeued",
+	"ExecutionRecover ok reclaim_cap_exceeded", "ExecutionReplay ok", "ExecutionReplay max_replays_exhausted",
+	"ExecutionExpire ok expired", "ExecutionExpire ok retry_scheduled", "ExecutionExpire ok not_yet_due",
+	"ExecutionPromoteDelayed ok promoted", "IndexScanDue ok",
+	"WorkerRegister ok registered", "WorkerRegister ok refreshed", "WorkerHeartbeat ok",
+	"WorkerDeregister ok", "WorkerExpire ok removed",
+}
+
+// fencedAny is the outcome code of any fenced operation.
+func fencedAny(code string) string {
+	var alts []string
+	for _, op := range []string{"LeaseRenew", "ExecutionUpdateProgress", "ExecutionComplete", "ExecutionFail",
+		"ExecutionDelay", "ExecutionCancel"} {
+		alts = append(alts, op+" "+code)
+	}
+	return strings.Join(alts, "|")
+}
+
+// TestStateMachineMemstore runs the state machine on memstore and then
+// checks that the run reached every outcome of wantOutcomes (only for the
+// default budget, which is large enough to make a miss improbable).
+func TestStateMachineMemstore(t *testing.T) {
+	seen := map[string]int{}
+	opts := Options{KnownViolations: memstoreKnown}
+	opts.onCall = func(op string, res any, err error) { seen[outcomeKey(op, res, err)]++ }
+	RunStateMachine(t, newMemstore, opts)
+	if t.Failed() || testing.Short() {
+		return
+	}
+	for _, f := range []string{"rapid.checks", "rapid.seed", "rapid.failfile", "rapid.steps"} {
+		if _, set := rapidFlag(f, ""); set {
+			return
+		}
+	}
+	var missing []string
+	least, leastN := "", math.MaxInt
+	count := func(k string) (n int) {
+		for _, alt := range strings.Split(k, "|") {
+			n += seen[alt]
+		}
+		return n
+	}
+	for _, k := range wantOutcomes {
+		n := count(k)
+		if n == 0 {
+			missing = append(missing, k)
+		}
+		if n < leastN {
+			least, leastN = k, n
+		}
+	}
+	t.Logf("rarest wanted outcome: %q, %d times", least, leastN)
+	byCount := slices.Clone(wantOutcomes)
+	slices.SortFunc(byCount, func(a, b string) int { return count(a) - count(b) })
+	for _, k := range byCount[:5] {
+		t.Logf("  %6d %.60s", count(k), k)
+	}
+	if len(missing) > 0 {
+		var all []string
+		for k := range seen {
+			all = append(all, k)
+		}
+		slices.Sort(all)
+		t.Errorf("the run never reached %q\nreached: %q", missing, all)
+	}
+}

@@ -1,0 +1,191 @@
+package proptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Observation is what a store shows through its read methods at one instant
+// (Now): every execution it lists, with its describe snapshot, index
+// membership, attempts, lease history, payload and result; the listing pages; the
+// timer entries due at Now; and the live workers of some namespaces.
+// Two stores given the same operations must produce equal observations.
+type Observation struct {
+	Now        time.Time
+	Partitions model.PartitionConfig
+	// Lists holds, per partition with executions, the listing read page by
+	// page with a small page size.
+	Lists map[int]*ListObservation
+	// Execs holds every listed execution.
+	Execs map[model.ExecutionID]*ExecObservation
+	// Due holds, per partition and timer index, the entries due at Now.
+	Due map[DueKey]*model.IndexScanDueResult
+	// Workers holds the live workers per namespace.
+	Workers map[model.Namespace][]model.WorkerInfo
+}
+
+// ListObservation is one partition's listing.
+type ListObservation struct {
+	IDs []model.ExecutionID
+	// Cursors are the Next cursors of the pages, in order (the last is zero).
+	Cursors []model.ExecutionID
+}
+
+// DueKey names one timer index of one partition.
+type DueKey struct {
+	Partition int
+	Index     model.IndexKind
+}
+
+func (k DueKey) String() string { return fmt.Sprintf("%s/p%d", k.Index, k.Partition) }
+
+// ExecObservation is everything read about one execution.
+type ExecObservation struct {
+	Snapshot *model.ExecutionSnapshot
+	Indexes  []string
+	Attempts []model.Attempt
+	History  []model.LeaseEvent
+	Payload  []byte
+	// HasResult is false when ExecutionResult reports result_not_found.
+	HasResult bool
+	Result    []byte
+}
+
+// ObserveOptions tunes Observe.
+type ObserveOptions struct {
+	// Namespaces whose live workers are listed.
+	Namespaces []model.Namespace
+	// ListPageSize is the ExecutionList page size (default 3), small so
+	// that cursors are exercised.
+	ListPageSize int
+}
+
+var timerIndexes = []model.IndexKind{
+	model.IndexLeaseExpiry, model.IndexAttemptTimeout, model.IndexExecutionDeadline, model.IndexDelayed,
+}
+
+// Observe reads everything observable from s at now. Partitions with no
+// listed execution are scanned for due timers too when the store has at
+// most 16 partitions (so stale entries of lost executions show up).
+func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOptions) (*Observation, error) {
+	page := opts.ListPageSize
+	if page <= 0 {
+		page = 3
+	}
+	cfg := s.Partitions().WithDefaults()
+	o := &Observation{
+		Now:        now,
+		Partitions: cfg,
+		Lists:      map[int]*ListObservation{},
+		Execs:      map[model.ExecutionID]*ExecObservation{},
+		Due:        map[DueKey]*model.IndexScanDueResult{},
+		Workers:    map[model.Namespace][]model.WorkerInfo{},
+	}
+	for part := range cfg.FlowPartitions {
+		lo := &ListObservation{}
+		var after model.ExecutionID
+		for {
+			r, err := s.ExecutionList(ctx, &model.ExecutionListParams{Partition: part, After: after, Limit: page})
+			if err != nil {
+				return nil, fmt.Errorf("ExecutionList(p%d after %v): %w", part, after, err)
+			}
+			lo.IDs = append(lo.IDs, r.IDs...)
+			lo.Cursors = append(lo.Cursors, r.Next)
+			if r.Next.IsZero() {
+				break
+			}
+			if !after.IsZero() && r.Next.Compare(after) <= 0 {
+				return nil, fmt.Errorf("ExecutionList(p%d): cursor %v does not advance past %v", part, r.Next, after)
+			}
+			if len(lo.Cursors) > 100_000 {
+				return nil, fmt.Errorf("ExecutionList(p%d): too many pages", part)
+			}
+			after = r.Next
+		}
+		if len(lo.IDs) > 0 {
+			o.Lists[part] = lo
+		}
+		if len(lo.IDs) == 0 && cfg.FlowPartitions > 16 {
+			continue
+		}
+		for _, idx := range timerIndexes {
+			r, err := s.IndexScanDue(ctx, &model.IndexScanDueParams{Partition: part, Index: idx, Now: now, Limit: model.MaxPageSize})
+			if err != nil {
+				return nil, fmt.Errorf("IndexScanDue(p%d %s): %w", part, idx, err)
+			}
+			o.Due[DueKey{part, idx}] = r
+		}
+	}
+	for _, lo := range o.Lists {
+		for _, id := range lo.IDs {
+			if _, dup := o.Execs[id]; dup {
+				continue // reported by the invariants
+			}
+			x, err := observeExec(ctx, s, id)
+			if err != nil {
+				return nil, err
+			}
+			o.Execs[id] = x
+		}
+	}
+	for _, ns := range opts.Namespaces {
+		r, err := s.WorkerList(ctx, &model.WorkerListParams{Namespace: ns, Now: now})
+		if err != nil {
+			return nil, fmt.Errorf("WorkerList(%s): %w", ns, err)
+		}
+		o.Workers[ns] = r.Workers
+	}
+	return o, nil
+}
+
+func observeExec(ctx context.Context, s model.Store, id model.ExecutionID) (*ExecObservation, error) {
+	x := &ExecObservation{}
+	var err error
+	if x.Snapshot, err = s.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: id}); err != nil {
+		return nil, fmt.Errorf("ExecutionDescribe(%v): %w", id, err)
+	}
+	ir, err := s.ExecutionIndexes(ctx, &model.ExecutionIndexesParams{ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("ExecutionIndexes(%v): %w", id, err)
+	}
+	x.Indexes = ir.Indexes
+	ar, err := s.AttemptList(ctx, &model.AttemptListParams{ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("AttemptList(%v): %w", id, err)
+	}
+	x.Attempts = ar.Attempts
+	var after uint64
+	for {
+		hr, err := s.LeaseHistory(ctx, &model.LeaseHistoryParams{ID: id, AfterSeq: after, Limit: model.MaxPageSize})
+		if err != nil {
+			return nil, fmt.Errorf("LeaseHistory(%v): %w", id, err)
+		}
+		x.History = append(x.History, hr.Events...)
+		if len(hr.Events) < model.MaxPageSize {
+			break
+		}
+		next := hr.Events[len(hr.Events)-1].Seq
+		if next <= after {
+			return nil, fmt.Errorf("LeaseHistory(%v): sequence does not advance past %d", id, after)
+		}
+		after = next
+	}
+	pr, err := s.ExecutionPayload(ctx, &model.ExecutionPayloadParams{ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("ExecutionPayload(%v): %w", id, err)
+	}
+	x.Payload = pr.Payload
+	rr, err := s.ExecutionResult(ctx, &model.ExecutionResultParams{ID: id})
+	switch {
+	case err == nil:
+		x.HasResult, x.Result = true, rr.Result
+	case errors.Is(err, model.ErrResultNotFound):
+	default:
+		return nil, fmt.Errorf("ExecutionResult(%v): %w", id, err)
+	}
+	return x, nil
+}
