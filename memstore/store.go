@@ -223,9 +223,11 @@ func (s *Store) makeRunnable(e *execution, now, delayUntil int64, delayReason mo
 }
 
 // releaseLease drops the lease and every index entry that belongs to it.
+// The active period ends, so a reclaim grant issued during it goes too.
 func (s *Store) releaseLease(e *execution, now int64, kind model.LeaseEventKind, reason string) {
 	p, l := s.indexesOf(e)
 	e.addHistory(now, kind, reason)
+	e.grant = nil
 	p.leaseExpiry.remove(e.id)
 	p.attemptTimeout.remove(e.id)
 	l.active.remove(e.id)

@@ -35,6 +35,24 @@ func testFixes(t *testing.T, newStore NewStoreFunc) {
 		}
 	})
 
+	// Regression (found by proptest): a reclaim grant issued while a lease
+	// was revoked outlived the active period when an operator delayed the
+	// execution instead of reclaiming it, blocking every claim until it
+	// lapsed. Releasing a lease now drops the grant with it.
+	t.Run("ReclaimGrantEndsWithLease", func(t *testing.T) {
+		t.Parallel()
+		h := setup(t, newStore)
+		id, _ := h.active(at(0))
+		h.revoke(id, at(time.Second))
+		h.reclaimGrant(id, wA, at(time.Second))
+		call(h.s.ExecutionDelay(h.ctx, &model.ExecutionDelayParams{ID: id, Source: model.SourceOperator,
+			DelayUntil: at(2 * time.Second), Now: at(2 * time.Second)})).must(t)
+		if g := h.describe(id).Grant; g != nil {
+			t.Fatalf("grant survived the lease: %+v", g)
+		}
+		h.grant(id, wB, at(3*time.Second)) // another worker can be granted at once
+	})
+
 	// FlowFabric's grant-and-claim skipped the eligibility check; here a
 	// delayed or blocked execution is refused.
 	t.Run("GrantAndClaimEligibility", func(t *testing.T) {

@@ -468,8 +468,10 @@ local function drop_worker_lease(e, wi)
 end
 
 -- release_lease drops the lease and every index entry that belongs to it.
+-- The active period ends, so a reclaim grant issued during it goes too.
 local function release_lease(e, now, kind, reason)
   add_history(e, now, kind, reason)
+  clear_grant(e)
   redis.call('ZREM', K.lease_expiry, e.id)
   redis.call('ZREM', K.attempt_timeout, e.id)
   redis.call('ZREM', lane_key(e.lane, 'active'), e.id)
