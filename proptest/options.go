@@ -25,6 +25,13 @@ type Options struct {
 	// MaxExecutions caps the executions a sequence creates (default 6);
 	// further creates replay ids and idempotency keys instead.
 	MaxExecutions int
+	// CompareEvery makes a differential run read the second store's full
+	// observation only every CompareEvery steps and after the last step
+	// (default 1: every step). Answers of every call are still compared at
+	// once, and the first store is still observed and checked every step;
+	// an observation of the second store equal to the first's satisfies the
+	// same invariants. For slow stores (Lua on miniredis).
+	CompareEvery int
 	// KnownViolations tolerates invariant violations whose text contains
 	// one of these substrings: for store bugs that are known and tracked,
 	// so that the rest stays checked until they are fixed. Keep them narrow.
@@ -57,6 +64,9 @@ func (o Options) withDefaults(checks int) Options {
 	}
 	if o.MaxExecutions <= 0 {
 		o.MaxExecutions = DefaultMaxExecutions
+	}
+	if o.CompareEvery <= 0 {
+		o.CompareEvery = 1
 	}
 	return o
 }

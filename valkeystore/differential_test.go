@@ -1,0 +1,39 @@
+package valkeystore
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/flowfabric/flowfabric/memstore"
+	"github.com/flowfabric/flowfabric/model"
+	"github.com/flowfabric/flowfabric/proptest"
+)
+
+var diffChecks = flag.Int("valkeystore.diffchecks", 0,
+	"sequences per backend for TestDifferentialProperty (0: 500 on miniredis, 100 on a real server, 50 on a cluster; a tenth under -race)")
+
+// TestDifferentialProperty applies the same rapid-generated operation
+// sequences (with their times) to memstore and to valkeystore and
+// compares every answer at once and the full observations (describe,
+// indexes, attempts, history, results, listings, due timers, workers) every
+// 25 steps and at the end of each sequence; memstore is also checked
+// against the invariants after every step. A failure prints the seed;
+// replay it with -rapid.seed or the fail file rapid names.
+func TestDifferentialProperty(t *testing.T) {
+	parts := model.PartitionConfig{FlowPartitions: 4}
+	defaults := map[string]int{"miniredis": 500, "standalone": 100, "cluster": 50}
+	forEachBackend(t, func(t *testing.T, b backend) {
+		client := b.client(t)
+		checks := defaults[b.name]
+		if *diffChecks > 0 {
+			checks = *diffChecks
+		}
+		if raceEnabled {
+			checks = max(checks/10, 5)
+		}
+		proptest.RunDifferential(t,
+			func(testing.TB) model.Store { return memstore.New(&memstore.Options{Partitions: parts}) },
+			func(st testing.TB) model.Store { return newStoreWith(st, client, &Options{Partitions: parts}) },
+			proptest.Options{Checks: checks, CompareEvery: 25})
+	})
+}
