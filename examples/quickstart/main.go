@@ -1,21 +1,28 @@
 // Command quickstart is a tour of flowfabric in one process: an embedded
-// engine on the in-memory store, one worker with two handler kinds, and
-// five executions that show a success, a retry, a delayed start, a
-// cancellation and capability routing.
+// engine, two workers with two handler kinds, and five executions that
+// show a success, a retry, a delayed start, a cancellation and capability
+// routing.
 //
-//	go run ./examples/quickstart
+//	go run ./examples/quickstart                                  # in-memory store
+//	go run ./examples/quickstart -valkey 127.0.0.1:6379           # Valkey/Redis
+//	go run ./examples/quickstart -valkey 10.0.0.1:7000,10.0.0.2:7000  # a cluster
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/valkey-io/valkey-go"
+
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/memstore"
+	"github.com/flowfabric/flowfabric/valkeystore"
 )
 
 // SendEmail is the payload of the "send_email" kind.
@@ -36,14 +43,39 @@ type Render struct {
 func (Render) Kind() string { return "render" }
 
 func main() {
-	if err := run(); err != nil {
+	addrs := flag.String("valkey", "", "comma-separated Valkey/Redis address(es); empty: the in-memory store")
+	flag.Parse()
+	store, closeStore, err := openStore(*addrs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer closeStore()
+	if err := run(store); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run() error {
+// openStore returns memstore, or valkeystore on the given server(s) under a
+// fresh key prefix (so runs do not see each other's executions).
+func openStore(addrs string) (flowfabric.Store, func(), error) {
+	if addrs == "" {
+		return memstore.New(nil), func() {}, nil
+	}
+	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: strings.Split(addrs, ",")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", addrs, err)
+	}
+	store, err := valkeystore.New(client, &valkeystore.Options{Prefix: fmt.Sprintf("quickstart%d", time.Now().UnixNano())})
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	fmt.Println("store: valkey at", addrs)
+	return store, func() { store.Close(); client.Close() }, nil
+}
+
+func run(store flowfabric.Store) error {
 	ctx := context.Background()
-	store := memstore.New(nil)
 	engine := flowfabric.New(store, &flowfabric.Config{
 		// quick scanners so the tour finishes in a second or two
 		Scanners: flowfabric.ScannerConfig{
