@@ -40,7 +40,47 @@ var backends = []backend{
 	{"cluster", clusterClient, func(t testing.TB) func() valkey.Client {
 		return func() valkey.Client { return clusterClient(t) }
 	}},
+	// second-server runs the standalone tests on the other server binary
+	// when both valkey-server and redis-server are installed (skipped
+	// otherwise), so both are covered in one run.
+	{"second-server", secondClient, func(t testing.TB) func() valkey.Client {
+		return func() valkey.Client { return secondClient(t) }
+	}},
 }
+
+var (
+	secondOnce sync.Once
+	secondSrv  *redisserver.Server
+	secondErr  error
+)
+
+func secondClient(t testing.TB) valkey.Client {
+	secondOnce.Do(func() {
+		bins := redisserver.Binaries()
+		if len(bins) < 2 {
+			secondErr = errSingleBinary
+			return
+		}
+		dir, err := sharedTempDir()
+		if err != nil {
+			secondErr = err
+			return
+		}
+		d := dir + "/second"
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			secondErr = err
+			return
+		}
+		secondSrv, secondErr = redisserver.New(d, &redisserver.Options{Binary: bins[1]})
+	})
+	if errors.Is(secondErr, errSingleBinary) {
+		t.Skip("only one of valkey-server and redis-server is installed; the standalone backend covers it")
+	}
+	skipOrFail(t, secondErr)
+	return newClient(t, secondSrv.Addr())
+}
+
+var errSingleBinary = errors.New("one server binary")
 
 var (
 	sharedDir string
@@ -60,6 +100,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if standaloneSrv != nil {
 		_ = standaloneSrv.Kill()
+	}
+	if secondSrv != nil {
+		_ = secondSrv.Kill()
 	}
 	if clusterSrv != nil {
 		clusterSrv.Close()

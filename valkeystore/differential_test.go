@@ -21,7 +21,7 @@ var diffChecks = flag.Int("valkeystore.diffchecks", 0,
 // replay it with -rapid.seed or the fail file rapid names.
 func TestDifferentialProperty(t *testing.T) {
 	parts := model.PartitionConfig{FlowPartitions: 4}
-	defaults := map[string]int{"miniredis": 500, "standalone": 100, "cluster": 50}
+	defaults := map[string]int{"miniredis": 500, "standalone": 100, "cluster": 50, "second-server": 50}
 	forEachBackend(t, func(t *testing.T, b backend) {
 		client := b.client(t)
 		checks := defaults[b.name]

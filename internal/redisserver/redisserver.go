@@ -32,6 +32,27 @@ const readyTimeout = 20 * time.Second
 // Binary returns the server binary found on PATH (valkey-server preferred).
 func Binary() (string, bool) { return lookPath("valkey-server", "redis-server") }
 
+// Binaries returns every server binary found on PATH: valkey-server, then
+// redis-server.
+func Binaries() []string {
+	var out []string
+	for _, n := range []string{"valkey-server", "redis-server"} {
+		if p, ok := lookPath(n); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Version returns the first line of "<bin> --version".
+func Version(bin string) string {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}
+
 // CLI returns the command-line client found on PATH (valkey-cli preferred).
 func CLI() (string, bool) { return lookPath("valkey-cli", "redis-cli") }
 
@@ -53,6 +74,8 @@ type Options struct {
 	// Config holds extra configuration directives as name/value pairs
 	// ("maxmemory", "64mb").
 	Config [][2]string
+	// Binary is the server binary to run (default: Binary()).
+	Binary string
 
 	cluster     bool
 	clusterPort int
@@ -96,13 +119,16 @@ func Start(tb testing.TB, opts *Options) *Server {
 // must exist) and waits until it answers PING. The caller stops it (Kill or
 // Stop); Start is the testing form.
 func New(dir string, opts *Options) (*Server, error) {
-	bin, ok := Binary()
-	if !ok {
-		return nil, ErrNotInstalled
-	}
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	bin, ok := o.Binary, o.Binary != ""
+	if !ok {
+		bin, ok = Binary()
+	}
+	if !ok {
+		return nil, ErrNotInstalled
 	}
 	s := &Server{bin: bin, dir: dir, opts: o}
 	// A free port can be taken between probing and binding; try a few.
