@@ -1,0 +1,103 @@
+package flowfabrictest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type ping struct {
+	N int `json:"n"`
+}
+
+func (ping) Kind() string { return "ping" }
+
+// Time stands still while the test body runs and moves only inside harness
+// calls; a day of delays passes in milliseconds.
+func TestHarnessTime(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[ping](func(context.Context, *flowfabric.Task[ping]) error { return nil }))
+	h.StartWorker(w)
+	start := h.Clock.Now()
+	r, err := h.Engine.Submit(h.Ctx, ping{N: 1}, &flowfabric.SubmitOpts{Delay: 6 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Clock.Now().Equal(start) {
+		t.Fatal("time moved while the test body ran")
+	}
+	snap := h.WaitTerminal(r.ID)
+	if snap.PublicState != model.PublicCompleted || snap.StartedAt.Before(start.Add(6*time.Hour)) {
+		t.Fatalf("%s started %s", snap.PublicState, snap.StartedAt)
+	}
+	got := flowfabrictest.RequireSubmitted(h, ping{N: 1})
+	if got.Snapshot.ID != r.ID {
+		t.Fatalf("found %s", got.Snapshot.ID)
+	}
+	flowfabrictest.RequireNotSubmitted(h, func(p ping) bool { return p.N == 2 })
+	if all := h.RunUntilIdle(); len(all) != 1 {
+		t.Fatalf("%d executions", len(all))
+	}
+}
+
+// fakeTB records a fatal failure instead of stopping the test.
+type fakeTB struct {
+	testing.TB
+	failed bool
+	msg    string
+}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Fatal(args ...any) {
+	f.failed = true
+	panic(f)
+}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.failed = true
+	f.msg = format
+	panic(f)
+}
+
+func TestRequireSubmittedFails(t *testing.T) {
+	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true})
+	if _, err := h.Engine.Submit(h.Ctx, ping{N: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeTB{TB: t}
+	h.T = fake
+	func() {
+		defer func() { _ = recover() }()
+		flowfabrictest.RequireSubmitted(h, ping{N: 7})
+	}()
+	h.T = t
+	if !fake.failed {
+		t.Fatal("RequireSubmitted accepted args that were never submitted")
+	}
+}
+
+// RunUntil gives up after MaxSimulated of simulated time.
+func TestRunUntilBounded(t *testing.T) {
+	h := flowfabrictest.New(t, &flowfabrictest.Options{MaxSimulated: time.Hour})
+	fake := &fakeTB{TB: t}
+	h.T = fake
+	func() {
+		defer func() { _ = recover() }()
+		h.RunUntil(func() bool { return false })
+	}()
+	h.T = t
+	if !fake.failed {
+		t.Fatal("RunUntil never gave up")
+	}
+	if h.Clock.Now().Before(flowfabrictest.DefaultStart.Add(time.Hour)) {
+		t.Fatalf("gave up at %s", h.Clock.Now())
+	}
+}
