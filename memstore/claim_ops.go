@@ -9,35 +9,26 @@ import (
 
 // ClaimGrantIssue implements model.ClaimStore.
 func (s *Store) ClaimGrantIssue(ctx context.Context, p *model.ClaimGrantIssueParams) (*model.ClaimGrantIssueResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
-		return nil, model.ErrNotEligible
-	}
-	if e.grant.live(now) {
-		return nil, model.ErrGrantAlreadyExists
-	}
-	if _, l := s.indexesOf(e); !l.eligible.has(e.id) {
-		return nil, model.ErrNotInEligibleSet
-	}
-	if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
-		return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
-	}
-	e.grant = &grantRec{kind: model.GrantClaim, workerID: p.WorkerID, workerInstanceID: p.WorkerInstanceID,
-		createdAt: now, expiresAt: now + p.GrantTTL.Milliseconds()}
-	e.lastMutationAt = now
-	return &model.ClaimGrantIssueResult{ExpiresAt: tm(e.grant.expiresAt)}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ClaimGrantIssueResult, error) {
+		caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
+		now := ms(p.Now)
+		if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
+			return nil, model.ErrNotEligible
+		}
+		if e.grant.live(now) {
+			return nil, model.ErrGrantAlreadyExists
+		}
+		if _, l := s.indexesOf(e); !l.eligible.has(e.id) {
+			return nil, model.ErrNotInEligibleSet
+		}
+		if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
+			return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
+		}
+		e.grant = &grantRec{kind: model.GrantClaim, workerID: p.WorkerID, workerInstanceID: p.WorkerInstanceID,
+			createdAt: now, expiresAt: now + p.GrantTTL.Milliseconds()}
+		e.lastMutationAt = now
+		return &model.ClaimGrantIssueResult{ExpiresAt: tm(e.grant.expiresAt)}, nil
+	})
 }
 
 // checkGrant verifies that e holds a live grant of kind for worker.
@@ -68,116 +59,93 @@ func checkClaimable(e *execution) error {
 
 // ExecutionClaim implements model.ClaimStore.
 func (s *Store) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParams) (*model.ClaimResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if err := checkClaimable(e); err != nil {
-		return nil, err
-	}
-	if err := checkGrant(e, model.GrantClaim, p.WorkerID, now); err != nil {
-		return nil, err
-	}
-	return s.claim(e, &p.LeaseRequest, now), nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ClaimResult, error) {
+		now := ms(p.Now)
+		if err := checkClaimable(e); err != nil {
+			return nil, err
+		}
+		if err := checkGrant(e, model.GrantClaim, p.WorkerID, now); err != nil {
+			return nil, err
+		}
+		return s.claim(e, &p.LeaseRequest, now), nil
+	})
 }
 
 // ExecutionGrantAndClaim implements model.ClaimStore.
 func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGrantAndClaimParams) (*model.ClaimResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if e.lp != model.PhaseRunnable || e.to != model.OutcomeNone {
-		return nil, model.ErrNotEligible
-	}
-	if e.os != model.OwnershipUnowned {
-		return nil, model.ErrLeaseConflict
-	}
-	if e.as == model.AttemptRunning {
-		return nil, model.ErrActiveAttemptExists
-	}
-	if e.grant.live(now) {
-		return nil, model.ErrGrantAlreadyExists
-	}
-	if e.es != model.EligibleNow {
-		return nil, model.ErrNotEligible
-	}
-	if _, l := s.indexesOf(e); !l.eligible.has(e.id) {
-		return nil, model.ErrNotInEligibleSet
-	}
-	if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
-		return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
-	}
-	return s.claim(e, &p.LeaseRequest, now), nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ClaimResult, error) {
+		caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
+		now := ms(p.Now)
+		if e.lp != model.PhaseRunnable || e.to != model.OutcomeNone {
+			return nil, model.ErrNotEligible
+		}
+		if e.os != model.OwnershipUnowned {
+			return nil, model.ErrLeaseConflict
+		}
+		if e.as == model.AttemptRunning {
+			return nil, model.ErrActiveAttemptExists
+		}
+		if e.grant.live(now) {
+			return nil, model.ErrGrantAlreadyExists
+		}
+		if e.es != model.EligibleNow {
+			return nil, model.ErrNotEligible
+		}
+		if _, l := s.indexesOf(e); !l.eligible.has(e.id) {
+			return nil, model.ErrNotInEligibleSet
+		}
+		if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
+			return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
+		}
+		return s.claim(e, &p.LeaseRequest, now), nil
+	})
 }
 
 // ExecutionClaimNext implements model.ClaimStore.
 func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
-	live, _ := model.NormalizeCapabilities("live_capabilities", p.LiveCapabilities)
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	res := &model.ExecutionClaimNextResult{}
-	pt := s.parts[p.Partition]
-	if pt == nil {
-		return res, nil
-	}
-	l := pt.lanes[p.Lane]
-	if l == nil {
-		return res, nil
-	}
-	heads := make([]model.ExecutionID, 0, min(p.ScanLimit, l.eligible.len()))
-	l.eligible.scan(func(it zitem) bool {
-		heads = append(heads, it.id)
-		return len(heads) < p.ScanLimit
-	})
-	for _, id := range heads {
-		e := s.execs[id]
-		if e == nil || checkClaimable(e) != nil {
-			res.Skipped++
-			continue
-		}
-		if e.grant.live(now) && e.grant.workerID != p.WorkerID {
-			res.Skipped++
-			continue
-		}
-		missing := e.requiredCaps.Missing(caps)
-		if len(missing) == 0 {
-			res.Claimed = s.claim(e, &p.LeaseRequest, now)
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionClaimNextResult, error) {
+		caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
+		live, _ := model.NormalizeCapabilities("live_capabilities", p.LiveCapabilities)
+		now := ms(p.Now)
+		res := &model.ExecutionClaimNextResult{}
+		pt := s.parts[p.Partition]
+		if pt == nil {
 			return res, nil
 		}
-		if e.requiredCaps.SubsetOf(live) {
-			res.Skipped++
-			continue
+		l := pt.lanes[p.Lane]
+		if l == nil {
+			return res, nil
 		}
-		e.lastCapMismatchAt = now
-		s.block(e, now, model.WaitingForCapableWorker, "no live worker has: "+e.requiredCaps.Missing(live).CSV())
-		res.Blocked = append(res.Blocked, id)
-	}
-	return res, nil
+		heads := make([]model.ExecutionID, 0, min(p.ScanLimit, l.eligible.len()))
+		l.eligible.scan(func(it zitem) bool {
+			heads = append(heads, it.id)
+			return len(heads) < p.ScanLimit
+		})
+		for _, id := range heads {
+			e := s.execs[id]
+			if e == nil || checkClaimable(e) != nil {
+				res.Skipped++
+				continue
+			}
+			if e.grant.live(now) && e.grant.workerID != p.WorkerID {
+				res.Skipped++
+				continue
+			}
+			missing := e.requiredCaps.Missing(caps)
+			if len(missing) == 0 {
+				res.Claimed = s.claim(e, &p.LeaseRequest, now)
+				return res, nil
+			}
+			if e.requiredCaps.SubsetOf(live) {
+				res.Skipped++
+				continue
+			}
+			e.lastCapMismatchAt = now
+			s.block(e, now, model.WaitingForCapableWorker, "no live worker has: "+e.requiredCaps.Missing(live).CSV())
+			res.Blocked = append(res.Blocked, id)
+		}
+		return res, nil
+	})
 }
 
 // claim starts (or resumes) an attempt under a new lease. The caller has
@@ -258,25 +226,16 @@ func (s *Store) claimResult(e *execution, resumed bool) *model.ClaimResult {
 
 // ExecutionBlock implements model.ClaimStore.
 func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParams) (*model.ExecutionBlockResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	if e.lp == model.PhaseTerminal {
-		return nil, e.notActiveErr()
-	}
-	if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
-		return nil, model.ErrNotEligible
-	}
-	s.block(e, ms(p.Now), p.Reason, p.Detail)
-	return &model.ExecutionBlockResult{EligibilityState: e.es}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionBlockResult, error) {
+		if e.lp == model.PhaseTerminal {
+			return nil, e.notActiveErr()
+		}
+		if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
+			return nil, model.ErrNotEligible
+		}
+		s.block(e, ms(p.Now), p.Reason, p.Detail)
+		return &model.ExecutionBlockResult{EligibilityState: e.es}, nil
+	})
 }
 
 // block moves an eligible execution to the blocked set of reason.
@@ -301,23 +260,14 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 
 // ExecutionUnblock implements model.ClaimStore.
 func (s *Store) ExecutionUnblock(ctx context.Context, p *model.ExecutionUnblockParams) (*model.ExecutionUnblockResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	want, _ := model.BlockedEligibility(p.ExpectedReason)
-	if e.lp != model.PhaseRunnable || e.es != want || e.br != p.ExpectedReason {
-		return nil, model.ErrNotEligible
-	}
-	s.unblock(e, ms(p.Now))
-	return &model.ExecutionUnblockResult{}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionUnblockResult, error) {
+		want, _ := model.BlockedEligibility(p.ExpectedReason)
+		if e.lp != model.PhaseRunnable || e.es != want || e.br != p.ExpectedReason {
+			return nil, model.ErrNotEligible
+		}
+		s.unblock(e, ms(p.Now))
+		return &model.ExecutionUnblockResult{}, nil
+	})
 }
 
 func (s *Store) unblock(e *execution, now int64) {

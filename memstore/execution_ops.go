@@ -9,68 +9,63 @@ import (
 
 // ExecutionCreate implements model.ExecutionStore.
 func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreateParams) (*model.ExecutionCreateResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	caps, _ := model.NormalizeCapabilities("required_capabilities", p.RequiredCapabilities)
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	s.gcIdem(now, 16)
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionCreateResult, error) {
+		caps, _ := model.NormalizeCapabilities("required_capabilities", p.RequiredCapabilities)
+		now := ms(p.Now)
+		s.gcIdem(now, 16)
 
-	ik := idemKey{p.ID.Partition(), p.Namespace, p.IdempotencyKey}
-	if p.IdempotencyKey != "" {
-		if ent, ok := s.idem[ik]; ok && ent.expiresAt > now {
-			return s.duplicate(ent.id), nil
+		ik := idemKey{p.ID.Partition(), p.Namespace, p.IdempotencyKey}
+		if p.IdempotencyKey != "" {
+			if ent, ok := s.idem[ik]; ok && ent.expiresAt > now {
+				return s.duplicate(ent.id), nil
+			}
 		}
-	}
-	if _, ok := s.execs[p.ID]; ok {
-		return s.duplicate(p.ID), nil
-	}
-
-	e := &execution{
-		id: p.ID, namespace: p.Namespace, lane: p.Lane, kind: p.Kind,
-		priority:       model.ClampPriority(p.Priority),
-		createdAt:      now,
-		requiredCaps:   caps,
-		retry:          p.RetryPolicy,
-		maxReclaims:    p.MaxReclaims,
-		maxReplays:     p.MaxReplays,
-		attemptTimeout: p.AttemptTimeout.Milliseconds(),
-		deadline:       ms(p.Deadline),
-		curAttempt:     -1,
-		payload:        nonEmpty(p.Payload),
-	}
-	if e.maxReclaims == 0 {
-		e.maxReclaims = model.DefaultMaxReclaims
-	}
-	if e.maxReplays == 0 {
-		e.maxReplays = model.DefaultMaxReplays
-	}
-	if len(p.Tags) > 0 {
-		e.tags = maps.Clone(p.Tags)
-	}
-	s.execs[p.ID] = e
-	pt := s.part(p.ID.Partition())
-	pt.lane(p.Lane)
-	pt.all.add(p.ID)
-	if e.deadline != 0 {
-		pt.deadline.add(p.ID, e.deadline)
-	}
-	s.makeRunnable(e, now, ms(p.DelayUntil), model.WaitingForDelay, model.AttemptPendingFirst)
-
-	if p.IdempotencyKey != "" {
-		ttl := p.IdempotencyTTL
-		if ttl == 0 {
-			ttl = model.DefaultIdempotencyTTL
+		if _, ok := s.execs[p.ID]; ok {
+			return s.duplicate(p.ID), nil
 		}
-		exp := now + ttl.Milliseconds()
-		s.idem[ik] = idemEntry{id: p.ID, expiresAt: exp}
-		s.idemGC.tree.Set(idemItem{exp, ik})
-	}
-	return &model.ExecutionCreateResult{ID: p.ID, PublicState: e.vector().PublicState()}, nil
+
+		e := &execution{
+			id: p.ID, namespace: p.Namespace, lane: p.Lane, kind: p.Kind,
+			priority:       model.ClampPriority(p.Priority),
+			createdAt:      now,
+			requiredCaps:   caps,
+			retry:          p.RetryPolicy,
+			maxReclaims:    p.MaxReclaims,
+			maxReplays:     p.MaxReplays,
+			attemptTimeout: p.AttemptTimeout.Milliseconds(),
+			deadline:       ms(p.Deadline),
+			curAttempt:     -1,
+			payload:        nonEmpty(p.Payload),
+		}
+		if e.maxReclaims == 0 {
+			e.maxReclaims = model.DefaultMaxReclaims
+		}
+		if e.maxReplays == 0 {
+			e.maxReplays = model.DefaultMaxReplays
+		}
+		if len(p.Tags) > 0 {
+			e.tags = maps.Clone(p.Tags)
+		}
+		s.execs[p.ID] = e
+		pt := s.part(p.ID.Partition())
+		pt.lane(p.Lane)
+		pt.all.add(p.ID)
+		if e.deadline != 0 {
+			pt.deadline.add(p.ID, e.deadline)
+		}
+		s.makeRunnable(e, now, ms(p.DelayUntil), model.WaitingForDelay, model.AttemptPendingFirst)
+
+		if p.IdempotencyKey != "" {
+			ttl := p.IdempotencyTTL
+			if ttl == 0 {
+				ttl = model.DefaultIdempotencyTTL
+			}
+			exp := now + ttl.Milliseconds()
+			s.idem[ik] = idemEntry{id: p.ID, expiresAt: exp}
+			s.idemGC.tree.Set(idemItem{exp, ik})
+		}
+		return &model.ExecutionCreateResult{ID: p.ID, PublicState: e.vector().PublicState()}, nil
+	})
 }
 
 func (s *Store) duplicate(id model.ExecutionID) *model.ExecutionCreateResult {
@@ -124,67 +119,49 @@ func checkFencedOp(e *execution, kind opKind, src model.Source, f model.Fence, n
 
 // ExecutionComplete implements model.ExecutionStore.
 func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	replay, err := checkFencedOp(e, opComplete, p.Source, p.Fence, now)
-	if err != nil {
-		return nil, err
-	}
-	if replay != nil {
-		return &model.ExecutionCompleteResult{Replayed: true}, nil
-	}
-	e.endAttempt(now, model.AttemptEndedSuccess, "", "")
-	e.result = nonEmpty(p.Result)
-	e.hasResult = true
-	s.removeFromLane(e)
-	s.releaseLease(e, now, model.LeaseReleased, "completed")
-	s.terminate(e, now, model.OutcomeSuccess)
-	e.lastOp = &opRecord{kind: opComplete, operator: p.Source == model.SourceOperator, fence: p.Fence}
-	return &model.ExecutionCompleteResult{}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionCompleteResult, error) {
+		now := ms(p.Now)
+		replay, err := checkFencedOp(e, opComplete, p.Source, p.Fence, now)
+		if err != nil {
+			return nil, err
+		}
+		if replay != nil {
+			return &model.ExecutionCompleteResult{Replayed: true}, nil
+		}
+		e.endAttempt(now, model.AttemptEndedSuccess, "", "")
+		e.result = nonEmpty(p.Result)
+		e.hasResult = true
+		s.removeFromLane(e)
+		s.releaseLease(e, now, model.LeaseReleased, "completed")
+		s.terminate(e, now, model.OutcomeSuccess)
+		e.lastOp = &opRecord{kind: opComplete, operator: p.Source == model.SourceOperator, fence: p.Fence}
+		return &model.ExecutionCompleteResult{}, nil
+	})
 }
 
 // ExecutionFail implements model.ExecutionStore.
 func (s *Store) ExecutionFail(ctx context.Context, p *model.ExecutionFailParams) (*model.ExecutionFailResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	replay, err := checkFencedOp(e, opFail, p.Source, p.Fence, now)
-	if err != nil {
-		return nil, err
-	}
-	if replay != nil {
-		return &model.ExecutionFailResult{Outcome: replay.failResult, DelayUntil: tm(replay.delayUntil), Replayed: true}, nil
-	}
-	cat := p.Category
-	if cat == "" {
-		cat = model.FailureTransient
-	}
-	e.endAttempt(now, model.AttemptEndedFailure, p.Reason, cat)
-	s.removeFromLane(e)
-	s.releaseLease(e, now, model.LeaseReleased, "failed")
-	res := s.failOrRetry(e, now, p.Reason, cat)
-	e.lastOp = &opRecord{kind: opFail, operator: p.Source == model.SourceOperator, fence: p.Fence,
-		failResult: res.Outcome, delayUntil: ms(res.DelayUntil)}
-	return res, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionFailResult, error) {
+		now := ms(p.Now)
+		replay, err := checkFencedOp(e, opFail, p.Source, p.Fence, now)
+		if err != nil {
+			return nil, err
+		}
+		if replay != nil {
+			return &model.ExecutionFailResult{Outcome: replay.failResult, DelayUntil: tm(replay.delayUntil), Replayed: true}, nil
+		}
+		cat := p.Category
+		if cat == "" {
+			cat = model.FailureTransient
+		}
+		e.endAttempt(now, model.AttemptEndedFailure, p.Reason, cat)
+		s.removeFromLane(e)
+		s.releaseLease(e, now, model.LeaseReleased, "failed")
+		res := s.failOrRetry(e, now, p.Reason, cat)
+		e.lastOp = &opRecord{kind: opFail, operator: p.Source == model.SourceOperator, fence: p.Fence,
+			failResult: res.Outcome, delayUntil: ms(res.DelayUntil)}
+		return res, nil
+	})
 }
 
 // failOrRetry schedules a retry when the category allows it and retries
@@ -206,229 +183,179 @@ func (s *Store) failOrRetry(e *execution, now int64, reason string, cat model.Fa
 
 // ExecutionDelay implements model.ExecutionStore.
 func (s *Store) ExecutionDelay(ctx context.Context, p *model.ExecutionDelayParams) (*model.ExecutionDelayResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	replay, err := checkFencedOp(e, opDelay, p.Source, p.Fence, now)
-	if err != nil {
-		return nil, err
-	}
-	if replay != nil {
-		return &model.ExecutionDelayResult{DelayUntil: tm(replay.delayUntil), Replayed: true}, nil
-	}
-	until := ms(p.DelayUntil)
-	if a := e.currentAttempt(); a != nil {
-		a.Status = model.AttemptSuspended
-	}
-	s.removeFromLane(e)
-	s.releaseLease(e, now, model.LeaseReleased, "worker_delay")
-	s.makeRunnable(e, now, until, model.WaitingForDelay, model.AttemptInterrupted)
-	e.lastOp = &opRecord{kind: opDelay, operator: p.Source == model.SourceOperator, fence: p.Fence, delayUntil: until}
-	return &model.ExecutionDelayResult{DelayUntil: tm(until)}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionDelayResult, error) {
+		now := ms(p.Now)
+		replay, err := checkFencedOp(e, opDelay, p.Source, p.Fence, now)
+		if err != nil {
+			return nil, err
+		}
+		if replay != nil {
+			return &model.ExecutionDelayResult{DelayUntil: tm(replay.delayUntil), Replayed: true}, nil
+		}
+		until := ms(p.DelayUntil)
+		if a := e.currentAttempt(); a != nil {
+			a.Status = model.AttemptSuspended
+		}
+		s.removeFromLane(e)
+		s.releaseLease(e, now, model.LeaseReleased, "worker_delay")
+		s.makeRunnable(e, now, until, model.WaitingForDelay, model.AttemptInterrupted)
+		e.lastOp = &opRecord{kind: opDelay, operator: p.Source == model.SourceOperator, fence: p.Fence, delayUntil: until}
+		return &model.ExecutionDelayResult{DelayUntil: tm(until)}, nil
+	})
 }
 
 // ExecutionCancel implements model.ExecutionStore.
 func (s *Store) ExecutionCancel(ctx context.Context, p *model.ExecutionCancelParams) (*model.ExecutionCancelResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if e.lp == model.PhaseTerminal && e.lastOp.matches(opCancel, p.Source, p.Fence) {
-		return &model.ExecutionCancelResult{PriorPhase: e.lastOp.priorPhase, Replayed: true}, nil
-	}
-	if p.Source == model.SourceWorker {
-		if err := validateLease(e, p.Fence, now); err != nil {
-			return nil, err
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionCancelResult, error) {
+		now := ms(p.Now)
+		if e.lp == model.PhaseTerminal && e.lastOp.matches(opCancel, p.Source, p.Fence) {
+			return &model.ExecutionCancelResult{PriorPhase: e.lastOp.priorPhase, Replayed: true}, nil
 		}
-	} else if e.lp == model.PhaseTerminal {
-		return nil, e.notActiveErr()
-	}
-	prior := e.lp
-	s.removeFromLane(e)
-	if prior == model.PhaseActive {
-		s.releaseLease(e, now, model.LeaseCancelled, p.Reason)
-	}
-	e.endAttempt(now, model.AttemptEndedCancelled, p.Reason, "")
-	s.terminate(e, now, model.OutcomeCancelled)
-	e.cancellationReason = p.Reason
-	if p.Source == model.SourceOperator {
-		e.cancelledBy = string(model.SourceOperator)
-	} else {
-		e.cancelledBy = "worker"
-	}
-	e.lastOp = &opRecord{kind: opCancel, operator: p.Source == model.SourceOperator, fence: p.Fence, priorPhase: prior}
-	return &model.ExecutionCancelResult{PriorPhase: prior}, nil
+		if p.Source == model.SourceWorker {
+			if err := validateLease(e, p.Fence, now); err != nil {
+				return nil, err
+			}
+		} else if e.lp == model.PhaseTerminal {
+			return nil, e.notActiveErr()
+		}
+		prior := e.lp
+		s.removeFromLane(e)
+		if prior == model.PhaseActive {
+			s.releaseLease(e, now, model.LeaseCancelled, p.Reason)
+		}
+		e.endAttempt(now, model.AttemptEndedCancelled, p.Reason, "")
+		s.terminate(e, now, model.OutcomeCancelled)
+		e.cancellationReason = p.Reason
+		if p.Source == model.SourceOperator {
+			e.cancelledBy = string(model.SourceOperator)
+		} else {
+			e.cancelledBy = "worker"
+		}
+		e.lastOp = &opRecord{kind: opCancel, operator: p.Source == model.SourceOperator, fence: p.Fence, priorPhase: prior}
+		return &model.ExecutionCancelResult{PriorPhase: prior}, nil
+	})
 }
 
 // ExecutionChangePriority implements model.ExecutionStore.
 func (s *Store) ExecutionChangePriority(ctx context.Context, p *model.ExecutionChangePriorityParams) (*model.ExecutionChangePriorityResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	if e.lp == model.PhaseTerminal {
-		return nil, model.ErrNotEligible
-	}
-	old := e.priority
-	e.priority = model.ClampPriority(p.Priority)
-	e.lastMutationAt = ms(p.Now)
-	if e.lp == model.PhaseRunnable && e.es == model.EligibleNow {
-		_, l := s.indexesOf(e)
-		l.eligible.add(e.id, model.EligibleScore(e.priority, e.createdAt))
-	}
-	return &model.ExecutionChangePriorityResult{Old: old, New: e.priority}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionChangePriorityResult, error) {
+		if e.lp == model.PhaseTerminal {
+			return nil, model.ErrNotEligible
+		}
+		old := e.priority
+		e.priority = model.ClampPriority(p.Priority)
+		e.lastMutationAt = ms(p.Now)
+		if e.lp == model.PhaseRunnable && e.es == model.EligibleNow {
+			_, l := s.indexesOf(e)
+			l.eligible.add(e.id, model.EligibleScore(e.priority, e.createdAt))
+		}
+		return &model.ExecutionChangePriorityResult{Old: old, New: e.priority}, nil
+	})
 }
 
 // ExecutionReplay implements model.ExecutionStore.
 func (s *Store) ExecutionReplay(ctx context.Context, p *model.ExecutionReplayParams) (*model.ExecutionReplayResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	if e.lp != model.PhaseTerminal {
-		return nil, model.ErrNotTerminal
-	}
-	if e.replayCount >= e.maxReplays {
-		return nil, model.ErrMaxReplaysExhausted
-	}
-	now := ms(p.Now)
-	s.removeFromLane(e)
-	e.replayCount++
-	e.retryCount = 0
-	e.reclaimCount = 0
-	e.terminalAt = 0
-	e.failureReason, e.failureCategory = "", ""
-	e.cancellationReason, e.cancelledBy = "", ""
-	e.result, e.hasResult = nil, false
-	e.lastOp = nil
-	e.pending = &model.PendingAttempt{Type: model.AttemptReplay, Reason: p.Reason, RequestedBy: p.RequestedBy, PreviousIndex: e.curAttempt}
-	if e.deadline > now {
-		pt, _ := s.indexesOf(e)
-		pt.deadline.add(e.id, e.deadline)
-	} else {
-		e.deadline = 0 // a replay runs again; a deadline already passed is dropped
-	}
-	s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingReplay)
-	e.addHistory(now, model.LeaseReplayed, p.Reason)
-	return &model.ExecutionReplayResult{PublicState: e.vector().PublicState()}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionReplayResult, error) {
+		if e.lp != model.PhaseTerminal {
+			return nil, model.ErrNotTerminal
+		}
+		if e.replayCount >= e.maxReplays {
+			return nil, model.ErrMaxReplaysExhausted
+		}
+		now := ms(p.Now)
+		s.removeFromLane(e)
+		e.replayCount++
+		e.retryCount = 0
+		e.reclaimCount = 0
+		e.terminalAt = 0
+		e.failureReason, e.failureCategory = "", ""
+		e.cancellationReason, e.cancelledBy = "", ""
+		e.result, e.hasResult = nil, false
+		e.lastOp = nil
+		e.pending = &model.PendingAttempt{Type: model.AttemptReplay, Reason: p.Reason, RequestedBy: p.RequestedBy, PreviousIndex: e.curAttempt}
+		if e.deadline > now {
+			pt, _ := s.indexesOf(e)
+			pt.deadline.add(e.id, e.deadline)
+		} else {
+			e.deadline = 0 // a replay runs again; a deadline already passed is dropped
+		}
+		s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingReplay)
+		e.addHistory(now, model.LeaseReplayed, p.Reason)
+		return &model.ExecutionReplayResult{PublicState: e.vector().PublicState()}, nil
+	})
 }
 
 // ExecutionUpdateProgress implements model.ExecutionStore.
 func (s *Store) ExecutionUpdateProgress(ctx context.Context, p *model.ExecutionUpdateProgressParams) (*model.ExecutionUpdateProgressResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if err := validateLease(e, p.Fence, now); err != nil {
-		return nil, err
-	}
-	e.progressPct = p.Percent
-	e.progressMsg = p.Message
-	e.progressAt = now
-	e.lastMutationAt = now
-	return &model.ExecutionUpdateProgressResult{}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionUpdateProgressResult, error) {
+		now := ms(p.Now)
+		if err := validateLease(e, p.Fence, now); err != nil {
+			return nil, err
+		}
+		e.progressPct = p.Percent
+		e.progressMsg = p.Message
+		e.progressAt = now
+		e.lastMutationAt = now
+		return &model.ExecutionUpdateProgressResult{}, nil
+	})
 }
 
 // ExecutionExpire implements model.ExecutionStore.
 func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpireParams) (*model.ExecutionExpireResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	pt := s.part(p.ID.Partition())
-	idx := pt.deadline
-	if p.Reason == model.ExpireAttemptTimeout {
-		idx = pt.attemptTimeout
-	}
-	e := s.execs[p.ID]
-	if e == nil {
-		idx.remove(p.ID)
-		return &model.ExecutionExpireResult{Status: model.ExpireNotFoundCleaned}, nil
-	}
-	if e.lp == model.PhaseTerminal {
-		idx.remove(p.ID)
-		return &model.ExecutionExpireResult{Status: model.ExpireAlreadyTerminal, PriorPhase: e.lp}, nil
-	}
-	prior := e.lp
-	if p.Reason == model.ExpireAttemptTimeout {
-		if e.lp != model.PhaseActive || e.timeoutAt == 0 {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionExpireResult, error) {
+		now := ms(p.Now)
+		pt := s.part(p.ID.Partition())
+		idx := pt.deadline
+		if p.Reason == model.ExpireAttemptTimeout {
+			idx = pt.attemptTimeout
+		}
+		e := s.execs[p.ID]
+		if e == nil {
+			idx.remove(p.ID)
+			return &model.ExecutionExpireResult{Status: model.ExpireNotFoundCleaned}, nil
+		}
+		if e.lp == model.PhaseTerminal {
+			idx.remove(p.ID)
+			return &model.ExecutionExpireResult{Status: model.ExpireAlreadyTerminal, PriorPhase: e.lp}, nil
+		}
+		prior := e.lp
+		if p.Reason == model.ExpireAttemptTimeout {
+			if e.lp != model.PhaseActive || e.timeoutAt == 0 {
+				idx.remove(p.ID)
+				return &model.ExecutionExpireResult{Status: model.ExpireNotActive, PriorPhase: prior}, nil
+			}
+			if e.timeoutAt > now {
+				return &model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: prior}, nil
+			}
+			reason := model.ExpireAttemptTimeout.String()
+			e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)
+			s.removeFromLane(e)
+			s.releaseLease(e, now, model.LeaseReleased, reason)
+			if e.retryCount < e.retry.MaxRetries {
+				r := s.failOrRetry(e, now, reason, model.FailureTimeout)
+				return &model.ExecutionExpireResult{Status: model.ExpireRetryScheduled, PriorPhase: prior, DelayUntil: r.DelayUntil}, nil
+			}
+			e.failureReason = reason
+			e.failureCategory = model.FailureTimeout
+			s.terminate(e, now, model.OutcomeExpired)
+			return &model.ExecutionExpireResult{Status: model.ExpireExpired, PriorPhase: prior}, nil
+		}
+		if e.deadline == 0 {
 			idx.remove(p.ID)
 			return &model.ExecutionExpireResult{Status: model.ExpireNotActive, PriorPhase: prior}, nil
 		}
-		if e.timeoutAt > now {
+		if e.deadline > now {
 			return &model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: prior}, nil
 		}
-		reason := model.ExpireAttemptTimeout.String()
-		e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)
+		reason := model.ExpireExecutionDeadline.String()
 		s.removeFromLane(e)
-		s.releaseLease(e, now, model.LeaseReleased, reason)
-		if e.retryCount < e.retry.MaxRetries {
-			r := s.failOrRetry(e, now, reason, model.FailureTimeout)
-			return &model.ExecutionExpireResult{Status: model.ExpireRetryScheduled, PriorPhase: prior, DelayUntil: r.DelayUntil}, nil
+		if prior == model.PhaseActive {
+			s.releaseLease(e, now, model.LeaseReleased, reason)
 		}
+		e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)
 		e.failureReason = reason
 		e.failureCategory = model.FailureTimeout
 		s.terminate(e, now, model.OutcomeExpired)
 		return &model.ExecutionExpireResult{Status: model.ExpireExpired, PriorPhase: prior}, nil
-	}
-	if e.deadline == 0 {
-		idx.remove(p.ID)
-		return &model.ExecutionExpireResult{Status: model.ExpireNotActive, PriorPhase: prior}, nil
-	}
-	if e.deadline > now {
-		return &model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: prior}, nil
-	}
-	reason := model.ExpireExecutionDeadline.String()
-	s.removeFromLane(e)
-	if prior == model.PhaseActive {
-		s.releaseLease(e, now, model.LeaseReleased, reason)
-	}
-	e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)
-	e.failureReason = reason
-	e.failureCategory = model.FailureTimeout
-	s.terminate(e, now, model.OutcomeExpired)
-	return &model.ExecutionExpireResult{Status: model.ExpireExpired, PriorPhase: prior}, nil
+	})
 }

@@ -8,116 +8,93 @@ import (
 
 // LeaseRenew implements model.LeaseStore.
 func (s *Store) LeaseRenew(ctx context.Context, p *model.LeaseRenewParams) (*model.LeaseRenewResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if err := validateLease(e, p.Fence, now); err != nil {
-		return nil, err
-	}
-	ttl := p.LeaseTTL.Milliseconds()
-	e.lease.expiresAt = now + ttl
-	e.lease.renewBy = model.RenewDeadline(now, ttl)
-	e.lastMutationAt = now
-	pt, _ := s.indexesOf(e)
-	pt.leaseExpiry.add(e.id, e.lease.expiresAt)
-	return &model.LeaseRenewResult{ExpiresAt: tm(e.lease.expiresAt), RenewBy: tm(e.lease.renewBy)}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.LeaseRenewResult, error) {
+		now := ms(p.Now)
+		if err := validateLease(e, p.Fence, now); err != nil {
+			return nil, err
+		}
+		ttl := p.LeaseTTL.Milliseconds()
+		e.lease.expiresAt = now + ttl
+		e.lease.renewBy = model.RenewDeadline(now, ttl)
+		e.lastMutationAt = now
+		pt, _ := s.indexesOf(e)
+		pt.leaseExpiry.add(e.id, e.lease.expiresAt)
+		return &model.LeaseRenewResult{ExpiresAt: tm(e.lease.expiresAt), RenewBy: tm(e.lease.renewBy)}, nil
+	})
 }
 
 // LeaseMarkExpired implements model.LeaseStore.
 func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredParams) (*model.LeaseMarkExpiredResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	pt := s.part(p.ID.Partition())
-	e := s.execs[p.ID]
-	status := func(st string) (*model.LeaseMarkExpiredResult, error) {
-		return &model.LeaseMarkExpiredResult{Status: st}, nil
-	}
-	switch {
-	case e == nil:
-		pt.leaseExpiry.remove(p.ID)
-		return status(model.MarkExpiredNotFound)
-	case e.lp != model.PhaseActive:
-		pt.leaseExpiry.remove(p.ID)
-		return status(model.MarkExpiredNotActive)
-	case e.os == model.OwnershipUnowned:
-		pt.leaseExpiry.remove(p.ID)
-		return status(model.MarkExpiredUnowned)
-	case e.os == model.OwnershipLeaseExpiredReclaimable:
-		return status(model.MarkExpiredAlreadyExpired)
-	case e.os == model.OwnershipLeaseRevoked:
-		return status(model.MarkExpiredAlreadyRevoked)
-	case e.lease.expiresAt > now:
-		return status(model.MarkExpiredNotYet)
-	}
-	e.setState(now, model.PhaseActive, model.OwnershipLeaseExpiredReclaimable, model.NotApplicable,
-		model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
-	e.leaseExpiredAt = now
-	e.addHistory(now, model.LeaseExpired, "")
-	return status(model.MarkExpiredMarked)
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.LeaseMarkExpiredResult, error) {
+		now := ms(p.Now)
+		pt := s.part(p.ID.Partition())
+		e := s.execs[p.ID]
+		status := func(st string) (*model.LeaseMarkExpiredResult, error) {
+			return &model.LeaseMarkExpiredResult{Status: st}, nil
+		}
+		switch {
+		case e == nil:
+			pt.leaseExpiry.remove(p.ID)
+			return status(model.MarkExpiredNotFound)
+		case e.lp != model.PhaseActive:
+			pt.leaseExpiry.remove(p.ID)
+			return status(model.MarkExpiredNotActive)
+		case e.os == model.OwnershipUnowned:
+			pt.leaseExpiry.remove(p.ID)
+			return status(model.MarkExpiredUnowned)
+		case e.os == model.OwnershipLeaseExpiredReclaimable:
+			return status(model.MarkExpiredAlreadyExpired)
+		case e.os == model.OwnershipLeaseRevoked:
+			return status(model.MarkExpiredAlreadyRevoked)
+		case e.lease.expiresAt > now:
+			return status(model.MarkExpiredNotYet)
+		}
+		e.setState(now, model.PhaseActive, model.OwnershipLeaseExpiredReclaimable, model.NotApplicable,
+			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
+		e.leaseExpiredAt = now
+		e.addHistory(now, model.LeaseExpired, "")
+		return status(model.MarkExpiredMarked)
+	})
 }
 
 // LeaseRevoke implements model.LeaseStore.
 func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*model.LeaseRevokeResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	if e.lp != model.PhaseActive {
-		return nil, e.notActiveErr()
-	}
-	switch e.os {
-	case model.OwnershipLeaseRevoked:
-		return &model.LeaseRevokeResult{Status: model.RevokeAlreadyRevoked, LeaseEpoch: e.epoch}, nil
-	case model.OwnershipLeaseExpiredReclaimable:
-		return &model.LeaseRevokeResult{Status: model.RevokeAlreadyExpired, LeaseID: e.lease.id, LeaseEpoch: e.epoch}, nil
-	}
-	if e.os != model.OwnershipLeased || e.lease == nil {
-		return nil, model.ErrNoActiveLease
-	}
-	if !p.ExpectedLeaseID.IsZero() && p.ExpectedLeaseID != e.lease.id {
-		return nil, model.ErrStaleLease
-	}
-	now := ms(p.Now)
-	old := e.lease.id
-	pt, _ := s.indexesOf(e)
-	e.addHistory(now, model.LeaseRevoked, p.Reason)
-	if w := pt.workerLeases[e.lease.workerInstanceID]; w != nil {
-		w.remove(e.id)
-		if w.len() == 0 {
-			delete(pt.workerLeases, e.lease.workerInstanceID)
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.LeaseRevokeResult, error) {
+		if e.lp != model.PhaseActive {
+			return nil, e.notActiveErr()
 		}
-	}
-	e.lease = nil
-	// A revoked lease stays discoverable for recovery: its lease-expiry
-	// entry moves to now, so the lease-expiry scanner recovers it at once.
-	pt.leaseExpiry.add(e.id, now)
-	e.setState(now, model.PhaseActive, model.OwnershipLeaseRevoked, model.NotApplicable,
-		model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
-	e.leaseRevokedAt = now
-	e.revokeReason = p.Reason
-	return &model.LeaseRevokeResult{Status: model.RevokeRevoked, LeaseID: old, LeaseEpoch: e.epoch}, nil
+		switch e.os {
+		case model.OwnershipLeaseRevoked:
+			return &model.LeaseRevokeResult{Status: model.RevokeAlreadyRevoked, LeaseEpoch: e.epoch}, nil
+		case model.OwnershipLeaseExpiredReclaimable:
+			return &model.LeaseRevokeResult{Status: model.RevokeAlreadyExpired, LeaseID: e.lease.id, LeaseEpoch: e.epoch}, nil
+		}
+		if e.os != model.OwnershipLeased || e.lease == nil {
+			return nil, model.ErrNoActiveLease
+		}
+		if !p.ExpectedLeaseID.IsZero() && p.ExpectedLeaseID != e.lease.id {
+			return nil, model.ErrStaleLease
+		}
+		now := ms(p.Now)
+		old := e.lease.id
+		pt, _ := s.indexesOf(e)
+		e.addHistory(now, model.LeaseRevoked, p.Reason)
+		if w := pt.workerLeases[e.lease.workerInstanceID]; w != nil {
+			w.remove(e.id)
+			if w.len() == 0 {
+				delete(pt.workerLeases, e.lease.workerInstanceID)
+			}
+		}
+		e.lease = nil
+		// A revoked lease stays discoverable for recovery: its lease-expiry
+		// entry moves to now, so the lease-expiry scanner recovers it at once.
+		pt.leaseExpiry.add(e.id, now)
+		e.setState(now, model.PhaseActive, model.OwnershipLeaseRevoked, model.NotApplicable,
+			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
+		e.leaseRevokedAt = now
+		e.revokeReason = p.Reason
+		return &model.LeaseRevokeResult{Status: model.RevokeRevoked, LeaseID: old, LeaseEpoch: e.epoch}, nil
+	})
 }
 
 func reclaimable(e *execution) bool {
@@ -127,32 +104,23 @@ func reclaimable(e *execution) bool {
 
 // ReclaimGrantIssue implements model.LeaseStore.
 func (s *Store) ReclaimGrantIssue(ctx context.Context, p *model.ReclaimGrantIssueParams) (*model.ReclaimGrantIssueResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if !reclaimable(e) {
-		return nil, model.ErrNotReclaimable
-	}
-	if e.grant.live(now) {
-		return nil, model.ErrGrantAlreadyExists
-	}
-	if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
-		return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
-	}
-	e.grant = &grantRec{kind: model.GrantReclaim, workerID: p.WorkerID, workerInstanceID: p.WorkerInstanceID,
-		createdAt: now, expiresAt: now + p.GrantTTL.Milliseconds()}
-	e.lastMutationAt = now
-	return &model.ReclaimGrantIssueResult{ExpiresAt: tm(e.grant.expiresAt)}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ReclaimGrantIssueResult, error) {
+		caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
+		now := ms(p.Now)
+		if !reclaimable(e) {
+			return nil, model.ErrNotReclaimable
+		}
+		if e.grant.live(now) {
+			return nil, model.ErrGrantAlreadyExists
+		}
+		if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
+			return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
+		}
+		e.grant = &grantRec{kind: model.GrantReclaim, workerID: p.WorkerID, workerInstanceID: p.WorkerInstanceID,
+			createdAt: now, expiresAt: now + p.GrantTTL.Milliseconds()}
+		e.lastMutationAt = now
+		return &model.ReclaimGrantIssueResult{ExpiresAt: tm(e.grant.expiresAt)}, nil
+	})
 }
 
 // reclaimCapReached fails e terminally when its recoveries are used up.
@@ -172,67 +140,49 @@ func (s *Store) reclaimCapReached(e *execution, now int64) bool {
 
 // ExecutionReclaim implements model.LeaseStore.
 func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimParams) (*model.ExecutionReclaimResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if !reclaimable(e) {
-		return nil, model.ErrNotReclaimable
-	}
-	if err := checkGrant(e, model.GrantReclaim, p.WorkerID, now); err != nil {
-		return nil, err
-	}
-	if s.reclaimCapReached(e, now) {
-		return &model.ExecutionReclaimResult{Status: model.ReclaimCapExceeded}, nil
-	}
-	e.endAttempt(now, model.AttemptInterruptedReclaimed, "", "")
-	s.releaseLease(e, now, model.LeaseReclaimed, "")
-	e.reclaimCount++
-	e.pending = &model.PendingAttempt{Type: model.AttemptReclaim, PreviousIndex: e.curAttempt}
-	// The execution goes straight from its old lease to the new one.
-	e.as = model.AttemptPendingRetry
-	r := s.claim(e, &p.LeaseRequest, now)
-	return &model.ExecutionReclaimResult{Status: model.ReclaimClaimed, Claimed: r}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionReclaimResult, error) {
+		now := ms(p.Now)
+		if !reclaimable(e) {
+			return nil, model.ErrNotReclaimable
+		}
+		if err := checkGrant(e, model.GrantReclaim, p.WorkerID, now); err != nil {
+			return nil, err
+		}
+		if s.reclaimCapReached(e, now) {
+			return &model.ExecutionReclaimResult{Status: model.ReclaimCapExceeded}, nil
+		}
+		e.endAttempt(now, model.AttemptInterruptedReclaimed, "", "")
+		s.releaseLease(e, now, model.LeaseReclaimed, "")
+		e.reclaimCount++
+		e.pending = &model.PendingAttempt{Type: model.AttemptReclaim, PreviousIndex: e.curAttempt}
+		// The execution goes straight from its old lease to the new one.
+		e.as = model.AttemptPendingRetry
+		r := s.claim(e, &p.LeaseRequest, now)
+		return &model.ExecutionReclaimResult{Status: model.ReclaimClaimed, Claimed: r}, nil
+	})
 }
 
 // ExecutionRecover implements model.LeaseStore.
 func (s *Store) ExecutionRecover(ctx context.Context, p *model.ExecutionRecoverParams) (*model.ExecutionRecoverResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	e, err := s.lookup(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	now := ms(p.Now)
-	if !reclaimable(e) {
-		return nil, model.ErrNotReclaimable
-	}
-	if s.reclaimCapReached(e, now) {
-		return &model.ExecutionRecoverResult{Status: model.ReclaimCapExceeded}, nil
-	}
-	reason := "lease_expired"
-	if e.os == model.OwnershipLeaseRevoked {
-		reason = "lease_revoked"
-	}
-	e.endAttempt(now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)
-	s.removeFromLane(e)
-	s.releaseLease(e, now, model.LeaseRecovered, reason)
-	e.grant = nil
-	e.reclaimCount++
-	e.pending = &model.PendingAttempt{Type: model.AttemptReclaim, Reason: reason, PreviousIndex: e.curAttempt}
-	s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingRetry)
-	return &model.ExecutionRecoverResult{Status: model.ReclaimRequeued}, nil
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionRecoverResult, error) {
+		now := ms(p.Now)
+		if !reclaimable(e) {
+			return nil, model.ErrNotReclaimable
+		}
+		if s.reclaimCapReached(e, now) {
+			return &model.ExecutionRecoverResult{Status: model.ReclaimCapExceeded}, nil
+		}
+		reason := "lease_expired"
+		if e.os == model.OwnershipLeaseRevoked {
+			reason = "lease_revoked"
+		}
+		e.endAttempt(now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)
+		s.removeFromLane(e)
+		s.releaseLease(e, now, model.LeaseRecovered, reason)
+		e.grant = nil
+		e.reclaimCount++
+		e.pending = &model.PendingAttempt{Type: model.AttemptReclaim, Reason: reason, PreviousIndex: e.curAttempt}
+		s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingRetry)
+		return &model.ExecutionRecoverResult{Status: model.ReclaimRequeued}, nil
+	})
 }

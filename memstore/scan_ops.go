@@ -11,184 +11,169 @@ import (
 
 // ExecutionPromoteDelayed implements model.ScanStore.
 func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionPromoteDelayedParams) (*model.ExecutionPromoteDelayedResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	status := func(st string) (*model.ExecutionPromoteDelayedResult, error) {
-		return &model.ExecutionPromoteDelayedResult{Status: st}, nil
-	}
-	clean := func() {
-		if pt := s.parts[p.ID.Partition()]; pt != nil {
-			if l := pt.lanes[p.Lane]; l != nil {
-				l.delayed.remove(p.ID)
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionPromoteDelayedResult, error) {
+		now := ms(p.Now)
+		status := func(st string) (*model.ExecutionPromoteDelayedResult, error) {
+			return &model.ExecutionPromoteDelayedResult{Status: st}, nil
+		}
+		clean := func() {
+			if pt := s.parts[p.ID.Partition()]; pt != nil {
+				if l := pt.lanes[p.Lane]; l != nil {
+					l.delayed.remove(p.ID)
+				}
 			}
 		}
-	}
-	e := s.execs[p.ID]
-	switch {
-	case e == nil:
-		clean()
-		return status(model.PromoteNotFoundCleaned)
-	case e.lp != model.PhaseRunnable:
-		clean()
-		return status(model.PromoteNotRunnableClean)
-	case e.es != model.NotEligibleUntilTime:
-		clean()
-		return status(model.PromoteNotDelayedCleaned)
-	case e.delayUntil > now:
-		return status(model.PromoteNotYetDue)
-	}
-	s.removeFromLane(e)
-	e.delayUntil = 0
-	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.as)
-	s.addEligible(e)
-	return status(model.PromotePromoted)
+		e := s.execs[p.ID]
+		switch {
+		case e == nil:
+			clean()
+			return status(model.PromoteNotFoundCleaned)
+		case e.lp != model.PhaseRunnable:
+			clean()
+			return status(model.PromoteNotRunnableClean)
+		case e.es != model.NotEligibleUntilTime:
+			clean()
+			return status(model.PromoteNotDelayedCleaned)
+		case e.delayUntil > now:
+			return status(model.PromoteNotYetDue)
+		}
+		s.removeFromLane(e)
+		e.delayUntil = 0
+		e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.as)
+		s.addEligible(e)
+		return status(model.PromotePromoted)
+	})
 }
 
 // IndexScanDue implements model.ScanStore.
 func (s *Store) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (*model.IndexScanDueResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	res := &model.IndexScanDueResult{}
-	pt := s.parts[p.Partition]
-	if pt == nil {
-		return res, nil
-	}
-	type source struct {
-		z    *zset
-		lane model.LaneID
-	}
-	var sources []source
-	switch p.Index {
-	case model.IndexLeaseExpiry:
-		sources = []source{{z: pt.leaseExpiry}}
-	case model.IndexAttemptTimeout:
-		sources = []source{{z: pt.attemptTimeout}}
-	case model.IndexExecutionDeadline:
-		sources = []source{{z: pt.deadline}}
-	case model.IndexDelayed:
-		for _, name := range pt.laneNames {
-			sources = append(sources, source{z: pt.lanes[name].delayed, lane: name})
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.IndexScanDueResult, error) {
+		now := ms(p.Now)
+		res := &model.IndexScanDueResult{}
+		pt := s.parts[p.Partition]
+		if pt == nil {
+			return res, nil
 		}
-	}
-	pivot := zitem{score: math.MinInt64}
-	if p.After != nil {
-		pivot = zitem{score: ms(p.After.DueAt), id: p.After.ID}
-	}
-	type cand struct {
-		it   zitem
-		lane model.LaneID
-	}
-	var due []cand
-	next := int64(0)
-	for _, src := range sources {
-		n := 0
-		src.z.ascend(pivot, func(it zitem) bool {
-			if p.After != nil && !zless(pivot, it) {
-				return true // the cursor itself is exclusive
+		type source struct {
+			z    *zset
+			lane model.LaneID
+		}
+		var sources []source
+		switch p.Index {
+		case model.IndexLeaseExpiry:
+			sources = []source{{z: pt.leaseExpiry}}
+		case model.IndexAttemptTimeout:
+			sources = []source{{z: pt.attemptTimeout}}
+		case model.IndexExecutionDeadline:
+			sources = []source{{z: pt.deadline}}
+		case model.IndexDelayed:
+			for _, name := range pt.laneNames {
+				sources = append(sources, source{z: pt.lanes[name].delayed, lane: name})
 			}
-			if it.score > now {
+		}
+		pivot := zitem{score: math.MinInt64}
+		if p.After != nil {
+			pivot = zitem{score: ms(p.After.DueAt), id: p.After.ID}
+		}
+		type cand struct {
+			it   zitem
+			lane model.LaneID
+		}
+		var due []cand
+		next := int64(0)
+		for _, src := range sources {
+			n := 0
+			src.z.ascend(pivot, func(it zitem) bool {
+				if p.After != nil && !zless(pivot, it) {
+					return true // the cursor itself is exclusive
+				}
+				if it.score > now {
+					return false
+				}
+				due = append(due, cand{it, src.lane})
+				n++
+				return n <= p.Limit
+			})
+			// earliest entry not yet due, for the scanner's next wake-up
+			src.z.ascend(zitem{score: now + 1}, func(it zitem) bool {
+				if next == 0 || it.score < next {
+					next = it.score
+				}
 				return false
-			}
-			due = append(due, cand{it, src.lane})
-			n++
-			return n <= p.Limit
-		})
-		// earliest entry not yet due, for the scanner's next wake-up
-		src.z.ascend(zitem{score: now + 1}, func(it zitem) bool {
-			if next == 0 || it.score < next {
-				next = it.score
-			}
-			return false
-		})
-	}
-	slices.SortFunc(due, func(a, b cand) int {
-		if zless(a.it, b.it) {
-			return -1
+			})
 		}
-		if zless(b.it, a.it) {
-			return 1
+		slices.SortFunc(due, func(a, b cand) int {
+			if zless(a.it, b.it) {
+				return -1
+			}
+			if zless(b.it, a.it) {
+				return 1
+			}
+			return strings.Compare(string(a.lane), string(b.lane))
+		})
+		if len(due) > p.Limit {
+			due = due[:p.Limit]
+			res.More = true
 		}
-		return strings.Compare(string(a.lane), string(b.lane))
+		for _, c := range due {
+			res.Items = append(res.Items, model.DueItem{ID: c.it.id, Lane: c.lane, DueAt: tm(c.it.score)})
+		}
+		res.NextDueAt = tm(next)
+		return res, nil
 	})
-	if len(due) > p.Limit {
-		due = due[:p.Limit]
-		res.More = true
-	}
-	for _, c := range due {
-		res.Items = append(res.Items, model.DueItem{ID: c.it.id, Lane: c.lane, DueAt: tm(c.it.score)})
-	}
-	res.NextDueAt = tm(next)
-	return res, nil
 }
 
 // RouteUnblock implements model.ScanStore.
 func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (*model.RouteUnblockResult, error) {
-	if err := p.Validate(s.cfg); err != nil {
-		return nil, err
-	}
-	live, _ := model.NormalizeCapabilities("live", p.Live)
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	res := &model.RouteUnblockResult{}
-	pt := s.parts[p.Partition]
-	if pt == nil {
-		return res, nil
-	}
-	for _, name := range pt.laneNames {
-		l := pt.lanes[name]
-		keys := make([]string, 0, len(l.routeGroups))
-		for k := range l.routeGroups {
-			keys = append(keys, k)
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.RouteUnblockResult, error) {
+		live, _ := model.NormalizeCapabilities("live", p.Live)
+		now := ms(p.Now)
+		res := &model.RouteUnblockResult{}
+		pt := s.parts[p.Partition]
+		if pt == nil {
+			return res, nil
 		}
-		slices.Sort(keys)
-		for _, key := range keys {
-			req, _ := model.ParseCapabilityCSV("required_capabilities", key)
-			if !p.All && !req.SubsetOf(live) {
-				continue
+		for _, name := range pt.laneNames {
+			l := pt.lanes[name]
+			keys := make([]string, 0, len(l.routeGroups))
+			for k := range l.routeGroups {
+				keys = append(keys, k)
 			}
-			g := l.routeGroups[key]
-			var ids []model.ExecutionID
-			g.scan(func(it zitem) bool {
-				if len(res.Unblocked)+len(ids) >= p.Limit {
-					res.More = true
-					return false
-				}
-				ids = append(ids, it.id)
-				return true
-			})
-			for _, id := range ids {
-				e := s.execs[id]
-				if e == nil || e.lp != model.PhaseRunnable || e.es != model.BlockedByRoute ||
-					e.br != model.WaitingForCapableWorker {
-					g.remove(id)
-					l.blocked[model.BlockedByRoute].remove(id)
+			slices.Sort(keys)
+			for _, key := range keys {
+				req, _ := model.ParseCapabilityCSV("required_capabilities", key)
+				if !p.All && !req.SubsetOf(live) {
 					continue
 				}
-				s.unblock(e, now)
-				res.Unblocked = append(res.Unblocked, id)
-			}
-			if g.len() == 0 {
-				delete(l.routeGroups, key)
-			}
-			if res.More {
-				return res, nil
+				g := l.routeGroups[key]
+				var ids []model.ExecutionID
+				g.scan(func(it zitem) bool {
+					if len(res.Unblocked)+len(ids) >= p.Limit {
+						res.More = true
+						return false
+					}
+					ids = append(ids, it.id)
+					return true
+				})
+				for _, id := range ids {
+					e := s.execs[id]
+					if e == nil || e.lp != model.PhaseRunnable || e.es != model.BlockedByRoute ||
+						e.br != model.WaitingForCapableWorker {
+						g.remove(id)
+						l.blocked[model.BlockedByRoute].remove(id)
+						continue
+					}
+					s.unblock(e, now)
+					res.Unblocked = append(res.Unblocked, id)
+				}
+				if g.len() == 0 {
+					delete(l.routeGroups, key)
+				}
+				if res.More {
+					return res, nil
+				}
 			}
 		}
-	}
-	return res, nil
+		return res, nil
+	})
 }

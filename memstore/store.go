@@ -288,3 +288,28 @@ func (s *Store) lock(ctx context.Context) error {
 	s.mu.Lock()
 	return nil
 }
+
+// withLock runs f under the store's lock once the parameters validated.
+func withLock[R any](s *Store, ctx context.Context, invalid error, f func() (R, error)) (R, error) {
+	var zero R
+	if invalid != nil {
+		return zero, invalid
+	}
+	if err := s.lock(ctx); err != nil {
+		return zero, err
+	}
+	defer s.mu.Unlock()
+	return f()
+}
+
+// withExec is withLock for operations on one existing execution.
+func withExec[R any](s *Store, ctx context.Context, invalid error, id model.ExecutionID, f func(e *execution) (R, error)) (R, error) {
+	return withLock(s, ctx, invalid, func() (R, error) {
+		e, err := s.lookup(id)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		return f(e)
+	})
+}

@@ -80,87 +80,67 @@ func (s *Store) WorkerRegister(ctx context.Context, p *model.WorkerRegisterParam
 
 // WorkerHeartbeat implements model.WorkerStore.
 func (s *Store) WorkerHeartbeat(ctx context.Context, p *model.WorkerHeartbeatParams) (*model.WorkerHeartbeatResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	w := s.workers[p.Namespace][p.WorkerInstanceID]
-	if w == nil || !w.alive(now) {
-		return nil, model.ErrWorkerNotRegistered
-	}
-	if w.session != p.SessionID {
-		return nil, model.NewError(model.CodeDuplicateWorkerInstance, string(p.WorkerInstanceID))
-	}
-	w.ttl = p.TTL.Milliseconds()
-	w.heartbeatAt = now
-	w.expiresAt = now + w.ttl
-	return &model.WorkerHeartbeatResult{ExpiresAt: tm(w.expiresAt)}, nil
+	return withLock(s, ctx, p.Validate(), func() (*model.WorkerHeartbeatResult, error) {
+		now := ms(p.Now)
+		w := s.workers[p.Namespace][p.WorkerInstanceID]
+		if w == nil || !w.alive(now) {
+			return nil, model.ErrWorkerNotRegistered
+		}
+		if w.session != p.SessionID {
+			return nil, model.NewError(model.CodeDuplicateWorkerInstance, string(p.WorkerInstanceID))
+		}
+		w.ttl = p.TTL.Milliseconds()
+		w.heartbeatAt = now
+		w.expiresAt = now + w.ttl
+		return &model.WorkerHeartbeatResult{ExpiresAt: tm(w.expiresAt)}, nil
+	})
 }
 
 // WorkerDeregister implements model.WorkerStore.
 func (s *Store) WorkerDeregister(ctx context.Context, p *model.WorkerDeregisterParams) (*model.WorkerDeregisterResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	m := s.workers[p.Namespace]
-	w := m[p.WorkerInstanceID]
-	if w == nil || w.session != p.SessionID {
-		return &model.WorkerDeregisterResult{}, nil
-	}
-	delete(m, p.WorkerInstanceID)
-	return &model.WorkerDeregisterResult{Removed: true}, nil
+	return withLock(s, ctx, p.Validate(), func() (*model.WorkerDeregisterResult, error) {
+		m := s.workers[p.Namespace]
+		w := m[p.WorkerInstanceID]
+		if w == nil || w.session != p.SessionID {
+			return &model.WorkerDeregisterResult{}, nil
+		}
+		delete(m, p.WorkerInstanceID)
+		return &model.WorkerDeregisterResult{Removed: true}, nil
+	})
 }
 
 // WorkerExpire implements model.WorkerStore.
 func (s *Store) WorkerExpire(ctx context.Context, p *model.WorkerExpireParams) (*model.WorkerExpireResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	m := s.workers[p.Namespace]
-	res := &model.WorkerExpireResult{}
-	for _, id := range sortedInstances(m) {
-		if len(res.Removed) >= p.Limit {
-			break
+	return withLock(s, ctx, p.Validate(), func() (*model.WorkerExpireResult, error) {
+		now := ms(p.Now)
+		m := s.workers[p.Namespace]
+		res := &model.WorkerExpireResult{}
+		for _, id := range sortedInstances(m) {
+			if len(res.Removed) >= p.Limit {
+				break
+			}
+			if !m[id].alive(now) {
+				delete(m, id)
+				res.Removed = append(res.Removed, id)
+			}
 		}
-		if !m[id].alive(now) {
-			delete(m, id)
-			res.Removed = append(res.Removed, id)
-		}
-	}
-	return res, nil
+		return res, nil
+	})
 }
 
 // WorkerList implements model.WorkerStore.
 func (s *Store) WorkerList(ctx context.Context, p *model.WorkerListParams) (*model.WorkerListResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	now := ms(p.Now)
-	m := s.workers[p.Namespace]
-	res := &model.WorkerListResult{}
-	for _, id := range sortedInstances(m) {
-		if w := m[id]; w.alive(now) {
-			res.Workers = append(res.Workers, w.info(p.Namespace))
+	return withLock(s, ctx, p.Validate(), func() (*model.WorkerListResult, error) {
+		now := ms(p.Now)
+		m := s.workers[p.Namespace]
+		res := &model.WorkerListResult{}
+		for _, id := range sortedInstances(m) {
+			if w := m[id]; w.alive(now) {
+				res.Workers = append(res.Workers, w.info(p.Namespace))
+			}
 		}
-	}
-	return res, nil
+		return res, nil
+	})
 }
 
 func sortedInstances(m map[model.WorkerInstanceID]*workerRec) []model.WorkerInstanceID {
