@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuick runs the whole bench at toy size, so it never rots. Systems
+// whose servers are not installed are left out, saying why.
+func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the quick bench starts servers and takes ~15 s")
+	}
+	out := t.TempDir()
+	args := []string{"-quick", "-out", out}
+	systems := []string{"memstore", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16"}
+	_, haveRedis := redisBinary()
+	_, haveCLI := redisCLI()
+	_, haveInitdb := lookPath("initdb")
+	_, havePostgres := lookPath("postgres")
+	drop := func(names ...string) {
+		var keep []string
+		for _, s := range systems {
+			if !strings.Contains(strings.Join(names, ","), s) {
+				keep = append(keep, s)
+			}
+		}
+		systems = keep
+	}
+	switch {
+	case !haveRedis:
+		t.Log("skipping the server-backed systems and S3/S4: neither valkey-server nor redis-server is on PATH")
+		drop("valkey", "valkey-cluster", "raw", "asynq", "valkey-1x16")
+		args = append(args, "-only", "S1,S2,S5")
+	case !haveCLI:
+		t.Log("skipping valkey-cluster: neither valkey-cli nor redis-cli is on PATH")
+		drop("valkey-cluster")
+	}
+	if !haveInitdb || !havePostgres {
+		t.Log("skipping river: initdb or postgres is not on PATH")
+		drop("river")
+	}
+	args = append(args, "-systems", strings.Join(systems, ","))
+	cfg, err := parseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl := &cleanups{}
+	defer cl.run()
+	start := time.Now()
+	rep, err := run(ctx, cfg, cl, "go test ./cmd/ffbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("quick bench took %v", time.Since(start).Round(time.Millisecond))
+
+	for _, n := range rep.NotRun {
+		t.Errorf("not run: %s: %s", n.What, n.Reason)
+	}
+	if len(rep.S1) != len(systems) {
+		t.Errorf("S1 ran %d systems, want %d", len(rep.S1), len(systems))
+	}
+	for _, r := range rep.S1 {
+		if r.Error != "" || r.Throughput <= 0 || r.SubmitRate <= 0 || r.Latency.N != cfg.S1.LatJobs {
+			t.Errorf("S1 %s: error %q, throughput %.0f, submit %.0f, latency n %d", r.System, r.Error, r.Throughput, r.SubmitRate, r.Latency.N)
+		}
+	}
+	for _, r := range rep.S2 {
+		if r.Error != "" || r.Throughput <= 0 {
+			t.Errorf("S2 %s: error %q, throughput %.0f", r.System, r.Error, r.Throughput)
+		}
+	}
+	if haveRedis {
+		if rep.S3 == nil || rep.S3.Error != "" || rep.S3.Wake.N != cfg.S3.Wakes || rep.S3.PingRTT.N == 0 {
+			t.Errorf("S3: %+v", rep.S3)
+		}
+		if rep.S4 == nil || rep.S4.Error != "" || len(rep.S4.Unblock) != 2 || len(rep.S4.Recovery) != 2 {
+			t.Errorf("S4: %+v", rep.S4)
+		} else {
+			for _, rc := range rep.S4.Recovery {
+				if rc.Error != "" || rc.Recovered != rc.Leases {
+					t.Errorf("S4 recovery %s: %+v", rc.Store, rc)
+				}
+			}
+		}
+	}
+	if rep.S5 == nil {
+		t.Error("S5 missing")
+	} else {
+		for _, row := range rep.S5.Rows {
+			if row.Error != "" || row.PerExec <= 0 {
+				t.Errorf("S5 %s payload %d: %+v", row.Store, row.Payload, row)
+			}
+		}
+	}
+	// every target names a value, measured or not
+	if len(rep.Targets) < 8 {
+		t.Errorf("%d targets", len(rep.Targets))
+	}
+
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Targets", "## S1", "| machine |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-only", "s1,S3", "-systems", "valkey,raw,valkey-1x16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.wants("S1") || !c.wants("S3") || c.wants("S2") {
+		t.Errorf("only = %v", c.Only)
+	}
+	if strings.Join(c.S2Systems, ",") != "valkey,raw" {
+		t.Errorf("s2 systems = %v", c.S2Systems)
+	}
+	if c.S1.Jobs != 10_000 || c.S2.Jobs != 100_000 || c.S5 != 100_000 || !c.Profile {
+		t.Errorf("full sizes: %+v", c)
+	}
+	if _, err := parseFlags([]string{"-systems", "nope"}); err == nil {
+		t.Error("unknown system accepted")
+	}
+	if _, err := parseFlags([]string{"-only", "S9"}); err == nil {
+		t.Error("unknown scenario accepted")
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := summarize(ds)
+	if l.N != 100 || l.P50 != 50 || l.P95 != 95 || l.P99 != 99 || l.Max != 100 {
+		t.Errorf("%+v", l)
+	}
+	if (summarize(nil) != Latency{}) {
+		t.Error("empty sample")
+	}
+}
+
+func TestParseCommandStats(t *testing.T) {
+	info := "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=500,usec_per_call=50.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_hset:calls=30,usec=60,usec_per_call=2.00\r\ncmdstat_info:calls=3,usec=9\r\n"
+	s := parseCommandStats(info)
+	if s.total() != 40 || s.scripts() != 10 || s.scriptUsec() != 500 || s.nonScriptUsec() != 60 {
+		t.Errorf("%+v", s)
+	}
+	d := s.sub(cmdStats{"evalsha": {Calls: 4, Usec: 100}})
+	if d["evalsha"].Calls != 6 || d["hset"].Calls != 30 {
+		t.Errorf("%+v", d)
+	}
+}

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Report is everything one run measured.
+type Report struct {
+	Command string         `json:"command"`
+	Quick   bool           `json:"quick"`
+	Started time.Time      `json:"started"`
+	Seconds float64        `json:"seconds"`
+	Machine Machine        `json:"machine"`
+	Servers []string       `json:"servers"`
+	Config  map[string]any `json:"config"`
+	NotRun  []NotRun       `json:"not_run,omitempty"`
+	S1      []S1Result     `json:"s1,omitempty"`
+	// OpCosts breaks valkeystore's server cost down by operation.
+	OpCosts  []OpCost   `json:"s1_valkeystore_op_costs,omitempty"`
+	S2       []S2Result `json:"s2,omitempty"`
+	S3       *S3Result  `json:"s3,omitempty"`
+	S4       *S4Result  `json:"s4,omitempty"`
+	S5       *S5Result  `json:"s5,omitempty"`
+	Targets  []Target   `json:"targets"`
+	Glossary []string   `json:"definitions"`
+	// OtherCPU is the share of the machine used by processes outside the
+	// bench over the whole run.
+	OtherCPU float64 `json:"host_other_cpu_share"`
+	// QuietWaits records the waits for a quiet machine.
+	QuietWaits []QuietWait `json:"quiet_waits,omitempty"`
+}
+
+// QuietWait is one wait for a quiet machine before a measurement.
+type QuietWait struct {
+	What     string  `json:"what"`
+	Waited   float64 `json:"waited_seconds"`
+	OtherCPU float64 `json:"other_cpu_share_at_start"`
+}
+
+// NotRun says why a system or scenario did not run.
+type NotRun struct {
+	What   string `json:"what"`
+	Reason string `json:"reason"`
+}
+
+// Target is one ratio of the issue's deliverable 3.
+type Target struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Op     string  `json:"op"`
+	Limit  float64 `json:"limit"`
+	Pass   *bool   `json:"pass"` // nil: not measured
+	Detail string  `json:"detail"`
+}
+
+var glossary = []string{
+	"S1 submit rate: jobs/s while seeding the queue with 16 concurrent submitters, one job per call (4 KiB JSON payload).",
+	"S1 drain throughput: jobs / (last completion recorded − first handler start), after seeding, with N handler slots. A completion is recorded when the system has durably acknowledged it: flowfabric ExecutionComplete returned, raw INCR returned, River EventKindJobCompleted received (after its batch completer wrote it), Asynq handler returned and then the pending and active lists emptied.",
+	"S1 latency: submit call start → handler start, per job, in a paced open-loop stream (the same rate for every system) submitted after the drain while the workers are otherwise idle. It measures the notify/poll/claim path; p50/p95/p99 by nearest rank.",
+	"Server cmds/job: INFO commandstats calls over the drain / jobs, including commands run inside scripts (Redis 7 and Valkey count them); scripts/job counts EVALSHA/EVAL calls, i.e. script round trips. Store calls/job counts flowfabric model.Store calls (each one script on valkeystore).",
+	"CPU µs/job: the bench process's user+sys CPU (client: engine, workers, valkey-go) and the servers' used_cpu_user+sys over the drain, per job.",
+	"S2: N no-op jobs inserted in batches, then drained; jobs/s every 2 s and overall (first handler start → last completion).",
+	"S3: commands/s over an idle window after a warm-up (engine scanners at default intervals, 4 idle Workers, 256 partitions); the full sweep every partition gets every 30 s is measured separately and amortised. Idle wake: submit → handler start of a job submitted while the workers idle.",
+	"S4: one unblock pass over every partition with route-blocked executions that no live worker can serve; lease recovery: the lease-expiry scanner (default batch) run pass after pass until no due work remains.",
+	"Other load: CPU used on the host by processes outside the bench's process tree (the bench and the servers it started) during the phase, as a share of all cores; from /proc. Anything above a few percent means the numbers were disturbed.",
+	"S5: (after − before)/queued − payload: Go heap (after GC) for memstore, used_memory for the server; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
+}
+
+func boolp(b bool) *bool { return &b }
+
+func findS1(r *Report, name string) *S1Result {
+	for i := range r.S1 {
+		if r.S1[i].System == name && r.S1[i].Error == "" && r.S1[i].Throughput > 0 {
+			return &r.S1[i]
+		}
+	}
+	return nil
+}
+
+func ratioTarget(name string, a, b *S1Result, limit float64, what string) Target {
+	t := Target{Name: name, Op: "≥", Limit: limit}
+	if a == nil || b == nil {
+		t.Detail = "not measured: " + what
+		return t
+	}
+	t.Value = a.Throughput / b.Throughput
+	t.Pass = boolp(t.Value >= limit)
+	t.Detail = fmt.Sprintf("%.0f / %.0f jobs/s", a.Throughput, b.Throughput)
+	return t
+}
+
+// computeTargets fills r.Targets.
+func computeTargets(r *Report) {
+	vs := findS1(r, "valkey")
+	r.Targets = append(r.Targets,
+		ratioTarget("S1 valkeystore standalone / raw baseline", vs, findS1(r, "raw"), 0.60, "valkey or raw missing"),
+		ratioTarget("S1 valkeystore standalone / Asynq", vs, findS1(r, "asynq"), 1.5, "valkey or asynq missing"),
+		ratioTarget("S1 valkeystore standalone / River", vs, findS1(r, "river"), 1.0, "valkey or river missing"),
+		ratioTarget("S1 memstore / valkeystore standalone", findS1(r, "memstore"), vs, 10, "memstore or valkey missing"),
+	)
+	if s := r.S3; s != nil && s.Error == "" {
+		r.Targets = append(r.Targets,
+			Target{Name: "S3 idle server commands/s (sweeps amortised)", Value: s.AmortizedPerSec, Op: "≤", Limit: 50, Pass: boolp(s.AmortizedPerSec <= 50),
+				Detail: fmt.Sprintf("%.1f cmds/s in a %.0f s window between sweeps (%.1f scripts/s) + one full sweep of %d cmds every %.0f s", s.CmdsPerSec, s.WindowSecs, s.ScriptsPerSec, s.SweepCmds, s.SweepEverySecs)},
+			Target{Name: "S3 idle-wake p50 / PING p50", Value: s.WakeOverPingRatio, Op: "≤", Limit: 5, Pass: boolp(s.WakeOverPingRatio <= 5),
+				Detail: fmt.Sprintf("wake p50 %.3f ms, PING p50 %.3f ms (back-to-back); against a PING after the same idle gap (p50 %.3f ms): %.1f ×", s.Wake.P50, s.PingRTT.P50, s.ColdPing.P50, s.Wake.P50/s.ColdPing.P50)})
+	} else {
+		r.Targets = append(r.Targets, Target{Name: "S3 idle server commands/s", Op: "≤", Limit: 50, Detail: "not measured"},
+			Target{Name: "S3 idle-wake p50 / PING p50", Op: "≤", Limit: 5, Detail: "not measured"})
+	}
+	if s := r.S4; s != nil && len(s.Unblock) >= 2 {
+		a, b := s.Unblock[0], s.Unblock[len(s.Unblock)-1]
+		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("S4 unblock cmds/pass at %d / at %d blocked", b.Blocked, a.Blocked),
+			Value: s.CmdsRatio, Op: "≤", Limit: 1.2, Pass: boolp(s.CmdsRatio <= 1.2),
+			Detail: fmt.Sprintf("%d vs %d cmds per pass (%d vs %d scripts)", b.Cmds, a.Cmds, b.Scripts, a.Scripts)})
+	} else {
+		r.Targets = append(r.Targets, Target{Name: "S4 unblock cmds/pass ratio", Op: "≤", Limit: 1.2, Detail: "not measured"})
+	}
+	if s := r.S4; s != nil {
+		for _, rec := range s.Recovery {
+			t := Target{Name: fmt.Sprintf("S4 passes to recover %d expired leases (%s)", rec.Leases, rec.Store),
+				Value: float64(rec.Passes), Op: "≤", Limit: float64(rec.MaxPasses)}
+			if rec.Error == "" {
+				t.Pass = boolp(rec.Passes <= rec.MaxPasses && rec.Recovered == rec.Leases)
+				t.Detail = fmt.Sprintf("%d recovered in %.2f s (batch %d)", rec.Recovered, rec.Secs, rec.Batch)
+			} else {
+				t.Detail = rec.Error
+			}
+			r.Targets = append(r.Targets, t)
+		}
+	}
+	if s := r.S5; s != nil {
+		for _, row := range s.Rows {
+			if row.Payload != 0 {
+				continue
+			}
+			limit := 1024.0
+			if strings.HasPrefix(row.Store, "valkey") {
+				limit = 2048
+			}
+			t := Target{Name: fmt.Sprintf("S5 bytes per queued execution, %s", row.Store), Value: row.PerExec, Op: "≤", Limit: limit}
+			if row.Error == "" {
+				t.Pass = boolp(row.PerExec <= limit)
+				t.Detail = fmt.Sprintf("at %d queued, payload excluded", s.Queued)
+				for _, r2 := range s.Rows {
+					if r2.Store == row.Store && r2.Payload == 4096 && r2.Error == "" {
+						t.Detail += fmt.Sprintf("; with 4 KiB payloads %.0f B beyond the payload", r2.PerExec)
+					}
+				}
+			} else {
+				t.Detail = row.Error
+			}
+			r.Targets = append(r.Targets, t)
+		}
+	}
+}
+
+func (r *Report) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.markdown()), 0o644)
+}
+
+func f0(v float64) string {
+	if v == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func f2(v float64) string {
+	if v == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func f3(v float64) string {
+	if v == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func attempts(n int) string {
+	if n > 1 {
+		return fmt.Sprintf(" (best of %d)", n)
+	}
+	return ""
+}
+
+func mark(p *bool) string {
+	switch {
+	case p == nil:
+		return "–"
+	case *p:
+		return "✅"
+	default:
+		return "❌"
+	}
+}
+
+func (r *Report) markdown() string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	mode := "full"
+	if r.Quick {
+		mode = "quick (toy sizes: the numbers only show the bench works)"
+	}
+	w("# flowfabric bench — %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	w("Command: `%s` (%s run, %.0f s)\n\n", r.Command, mode, r.Seconds)
+	m := r.Machine
+	w("| machine | |\n|---|---|\n")
+	w("| CPU | %s, %d cores (GOMAXPROCS %d) |\n| memory | %s |\n| OS | %s, kernel %s |\n| Go | %s |\n| server | %s |\n| PostgreSQL | %s |\n| load at start | %s |\n",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.Memory, m.OS, m.Kernel, m.Go, m.Redis, m.Postgres, m.LoadAvg)
+	var mods []string
+	for _, k := range sortedKeys(m.Modules) {
+		mods = append(mods, k+" "+m.Modules[k])
+	}
+	w("| modules | %s |\n| note | %s |\n", strings.Join(mods, ", "), m.Note)
+	w("| other load | processes outside the bench used %.0f%% of the machine during the run |\n\n", 100*r.OtherCPU)
+
+	w("## Targets (ratios from this run)\n\n| target | value | limit | | detail |\n|---|---:|---:|:-:|---|\n")
+	for _, t := range r.Targets {
+		val := "–"
+		if t.Pass != nil {
+			val = fmt.Sprintf("%.2f", t.Value)
+		}
+		w("| %s | %s | %s %g | %s | %s |\n", t.Name, val, t.Op, t.Limit, mark(t.Pass), t.Detail)
+	}
+	w("\n")
+
+	if len(r.S1) > 0 {
+		w("## S1 submit → claim → complete\n\n")
+		if len(r.S1) > 0 {
+			w("%d jobs, %d handler slots, 4 KiB payload; latency stream %d jobs at %.0f/s.\n\n", r.S1[0].Jobs, r.S1[0].Slots, r.Config["s1_latency_jobs"], r.S1[0].LatencyRate)
+		}
+		w("| system | submit/s | drain jobs/s | p50 ms | p95 ms | p99 ms | server cmds/job | scripts/job | store calls/job | client CPU µs/job | server CPU µs/job | other load |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, s := range r.S1 {
+			if s.Error != "" {
+				w("| %s | error: %s ||||||||||\n", s.System, s.Error)
+				continue
+			}
+			w("| %s | %s | **%s** | %s | %s | %s | %s | %s | %s | %s | %s | %.0f%%%s |\n", s.System, f0(s.SubmitRate), f0(s.Throughput),
+				f3(s.Latency.P50), f3(s.Latency.P95), f3(s.Latency.P99), f2(s.ServerCmdsPerJob), f2(s.ScriptCallsPerJob),
+				f2(s.StoreRoundTripsPerJob), f0(s.ClientCPUUsecPerJob), f0(s.ServerCPUUsecPerJob), 100*s.OtherCPU, attempts(s.Attempts))
+		}
+		w("\nSetups:\n\n")
+		for _, s := range r.S1 {
+			w("- **%s**: %s\n", s.System, s.Setup)
+		}
+		w("\nWhere the commands go (drain, per job):\n\n")
+		for _, s := range r.S1 {
+			if len(s.TopCommands) == 0 && len(s.StoreCallsPerJob) == 0 {
+				continue
+			}
+			var segs []string
+			if len(s.StoreCallsPerJob) > 0 {
+				var parts []string
+				for _, k := range sortedKeys(s.StoreCallsPerJob) {
+					parts = append(parts, fmt.Sprintf("%s %.2f", k, s.StoreCallsPerJob[k]))
+				}
+				segs = append(segs, "store calls: "+strings.Join(parts, ", "))
+			}
+			if s.ScriptUsecPerJob > 0 {
+				segs = append(segs, fmt.Sprintf("server time in scripts %.0f µs/job, of which %.0f µs in the commands they ran (the rest is Lua)", s.ScriptUsecPerJob, s.InnerUsecPerJob))
+			}
+			if len(s.TopCommands) > 0 {
+				segs = append(segs, "server commands: "+strings.Join(s.TopCommands, ", "))
+			}
+			if len(s.LatStoreCallsPerJob) > 0 {
+				var parts []string
+				for _, k := range sortedKeys(s.LatStoreCallsPerJob) {
+					parts = append(parts, fmt.Sprintf("%s %.2f", k, s.LatStoreCallsPerJob[k]))
+				}
+				segs = append(segs, "in the latency stream, store calls per job: "+strings.Join(parts, ", "))
+			}
+			if s.SubscriberOnSlotNode != nil {
+				if *s.SubscriberOnSlotNode {
+					segs = append(segs, "the work-channel subscriber was on the node that publishes (the lane's slot owner)")
+				} else {
+					segs = append(segs, "the work-channel subscriber was on another node than the one that publishes: notifications crossed the cluster bus")
+				}
+			}
+			w("- **%s**: %s\n", s.System, strings.Join(segs, "; "))
+		}
+		w("\n")
+	}
+
+	if len(r.OpCosts) > 0 {
+		w("Server cost per valkeystore operation, each measured alone (%d ops from 16 goroutines, standalone server):\n\n", r.OpCosts[0].N)
+		w("| operation | server cmds/op | script µs/op | in its commands | in Lua itself | server CPU µs/op | client CPU µs/op | busiest commands |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, o := range r.OpCosts {
+			w("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", o.Op, o.CmdsPerOp, o.ScriptUsec, o.InnerUsec, o.LuaUsec, o.ServerCPU, o.ClientCPU, strings.Join(o.Top, ", "))
+		}
+		w("\n")
+	}
+
+	if len(r.S2) > 0 {
+		w("## S2 backlog burn-down\n\n| system | jobs | insert/s | drain jobs/s | jobs/s every 2 s | batch insert | other load |\n|---|---:|---:|---:|---|---|---:|\n")
+		for _, s := range r.S2 {
+			if s.Error != "" {
+				w("| %s | %d | error: %s ||||\n", s.System, s.Jobs, s.Error)
+				continue
+			}
+			var e []string
+			for _, v := range s.Every2s {
+				e = append(e, fmt.Sprintf("%.0f", v))
+			}
+			w("| %s | %d | %s | **%s** | %s | %s | %.0f%%%s |\n", s.System, s.Jobs, f0(s.InsertRate), f0(s.Throughput), strings.Join(e, " "), s.BatchInserts, 100*s.OtherCPU, attempts(s.Attempts))
+		}
+		w("\n")
+	}
+
+	if s := r.S3; s != nil {
+		w("## S3 idle cost (valkeystore standalone)\n\n")
+		if s.Error != "" {
+			w("error: %s\n\n", s.Error)
+		} else {
+			w("| measure | value |\n|---|---|\n")
+			w("| server commands/s (idle, %.0f s window) | **%.1f** (%.1f script calls/s) |\n", s.WindowSecs, s.CmdsPerSec, s.ScriptsPerSec)
+			var parts []string
+			for _, k := range sortedKeys(s.StoreCallsPerSec) {
+				parts = append(parts, fmt.Sprintf("%s %.2f", k, s.StoreCallsPerSec[k]))
+			}
+			w("| store calls/s | %s |\n", strings.Join(parts, ", "))
+			w("| busiest commands in the window | %s |\n", strings.Join(s.TopCommands, ", "))
+			w("| startup (engine + %d workers, first %.1f s) | %d commands |\n", s.Workers, s.StartupSecs, s.StartupCmds)
+			w("| one full sweep (all %d partitions, every %.0f s) | %d commands → %.1f cmds/s amortised, %.1f cmds/s in total |\n", s.Partitions, s.SweepEverySecs, s.SweepCmds, float64(s.SweepCmds)/s.SweepEverySecs, s.AmortizedPerSec)
+			w("| PING round trip p50 / p99 (back-to-back) | %.3f / %.3f ms |\n", s.PingRTT.P50, s.PingRTT.P99)
+			w("| PING round trip p50 / p99 after an idle gap | %.3f / %.3f ms |\n", s.ColdPing.P50, s.ColdPing.P99)
+			w("| idle wake (submit → handler start) p50 / p95 / p99, n=%d | **%.3f** / %.3f / %.3f ms (%.1f × PING) |\n", s.Wake.N, s.Wake.P50, s.Wake.P95, s.Wake.P99, s.WakeOverPingRatio)
+			w("| of which the Submit call (create script round trip) p50 | %.3f ms |\n", s.SubmitCall.P50)
+			parts = nil
+			for _, k := range sortedKeys(s.CallsPerWake) {
+				parts = append(parts, fmt.Sprintf("%s %.2f", k, s.CallsPerWake[k]))
+			}
+			w("| store calls per woken job | %s |\n\n", strings.Join(parts, ", "))
+		}
+	}
+
+	if s := r.S4; s != nil {
+		w("## S4 scan cost\n\n")
+		if s.Error != "" {
+			w("error: %s\n\n", s.Error)
+		}
+		if len(s.Unblock) > 0 {
+			w("| route-blocked | partitions visited | server cmds/pass | scripts/pass | server script µs/pass | pass ms | unblocked | next pass cmds |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			for _, u := range s.Unblock {
+				w("| %d | %d | %d | %d | %d | %.2f | %d | %d |\n", u.Blocked, u.Partitions, u.Cmds, u.Scripts, u.ServerUsec, u.PassMillis, u.Unblocked, u.SteadyCmds)
+			}
+			w("\n")
+		}
+		if len(s.Recovery) > 0 {
+			w("| lease recovery | leases | batch | passes | target | recovered | seconds | recovered/s | server cmds | scripts |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			for _, rc := range s.Recovery {
+				if rc.Error != "" {
+					w("| %s | %d | error: %s ||||||||\n", rc.Store, rc.Leases, rc.Error)
+					continue
+				}
+				w("| %s | %d | %d | %d | ≤ %d | %d | %.2f | %.0f | %d | %d |\n", rc.Store, rc.Leases, rc.Batch, rc.Passes, rc.MaxPasses, rc.Recovered, rc.Secs, rc.PerSec, rc.Cmds, rc.Scripts)
+			}
+			w("\n")
+		}
+	}
+
+	if s := r.S5; s != nil {
+		w("## S5 memory per queued execution (%d queued)\n\n| store | payload | bytes/execution beyond the payload | total delta |\n|---|---:|---:|---:|\n", s.Queued)
+		for _, row := range s.Rows {
+			if row.Error != "" {
+				w("| %s | %d | error: %s | |\n", row.Store, row.Payload, row.Error)
+				continue
+			}
+			w("| %s | %d | **%.0f** | %.1f MiB |\n", row.Store, row.Payload, row.PerExec, float64(row.Total)/(1<<20))
+		}
+		w("\n")
+	}
+
+	if len(r.NotRun) > 0 {
+		w("## Not run\n\n")
+		for _, n := range r.NotRun {
+			w("- %s: %s\n", n.What, n.Reason)
+		}
+		w("\n")
+	}
+	w("## Definitions\n\n")
+	for _, g := range r.Glossary {
+		w("- %s\n", g)
+	}
+	return b.String()
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/memstore"
+	"github.com/flowfabric/flowfabric/model"
+	"github.com/flowfabric/flowfabric/valkeystore"
+)
+
+// countingStore wraps a store: it counts calls per method (for valkeystore
+// every call is one script, one round trip) and successful completions.
+type countingStore struct {
+	model.Store
+	comp  *counter
+	mu    sync.Mutex
+	calls map[string]*atomic.Int64
+}
+
+func newCountingStore(s model.Store, comp *counter) *countingStore {
+	return &countingStore{Store: s, comp: comp, calls: map[string]*atomic.Int64{}}
+}
+
+func (c *countingStore) count(name string) {
+	c.mu.Lock()
+	n := c.calls[name]
+	if n == nil {
+		n = new(atomic.Int64)
+		c.calls[name] = n
+	}
+	c.mu.Unlock()
+	n.Add(1)
+}
+
+func (c *countingStore) snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.calls))
+	for k, v := range c.calls {
+		out[k] = v.Load()
+	}
+	return out
+}
+
+// WatchWork implements model.WorkNotifier when the wrapped store does.
+func (c *countingStore) WatchWork(lane model.LaneID, f func()) func() {
+	if n, ok := c.Store.(model.WorkNotifier); ok {
+		return n.WatchWork(lane, func() {
+			c.count("WatchWork(notified)")
+			f()
+		})
+	}
+	return func() {}
+}
+
+func (c *countingStore) ExecutionCreate(ctx context.Context, p *model.ExecutionCreateParams) (*model.ExecutionCreateResult, error) {
+	c.count("ExecutionCreate")
+	return c.Store.ExecutionCreate(ctx, p)
+}
+
+func (c *countingStore) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
+	c.count("ExecutionClaimNext")
+	r, err := c.Store.ExecutionClaimNext(ctx, p)
+	if err == nil && r.Claimed == nil {
+		c.count("ExecutionClaimNext(empty)")
+	}
+	return r, err
+}
+
+func (c *countingStore) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
+	c.count("ExecutionComplete")
+	r, err := c.Store.ExecutionComplete(ctx, p)
+	if err == nil && !r.Replayed && c.comp != nil {
+		c.comp.add(1)
+	}
+	return r, err
+}
+
+func (c *countingStore) WorkerList(ctx context.Context, p *model.WorkerListParams) (*model.WorkerListResult, error) {
+	c.count("WorkerList")
+	return c.Store.WorkerList(ctx, p)
+}
+
+func (c *countingStore) WorkerHeartbeat(ctx context.Context, p *model.WorkerHeartbeatParams) (*model.WorkerHeartbeatResult, error) {
+	c.count("WorkerHeartbeat")
+	return c.Store.WorkerHeartbeat(ctx, p)
+}
+
+func (c *countingStore) WorkerRegister(ctx context.Context, p *model.WorkerRegisterParams) (*model.WorkerRegisterResult, error) {
+	c.count("WorkerRegister")
+	return c.Store.WorkerRegister(ctx, p)
+}
+
+func (c *countingStore) WorkerExpire(ctx context.Context, p *model.WorkerExpireParams) (*model.WorkerExpireResult, error) {
+	c.count("WorkerExpire")
+	return c.Store.WorkerExpire(ctx, p)
+}
+
+func (c *countingStore) LeaseRenew(ctx context.Context, p *model.LeaseRenewParams) (*model.LeaseRenewResult, error) {
+	c.count("LeaseRenew")
+	return c.Store.LeaseRenew(ctx, p)
+}
+
+func (c *countingStore) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (*model.IndexScanDueResult, error) {
+	c.count("IndexScanDue")
+	return c.Store.IndexScanDue(ctx, p)
+}
+
+func (c *countingStore) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (*model.RouteUnblockResult, error) {
+	c.count("RouteUnblock")
+	return c.Store.RouteUnblock(ctx, p)
+}
+
+func (c *countingStore) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredParams) (*model.LeaseMarkExpiredResult, error) {
+	c.count("LeaseMarkExpired")
+	return c.Store.LeaseMarkExpired(ctx, p)
+}
+
+func (c *countingStore) ExecutionRecover(ctx context.Context, p *model.ExecutionRecoverParams) (*model.ExecutionRecoverResult, error) {
+	c.count("ExecutionRecover")
+	return c.Store.ExecutionRecover(ctx, p)
+}
+
+var _ model.WorkNotifier = (*countingStore)(nil)
+
+// ffSystem is flowfabric: the real engine (flowfabric.New, scanners
+// started at default intervals) and the real worker runtime
+// (flowfabric.NewWorker with a typed handler).
+type ffSystem struct {
+	name  string
+	addrs []string // nil: memstore
+	// workers × perWorker handler slots: "16x1" is 16 Workers with
+	// MaxConcurrent 1 (16 claim loops); "1x16" one Worker with
+	// MaxConcurrent 16 (one claim loop).
+	shape string
+
+	client  valkey.Client
+	vs      *valkeystore.Store
+	store   *countingStore
+	engine  *flowfabric.Engine
+	workers []*flowfabric.Worker
+	comp    *counter
+	onStart atomic.Pointer[func(int64)]
+}
+
+func newFF(name string, addrs []string, shape string) *ffSystem {
+	return &ffSystem{name: name, addrs: addrs, shape: shape}
+}
+
+func (s *ffSystem) Name() string { return s.name }
+
+func (s *ffSystem) Describe() string {
+	st := "memstore (in process)"
+	if s.addrs != nil {
+		st = fmt.Sprintf("valkeystore on %d node(s), valkey-go client (auto-pipelining, no client cache)", len(s.addrs))
+	}
+	return fmt.Sprintf("flowfabric engine (scanners at defaults) on %s; worker shape %s (Workers × MaxConcurrent), lane \"default\", typed handler", st, s.shape)
+}
+
+func (s *ffSystem) probe() *serverProbe {
+	if s.addrs == nil {
+		return nil
+	}
+	return &serverProbe{addrs: s.addrs}
+}
+
+func (s *ffSystem) open(ctx context.Context) error {
+	s.comp = newCounter()
+	var base model.Store
+	if s.addrs == nil {
+		base = memstore.New(nil)
+	} else {
+		if err := s.probe().flushAll(); err != nil {
+			return err
+		}
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: s.addrs, DisableCache: true})
+		if err != nil {
+			return err
+		}
+		s.client = c
+		vs, err := valkeystore.New(c, nil)
+		if err != nil {
+			c.Close()
+			return err
+		}
+		s.vs = vs
+		base = vs
+	}
+	s.store = newCountingStore(base, s.comp)
+	s.engine = flowfabric.New(s.store, nil)
+	return s.engine.Start(ctx)
+}
+
+func (s *ffSystem) submit(ctx context.Context, a benchArgs) error {
+	_, err := s.engine.Submit(ctx, a, nil)
+	return err
+}
+
+func (s *ffSystem) submitBatch(ctx context.Context, as []benchArgs) error {
+	batch := make([]flowfabric.SubmitParams, len(as))
+	for i, a := range as {
+		batch[i] = flowfabric.SubmitParams{Args: a}
+	}
+	_, err := s.engine.SubmitMany(ctx, batch)
+	return err
+}
+
+func parseShape(shape string, slots int) (workers, per int) {
+	if shape == "1x16" || shape == "1xN" {
+		return 1, slots
+	}
+	return slots, 1
+}
+
+func (s *ffSystem) startWorkers(ctx context.Context, slots int, onStart func(int64)) error {
+	s.onStart.Store(&onStart)
+	n, per := parseShape(s.shape, slots)
+	h := flowfabric.HandlerFunc[benchArgs](func(_ context.Context, t *flowfabric.Task[benchArgs]) error {
+		(*s.onStart.Load())(t.Args.Seq)
+		return nil
+	})
+	for i := range n {
+		w := flowfabric.NewWorker(s.engine, &flowfabric.WorkerConfig{
+			WorkerID: model.WorkerID(fmt.Sprintf("bench-%d", i)), MaxConcurrent: per,
+		})
+		flowfabric.AddHandler(w, h)
+		s.workers = append(s.workers, w)
+	}
+	// start them together so the first claims race as they would in a
+	// fleet of processes
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, w := range s.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Start(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func (s *ffSystem) completions() *counter { return s.comp }
+
+func (s *ffSystem) storeCalls() map[string]int64 { return s.store.snapshot() }
+
+func (s *ffSystem) stopWorkers(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, w := range s.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Stop(ctx); err != nil {
+				mu.Lock()
+				first = errors.Join(first, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	s.workers = nil
+	return first
+}
+
+func (s *ffSystem) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if len(s.workers) > 0 {
+		_ = s.stopWorkers(ctx)
+	}
+	if s.engine != nil {
+		_ = s.engine.Stop(ctx)
+	}
+	if s.vs != nil {
+		s.vs.Close()
+	}
+	if s.client != nil {
+		s.client.Close()
+	}
+	s.engine, s.vs, s.client = nil, nil, nil
+}
+
+// callsDelta returns b − a per method, sorted by name, as "name=n/job".
+func callsDelta(a, b map[string]int64, per float64) (map[string]float64, float64) {
+	out := map[string]float64{}
+	var total float64
+	for k, v := range b {
+		d := float64(v - a[k])
+		if d == 0 {
+			continue
+		}
+		out[k] = d / per
+		if k != "ExecutionClaimNext(empty)" {
+			total += d / per
+		}
+	}
+	return out, total
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// benchArgs is the job every system runs: the same JSON on every system
+// ({"seq":N,"data":"xxxx…"}), decoded before the handler (flowfabric and
+// River decode typed args; the Asynq and raw handlers decode themselves).
+type benchArgs struct {
+	Seq  int64  `json:"seq"`
+	Data string `json:"data,omitempty"`
+}
+
+// Kind implements flowfabric.Args and river.JobArgs.
+func (benchArgs) Kind() string { return "bench" }
+
+// system is one job system under test. A run is open → submit… →
+// startWorkers → … → stopWorkers → close.
+type system interface {
+	Name() string
+	// Describe says how the system is set up, for the report.
+	Describe() string
+	// probe returns the server(s) whose INFO to read, or nil.
+	probe() *serverProbe
+	// open prepares an empty queue and the client side.
+	open(ctx context.Context) error
+	submit(ctx context.Context, a benchArgs) error
+	// startWorkers starts slots concurrent handlers; onStart is called at
+	// the start of every handler with the job's seq.
+	startWorkers(ctx context.Context, slots int, onStart func(seq int64)) error
+	// completions counts jobs whose completion the system has recorded.
+	completions() *counter
+	stopWorkers(ctx context.Context) error
+	close()
+}
+
+// batchSubmitter is implemented by systems with a batch insert.
+type batchSubmitter interface {
+	submitBatch(ctx context.Context, as []benchArgs) error
+}
+
+// settler is implemented by systems whose completion counter runs ahead of
+// the durable record (Asynq: the handler returned, the task is not yet
+// acknowledged); settle waits until the server holds no pending or active
+// job and returns when it saw that.
+type settler interface {
+	settle(ctx context.Context) (time.Time, error)
+}
+
+// roundTripper is implemented by systems that count their store calls.
+type roundTripper interface {
+	storeCalls() map[string]int64
+}
+
+// payload4K is the 4 KiB data string of S1 jobs.
+var payload4K = func() string {
+	b := make([]byte, 4096)
+	for i := range b {
+		b[i] = 'a' + byte(i%26)
+	}
+	return string(b)
+}()
+
+func encode(a benchArgs) []byte {
+	b, err := json.Marshal(a)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func decode(b []byte) (benchArgs, error) {
+	var a benchArgs
+	err := json.Unmarshal(b, &a)
+	return a, err
+}
+
+// submitParallel submits seqs [from, to) with conc goroutines.
+func submitParallel(ctx context.Context, s system, from, to int64, conc int, data string, mark func(int64, time.Time)) error {
+	var (
+		next = from
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs = make(chan error, conc)
+	)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				seq := next
+				next++
+				mu.Unlock()
+				if seq >= to || ctx.Err() != nil {
+					return
+				}
+				if mark != nil {
+					mark(seq, time.Now())
+				}
+				if err := s.submit(ctx, benchArgs{Seq: seq, Data: data}); err != nil {
+					errs <- fmt.Errorf("%s: submit %d: %w", s.Name(), seq, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// submitBatches inserts [0, n) in batches of size batch, conc batches in
+// flight. Systems without a batch insert get each batch as parallel single
+// submits (16 at a time).
+func submitBatches(ctx context.Context, s system, n, batch, conc int) error {
+	bs, ok := s.(batchSubmitter)
+	var (
+		next int
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs = make(chan error, conc)
+	)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				from := next
+				next += batch
+				mu.Unlock()
+				if from >= n || ctx.Err() != nil {
+					return
+				}
+				to := min(from+batch, n)
+				var err error
+				if ok {
+					as := make([]benchArgs, 0, to-from)
+					for i := from; i < to; i++ {
+						as = append(as, benchArgs{Seq: int64(i)})
+					}
+					err = bs.submitBatch(ctx, as)
+				} else {
+					err = submitParallel(ctx, s, int64(from), int64(to), 16, "", nil)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+var errTimeout = errors.New("timed out")
+
+// waitFor waits for ch, ctx or the timeout.
+func waitFor(ctx context.Context, ch <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return errTimeout
+	}
+}
