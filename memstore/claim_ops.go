@@ -104,48 +104,54 @@ func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGr
 // ExecutionClaimNext implements model.ClaimStore.
 func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionClaimNextResult, error) {
-		caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
-		live, _ := model.NormalizeCapabilities("live_capabilities", p.LiveCapabilities)
-		now := ms(p.Now)
-		res := &model.ExecutionClaimNextResult{}
-		pt := s.parts[p.Partition]
-		if pt == nil {
-			return res, nil
-		}
-		l := pt.lanes[p.Lane]
-		if l == nil {
-			return res, nil
-		}
-		heads := make([]model.ExecutionID, 0, min(p.ScanLimit, l.eligible.len()))
-		l.eligible.scan(func(it zitem) bool {
-			heads = append(heads, it.id)
-			return len(heads) < p.ScanLimit
-		})
-		for _, id := range heads {
-			e := s.execs[id]
-			if e == nil || checkClaimable(e) != nil {
-				res.Skipped++
-				continue
-			}
-			if e.grant.live(now) && e.grant.workerID != p.WorkerID {
-				res.Skipped++
-				continue
-			}
-			missing := e.requiredCaps.Missing(caps)
-			if len(missing) == 0 {
-				res.Claimed = s.claim(e, &p.LeaseRequest, now)
-				return res, nil
-			}
-			if e.requiredCaps.SubsetOf(live) {
-				res.Skipped++
-				continue
-			}
-			e.lastCapMismatchAt = now
-			s.block(e, now, model.WaitingForCapableWorker, "no live worker has: "+e.requiredCaps.Missing(live).CSV())
-			res.Blocked = append(res.Blocked, id)
-		}
-		return res, nil
+		return s.claimNext(p.Partition, &model.NextClaim{Lane: p.Lane, Capabilities: p.Capabilities,
+			LiveCapabilities: p.LiveCapabilities, ScanLimit: p.ScanLimit, LeaseRequest: p.LeaseRequest}, ms(p.Now)), nil
 	})
+}
+
+// claimNext claims the best eligible execution of n.Lane in partition part
+// that the worker can serve, walking at most n.ScanLimit heads (see
+// model.ExecutionClaimNextParams).
+func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.ExecutionClaimNextResult {
+	caps, _ := model.NormalizeCapabilities("capabilities", n.Capabilities)
+	live, _ := model.NormalizeCapabilities("live_capabilities", n.LiveCapabilities)
+	res := &model.ExecutionClaimNextResult{}
+	pt := s.parts[part]
+	if pt == nil {
+		return res
+	}
+	l := pt.lanes[n.Lane]
+	if l == nil {
+		return res
+	}
+	heads := make([]model.ExecutionID, 0, min(n.ScanLimit, l.eligible.len()))
+	l.eligible.scan(func(it zitem) bool {
+		heads = append(heads, it.id)
+		return len(heads) < n.ScanLimit
+	})
+	for _, id := range heads {
+		e := s.execs[id]
+		if e == nil || checkClaimable(e) != nil {
+			res.Skipped++
+			continue
+		}
+		if e.grant.live(now) && e.grant.workerID != n.WorkerID {
+			res.Skipped++
+			continue
+		}
+		if len(e.requiredCaps.Missing(caps)) == 0 {
+			res.Claimed = s.claim(e, &n.LeaseRequest, now)
+			return res
+		}
+		if e.requiredCaps.SubsetOf(live) {
+			res.Skipped++
+			continue
+		}
+		e.lastCapMismatchAt = now
+		s.block(e, now, model.WaitingForCapableWorker, "no live worker has: "+e.requiredCaps.Missing(live).CSV())
+		res.Blocked = append(res.Blocked, id)
+	}
+	return res
 }
 
 // claim starts (or resumes) an attempt under a new lease. The caller has

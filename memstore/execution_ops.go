@@ -125,17 +125,20 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 		if err != nil {
 			return nil, err
 		}
-		if replay != nil {
-			return &model.ExecutionCompleteResult{Replayed: true}, nil
+		res := &model.ExecutionCompleteResult{Replayed: replay != nil}
+		if replay == nil {
+			e.endAttempt(now, model.AttemptEndedSuccess, "", "")
+			e.result = nonEmpty(p.Result)
+			e.hasResult = true
+			s.removeFromLane(e)
+			s.releaseLease(e, now, model.LeaseReleased, "completed")
+			s.terminate(e, now, model.OutcomeSuccess)
+			e.lastOp = &opRecord{kind: opComplete, operator: p.Source == model.SourceOperator, fence: p.Fence}
 		}
-		e.endAttempt(now, model.AttemptEndedSuccess, "", "")
-		e.result = nonEmpty(p.Result)
-		e.hasResult = true
-		s.removeFromLane(e)
-		s.releaseLease(e, now, model.LeaseReleased, "completed")
-		s.terminate(e, now, model.OutcomeSuccess)
-		e.lastOp = &opRecord{kind: opComplete, operator: p.Source == model.SourceOperator, fence: p.Fence}
-		return &model.ExecutionCompleteResult{}, nil
+		if p.Next != nil {
+			res.Next = s.claimNext(p.ID.Partition(), p.Next, now)
+		}
+		return res, nil
 	})
 }
 

@@ -123,6 +123,39 @@ func (s *Store) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (
 	})
 }
 
+// PartitionDue implements model.ScanStore.
+func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (*model.PartitionDueResult, error) {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.PartitionDueResult, error) {
+		res := &model.PartitionDueResult{}
+		pt := s.parts[p.Partition]
+		if pt == nil {
+			return res, nil
+		}
+		first := func(z *zset) int64 {
+			if it, ok := z.tree.Min(); ok {
+				return it.score
+			}
+			return 0
+		}
+		res.LeaseExpiry = tm(first(pt.leaseExpiry))
+		res.AttemptTimeout = tm(first(pt.attemptTimeout))
+		res.ExecutionDeadline = tm(first(pt.deadline))
+		var delayed int64
+		for _, name := range pt.laneNames {
+			l := pt.lanes[name]
+			if d := first(l.delayed); d != 0 && (delayed == 0 || d < delayed) {
+				delayed = d
+			}
+			if len(l.routeGroups) > 0 {
+				res.RouteBlocked = true
+			}
+		}
+		res.Delayed = tm(delayed)
+		res.Executions = pt.all.len()
+		return res, nil
+	})
+}
+
 // RouteUnblock implements model.ScanStore.
 func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (*model.RouteUnblockResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.RouteUnblockResult, error) {

@@ -74,6 +74,7 @@ type LeaseStore interface {
 type ScanStore interface {
 	ExecutionPromoteDelayed(ctx context.Context, p *ExecutionPromoteDelayedParams) (*ExecutionPromoteDelayedResult, error)
 	IndexScanDue(ctx context.Context, p *IndexScanDueParams) (*IndexScanDueResult, error)
+	PartitionDue(ctx context.Context, p *PartitionDueParams) (*PartitionDueResult, error)
 	RouteUnblock(ctx context.Context, p *RouteUnblockParams) (*RouteUnblockResult, error)
 }
 
@@ -181,13 +182,32 @@ type ExecutionCompleteParams struct {
 	Source Source
 	// Result is stored as given (binary-safe), at most MaxResultBytes.
 	Result []byte
-	Now    time.Time
+	// Next, when set, claims the worker's next execution in the same atomic
+	// step, as ExecutionClaimNext would on the completed execution's
+	// partition: a worker keeps its slot busy with one store call per
+	// execution instead of two. It runs only when the completion succeeds
+	// (including a replay).
+	Next *NextClaim
+	Now  time.Time
+}
+
+// NextClaim asks for the next execution within a completion. It has the
+// meaning of ExecutionClaimNextParams, on the completed execution's
+// partition.
+type NextClaim struct {
+	Lane             LaneID
+	Capabilities     Capabilities
+	LiveCapabilities Capabilities
+	ScanLimit        int
+	LeaseRequest
 }
 
 // ExecutionCompleteResult reports a completion.
 type ExecutionCompleteResult struct {
 	// Replayed is true when the same lease had already completed it.
 	Replayed bool
+	// Next is the outcome of Params.Next (nil when it was not asked for).
+	Next *ExecutionClaimNextResult
 }
 
 // ExecutionDelayParams hands the caller's active execution back until
@@ -586,6 +606,40 @@ type IndexScanDueResult struct {
 	// NextDueAt is the earliest entry due after Now (zero: none), so a
 	// scanner can sleep until then.
 	NextDueAt time.Time
+}
+
+// PartitionDueParams asks what one partition has scheduled, so a sweep
+// costs one call per partition rather than one per scanner.
+type PartitionDueParams struct {
+	Partition int
+}
+
+// PartitionDueResult tells when each timer index of a partition next comes
+// due (the earliest entry, possibly already past; zero when the index is
+// empty), whether any execution waits blocked on route, and how many
+// executions the partition holds.
+type PartitionDueResult struct {
+	LeaseExpiry       time.Time
+	AttemptTimeout    time.Time
+	ExecutionDeadline time.Time
+	Delayed           time.Time // earliest over every lane
+	RouteBlocked      bool
+	Executions        int
+}
+
+// Due returns the earliest entry of timer index k (zero: none).
+func (r *PartitionDueResult) Due(k IndexKind) time.Time {
+	switch k {
+	case IndexLeaseExpiry:
+		return r.LeaseExpiry
+	case IndexAttemptTimeout:
+		return r.AttemptTimeout
+	case IndexExecutionDeadline:
+		return r.ExecutionDeadline
+	case IndexDelayed:
+		return r.Delayed
+	}
+	return time.Time{}
 }
 
 // RouteUnblockParams returns to the eligible index up to Limit

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"time"
 	"unicode/utf8"
 )
@@ -153,7 +154,42 @@ func (p *ExecutionCompleteParams) Validate(cfg PartitionConfig) error {
 	if len(p.Result) > MaxResultBytes {
 		return invalidField("result", "too_large")
 	}
+	if p.Next != nil {
+		if err := p.Next.validate(); err != nil {
+			return err
+		}
+	}
 	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+func (n *NextClaim) validate() error {
+	prefix := func(err error) error {
+		var e *Error
+		if errors.As(err, &e) {
+			c := *e
+			c.Field = "next." + c.Field
+			return &c
+		}
+		return err
+	}
+	if err := n.Lane.Validate(); err != nil {
+		return prefix(err)
+	}
+	if _, err := NormalizeCapabilities("capabilities", n.Capabilities); err != nil {
+		return prefix(err)
+	}
+	if _, err := NormalizeCapabilities("live_capabilities", n.LiveCapabilities); err != nil {
+		return prefix(err)
+	}
+	if err := checkLimit("scan_limit", n.ScanLimit); err != nil {
+		return prefix(err)
+	}
+	return prefix(n.LeaseRequest.validate())
+}
+
+// Validate checks every field.
+func (p *PartitionDueParams) Validate(cfg PartitionConfig) error {
+	return checkPartition(cfg, p.Partition)
 }
 
 // Validate checks every field.

@@ -69,6 +69,7 @@ func init() {
 		{"WorkerDeregister", 1, (*machine).actWorkerDeregister},
 		{"WorkerExpire", 2, (*machine).actWorkerExpire},
 		{"Read", 2, (*machine).actRead},
+		{"PartitionDue", 1, (*machine).actPartitionDue},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a
@@ -765,8 +766,25 @@ func (m *machine) actComplete(t *rapid.T) {
 	id := m.pickExec(t, isPhase(model.PhaseActive))
 	src, f := m.fencedSource(t, id)
 	p := &model.ExecutionCompleteParams{ID: id, Fence: f, Source: src, Result: drawFrom(t, payloads, "result"), Now: m.now()}
-	bad := invalid(t, 2)
+	var w poolWorker
+	if chance(t, 3, "with_next") {
+		lane := drawFrom(t, lanes, "next_lane")
+		if prev := m.snap(id); prev != nil && chance(t, 2, "next_same_lane") {
+			lane = prev.Lane
+		}
+		w = drawFrom(t, workerPool, "next_worker")
+		caps := drawCaps(t, "next_caps", 60)
+		p.Next = &model.NextClaim{Lane: lane, Capabilities: caps, LiveCapabilities: unionCaps(caps, drawCaps(t, "next_live", 50)),
+			ScanLimit: rapid.IntRange(1, 4).Draw(t, "next_scan_limit"), LeaseRequest: m.leaseRequest(t, w)}
+	}
+	bad := invalid(t, 3)
 	m.corruptSource(&p.Source, &p.Fence, bad)
+	if bad == 2 {
+		if p.Next == nil {
+			p.Next = &model.NextClaim{Lane: lanes[0], ScanLimit: 1, LeaseRequest: m.leaseRequest(t, drawFrom(t, workerPool, "next_worker"))}
+		}
+		p.Next.ScanLimit = 0
+	}
 	prev := m.snap(id)
 	res, err := call(m, t, "ExecutionComplete", p, model.Store.ExecutionComplete)
 	if bad >= 0 {
@@ -774,6 +792,59 @@ func (m *machine) actComplete(t *rapid.T) {
 		return
 	}
 	m.checkFenced(t, "ExecutionComplete", prev, p.Source, p.Fence, false, err == nil && res.Replayed, err)
+	if err != nil {
+		return
+	}
+	if p.Next == nil {
+		m.expect(t, res.Next == nil, "ExecutionComplete without Next reported a next claim %+v", res.Next)
+		return
+	}
+	m.expect(t, res.Next != nil, "ExecutionComplete with Next reported no next claim")
+	if res.Next == nil {
+		return
+	}
+	want := m.predictClaimNext(&model.ExecutionClaimNextParams{Partition: id.Partition(), Lane: p.Next.Lane,
+		Capabilities: p.Next.Capabilities, LiveCapabilities: p.Next.LiveCapabilities, ScanLimit: p.Next.ScanLimit,
+		LeaseRequest: p.Next.LeaseRequest, Now: p.Now})
+	var got claimNextOutcome
+	got.blocked, got.skipped = res.Next.Blocked, res.Next.Skipped
+	if res.Next.Claimed != nil {
+		got.claimed = res.Next.Claimed.ID
+	}
+	m.expect(t, cmpEqual(got, want), "ExecutionComplete next: claimed %v, blocked %v, skipped %d; the eligible heads say %v, %v, %d",
+		got.claimed, got.blocked, got.skipped, want.claimed, want.blocked, want.skipped)
+	if c := res.Next.Claimed; c != nil {
+		m.acquire(t, "ExecutionComplete next", m.snap(c.ID), w, p.Next.LeaseRequest, c)
+	}
+}
+
+func (m *machine) actPartitionDue(t *rapid.T) {
+	p := &model.PartitionDueParams{Partition: drawIndex(t, m.cfg.FlowPartitions, "partition")}
+	bad := invalid(t, 1)
+	if bad == 0 {
+		p.Partition = m.cfg.FlowPartitions
+	}
+	res, err := call(m, t, "PartitionDue", p, model.Store.PartitionDue)
+	if bad >= 0 {
+		m.expectValidation(t, "PartitionDue", err)
+		return
+	}
+	m.expect(t, err == nil, "PartitionDue failed: %v", err)
+	if err != nil {
+		return
+	}
+	n, routed := 0, false
+	for id, x := range m.obs[0].Execs {
+		if id.Partition() != p.Partition {
+			continue
+		}
+		n++
+		if x.Snapshot.State.LifecyclePhase == model.PhaseRunnable && x.Snapshot.State.EligibilityState == model.BlockedByRoute {
+			routed = true
+		}
+	}
+	m.expect(t, res.Executions == n && res.RouteBlocked == routed,
+		"PartitionDue(p%d): %d executions, route blocked %v; the store lists %d, %v", p.Partition, res.Executions, res.RouteBlocked, n, routed)
 }
 
 func (m *machine) actFail(t *rapid.T) {

@@ -54,6 +54,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Worker", testWorker},
 		{"Reads", testReads},
 		{"Validation", testValidation},
+		{"HotPath", testHotPath},
 		{"Fix", testFixes},
 	}
 	for _, g := range groups {

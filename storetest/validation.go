@@ -118,6 +118,7 @@ func testValidation(t *testing.T, newStore NewStoreFunc) {
 		{"ReclaimGrantIssue", (*fixture).reclaimGrantCases},
 		{"ExecutionPromoteDelayed", (*fixture).promoteCases},
 		{"IndexScanDue", (*fixture).scanCases},
+		{"PartitionDue", (*fixture).partitionDueCases},
 		{"RouteUnblock", (*fixture).routeUnblockCases},
 		{"WorkerDeregister", (*fixture).deregisterCases},
 		{"WorkerExpire", (*fixture).workerExpireCases},
@@ -437,7 +438,33 @@ func (f *fixture) completeCases() []badInput {
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	cs = append(cs, mk("result_too_large", "result", model.ErrInvalidInput, func(p *P) { p.Result = make([]byte, model.MaxResultBytes+1) }))
 	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
+	// the next claim's inputs are checked too, named under "next."
+	withNext := func(p *P) *model.NextClaim {
+		if p.Next == nil {
+			p.Next = &model.NextClaim{Lane: laneA, ScanLimit: 10, LeaseRequest: f.leaseReq(wA, leaseTTL)}
+		}
+		return p.Next
+	}
+	nk := prefixed(mk, "next.")
+	cs = append(cs, laneCases(nk, func(p *P, l model.LaneID) { withNext(p).Lane = l })...)
+	cs = append(cs, capCases(nk, "capabilities", func(p *P, c model.Capabilities) { withNext(p).Capabilities = c })...)
+	cs = append(cs, capCases(nk, "live_capabilities", func(p *P, c model.Capabilities) { withNext(p).LiveCapabilities = c })...)
+	cs = append(cs, limitCases(nk, "scan_limit", func(p *P, n int) { withNext(p).ScanLimit = n })...)
+	cs = append(cs, leaseRequestCases(nk, func(p *P) *model.LeaseRequest { return &withNext(p).LeaseRequest })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+// prefixed is mk for inputs nested under prefix ("next.").
+func prefixed[P any](mk caseMaker[P], prefix string) caseMaker[P] {
+	return func(name, field string, code *model.Error, mut func(*P)) badInput {
+		return mk(prefix+name, prefix+field, code, mut)
+	}
+}
+
+func (f *fixture) partitionDueCases() []badInput {
+	type P = model.PartitionDueParams
+	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0} }, f.s.PartitionDue)
+	return partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
 }
 
 func (f *fixture) delayCases() []badInput {

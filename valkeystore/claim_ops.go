@@ -66,6 +66,12 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 	if err != nil {
 		return nil, err
 	}
+	res := claimNextResult(r)
+	return res, r.err()
+}
+
+// claimNextResult decodes the reply of the library's claim_next.
+func claimNextResult(r *reply) *model.ExecutionClaimNextResult {
 	res := &model.ExecutionClaimNextResult{Skipped: r.int("skipped")}
 	for _, id := range r.strs("blocked") {
 		eid, perr := model.ParseExecutionID(id)
@@ -77,7 +83,7 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 	if r.has("claimed") {
 		res.Claimed = claimResult(r.obj("claimed"))
 	}
-	return res, r.err()
+	return res
 }
 
 // ExecutionBlock implements model.ClaimStore.

@@ -87,13 +87,28 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptExecutionComplete, s.keys.execKeys(p.ID), fenceArgs(args{
-		"now": p.Now, "id": p.ID, "source": p.Source, "result": p.Result,
-	}, p.Fence))
+	a := fenceArgs(args{"now": p.Now, "id": p.ID, "source": p.Source, "result": p.Result, "has_next": p.Next != nil}, p.Fence)
+	n := p.Next
+	if n == nil {
+		n = &model.NextClaim{}
+	}
+	a["next_lane"] = n.Lane
+	a["next_capabilities"] = normCaps("capabilities", n.Capabilities)
+	a["next_live_capabilities"] = normCaps("live_capabilities", n.LiveCapabilities)
+	a["next_scan_limit"] = n.ScanLimit
+	a["next_worker_id"] = n.WorkerID
+	a["next_worker_instance_id"] = n.WorkerInstanceID
+	a["next_lease_id"] = n.LeaseID
+	a["next_attempt_id"] = n.AttemptID
+	a["next_lease_ttl"] = n.LeaseTTL
+	r, err := s.run(ctx, scriptExecutionComplete, s.keys.execKeys(p.ID), a)
 	if err != nil {
 		return nil, err
 	}
 	res := &model.ExecutionCompleteResult{Replayed: r.bool("replayed")}
+	if p.Next != nil {
+		res.Next = claimNextResult(r.obj("next"))
+	}
 	return res, r.err()
 }
 

@@ -139,6 +139,14 @@ func (r *reply) bool(name string) bool {
 // time reads Unix milliseconds; 0 is the zero time.
 func (r *reply) time(name string) time.Time { return model.FromMillis(r.i64(name)) }
 
+// optTime reads Unix milliseconds where "" means none (the zero time).
+func (r *reply) optTime(name string) time.Time {
+	if r.str(name) == "" {
+		return time.Time{}
+	}
+	return r.time(name)
+}
+
 // ms reads a duration in milliseconds.
 func (r *reply) ms(name string) time.Duration { return time.Duration(r.i64(name)) * time.Millisecond }
 

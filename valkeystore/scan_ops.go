@@ -26,6 +26,26 @@ func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionP
 	return res, r.err()
 }
 
+// PartitionDue implements model.ScanStore.
+func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (*model.PartitionDueResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptPartitionDue, s.keys.partKeys(p.Partition), args{})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.PartitionDueResult{
+		LeaseExpiry:       r.optTime("lease_expiry"),
+		AttemptTimeout:    r.optTime("attempt_timeout"),
+		ExecutionDeadline: r.optTime("deadline"),
+		Delayed:           r.optTime("delayed"),
+		RouteBlocked:      r.bool("route_blocked"),
+		Executions:        r.int("executions"),
+	}
+	return res, r.err()
+}
+
 // IndexScanDue implements model.ScanStore. The script returns up to
 // Limit+1 due entries of each index it reads (one per lane for the delayed
 // index); they are merged here in (due, id, lane) order.

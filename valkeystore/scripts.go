@@ -207,7 +207,9 @@ var (
 
 	scriptExecutionComplete = declare("execution_complete",
 		"core result history lanes lease_expiry attempt_timeout deadline lease_workers",
-		"now id source lease_id epoch attempt_id result")
+		"now id source lease_id epoch attempt_id result has_next next_lane next_capabilities "+
+			"next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id "+
+			"next_attempt_id next_lease_ttl")
 
 	scriptExecutionCreate = declare("execution_create",
 		"core payload tags idem lanes all deadline",
@@ -260,6 +262,8 @@ var (
 
 	scriptIndexScanDue = declareRead("index_scan_due", "lanes lease_expiry attempt_timeout deadline",
 		"now index after_due after_id limit")
+
+	scriptPartitionDue = declareRead("partition_due", "lanes all lease_expiry attempt_timeout deadline", "")
 
 	scriptLeaseHistory = declareRead("lease_history", "core history", "after limit")
 

@@ -1,6 +1,8 @@
--- execution_complete: complete the caller's active execution.
+-- execution_complete: complete the caller's active execution and, when
+-- asked (has_next), claim the worker's next execution of next_lane in the
+-- same partition.
 -- KEYS: core result history lanes lease_expiry attempt_timeout deadline lease_workers
--- ARGV: now id source lease_id epoch attempt_id result
+-- ARGV: now id source lease_id epoch attempt_id result has_next next_lane next_capabilities next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id next_attempt_id next_lease_ttl
 
 local now = now_ms()
 local e = the_exec()
@@ -9,13 +11,24 @@ local operator = A.source == 'operator_override'
 local f = fence_arg()
 local replay, err = check_fenced_op(e, 'complete', operator, f, now)
 if err ~= nil then return err end
-if replay then return ok({ replayed = true }) end
 
-end_attempt(e, now, 'ended_success', '', '')
-redis.call('SET', K.result, A.result)
-remove_from_lane(e)
-release_lease(e, now, 'released', 'completed')
-terminate(e, now, 'success')
-record_op(e, 'complete', operator, f)
-save_exec(e)
-return ok({ replayed = false })
+if not replay then
+  end_attempt(e, now, 'ended_success', '', '')
+  redis.call('SET', K.result, A.result)
+  remove_from_lane(e)
+  release_lease(e, now, 'released', 'completed')
+  terminate(e, now, 'success')
+  record_op(e, 'complete', operator, f)
+  save_exec(e)
+end
+local reply = { replayed = replay and true or false }
+if A.has_next == '1' then
+  reply.next = claim_next(A.next_lane, A.next_capabilities, A.next_live_capabilities, N(A.next_scan_limit), {
+    worker_id = A.next_worker_id,
+    wi = A.next_worker_instance_id,
+    lease_id = A.next_lease_id,
+    attempt_id = A.next_attempt_id,
+    ttl = N(A.next_lease_ttl),
+  }, now)
+end
+return ok(reply)

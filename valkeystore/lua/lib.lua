@@ -669,6 +669,36 @@ local function unblock(e, now)
   add_eligible(e)
 end
 
+-- claim_next claims the best eligible execution of lane that a worker with
+-- caps can serve, walking at most scan_limit heads; a head no live worker
+-- (live) can serve moves to blocked:route, one another worker could serve
+-- is skipped. r is the lease request. It returns the reply table of
+-- ExecutionClaimNext.
+local function claim_next(lane, caps, live, scan_limit, r, now)
+  local heads = redis.call('ZRANGE', lane_key(lane, 'eligible'), '0', S(scan_limit - 1))
+  local blocked = {}
+  local skipped = 0
+  for _, id in ipairs(heads) do
+    local e = load_exec(exec_keys_of(id))
+    if e == nil or check_claimable(e) ~= nil then
+      skipped = skipped + 1
+    elseif grant_live(e, now) and e.grant_worker_id ~= r.worker_id then
+      skipped = skipped + 1
+    elseif missing_caps(e.required_caps, caps) == '' then
+      return { claimed = claim(e, r, now), blocked = blocked, skipped = skipped }
+    elseif missing_caps(e.required_caps, live) == '' then
+      skipped = skipped + 1
+    else
+      e.last_cap_mismatch_at = now
+      block(e, now, 'waiting_for_capable_worker',
+        'no live worker has: ' .. missing_caps(e.required_caps, live))
+      save_exec(e)
+      blocked[#blocked + 1] = id
+    end
+  end
+  return { blocked = blocked, skipped = skipped }
+end
+
 -- ---- recovery --------------------------------------------------------------
 
 local function reclaimable(e)

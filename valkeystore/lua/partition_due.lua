@@ -1,0 +1,28 @@
+-- partition_due: when each timer index of the partition next comes due (its
+-- first entry's score; "" when empty; the delayed index over every lane),
+-- whether any lane has route-blocked executions, and how many executions
+-- the partition holds.
+-- KEYS: lanes all lease_expiry attempt_timeout deadline
+-- ARGV:
+
+local function first(key)
+  local r = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')
+  if #r == 0 then return '' end
+  return S(N(r[2]))
+end
+
+local delayed = nil
+local routed = false
+for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
+  local d = first(lane_key(lane, 'delayed'))
+  if d ~= '' and (delayed == nil or N(d) < N(delayed)) then delayed = d end
+  if not routed and redis.call('ZCARD', lane_key(lane, 'route_groups')) > 0 then routed = true end
+end
+return ok({
+  lease_expiry = first(K.lease_expiry),
+  attempt_timeout = first(K.attempt_timeout),
+  deadline = first(K.deadline),
+  delayed = delayed or '',
+  route_blocked = routed,
+  executions = redis.call('ZCARD', K.all),
+})
