@@ -140,6 +140,10 @@ type ScannerConfig struct {
 	// WorkerExpiryInterval is the pause between worker-registry expiry
 	// passes (default 30s).
 	WorkerExpiryInterval time.Duration
+	// SweepInterval is how often every partition is read (one call each) to
+	// find timers and route blocks that other processes scheduled
+	// (default 1m). What this engine schedules, its scanners know at once.
+	SweepInterval time.Duration
 }
 
 // Engine is the embedded engine: submit and manage executions, run
@@ -169,6 +173,8 @@ type Engine struct {
 	watchMu  sync.Mutex
 	watchSeq int
 	watchers map[int]*model.Signal
+
+	wakes wakeHub
 }
 
 // New returns an engine over store. A nil cfg means the defaults. It
@@ -214,6 +220,7 @@ func New(store model.Store, cfg *Config) *Engine {
 	e.deadline = scan.NewExecutionDeadline(store, c.Clock, sc.ExecutionDeadline)
 	e.unblock = scan.NewUnblock(store, c.Clock, sc.Unblock)
 	workers := scan.NewWorkerExpiry(store, c.Clock, sc.WorkerExpiryInterval, c.Namespace)
+	sweeper := scan.NewSweeper(store, sc.SweepInterval, e.unblock, e.lease, e.delayed, e.timeouts, e.deadline)
 	e.runner = scan.NewRunner(scan.RunnerConfig{
 		Clock: c.Clock, Logger: c.Logger,
 		OnPass: func(_ string, res scan.Result, _ error) {
@@ -221,7 +228,7 @@ func New(store model.Store, cfg *Config) *Engine {
 				e.activity()
 			}
 		},
-	}, e.lease, e.delayed, e.timeouts, e.deadline, e.unblock, workers)
+	}, sweeper, e.lease, e.delayed, e.timeouts, e.deadline, e.unblock, workers)
 	return e
 }
 
@@ -252,6 +259,9 @@ func (c *Config) validate() error {
 	}
 	if c.Scanners.WorkerExpiryInterval < 0 {
 		return model.InvalidField("scanners.worker_expiry_interval", "out_of_range")
+	}
+	if c.Scanners.SweepInterval < 0 {
+		return model.InvalidField("scanners.sweep_interval", "out_of_range")
 	}
 	return nil
 }

@@ -23,7 +23,10 @@ const (
 	DefaultMaxConcurrent = 10
 	DefaultLeaseTTL      = 30 * time.Second
 	DefaultPollInterval  = time.Second
-	DefaultDrainTimeout  = 30 * time.Second
+	// DefaultNotifiedPollInterval is the backstop poll on stores that
+	// notify idle workers.
+	DefaultNotifiedPollInterval = 5 * time.Second
+	DefaultDrainTimeout         = 30 * time.Second
 )
 
 // WorkerConfig configures a Worker. Zero values mean the defaults.
@@ -45,8 +48,9 @@ type WorkerConfig struct {
 	// two thirds of it by one timer per worker.
 	LeaseTTL time.Duration
 	// PollInterval is the longest an idle worker waits before looking for
-	// work again (default 1s). Stores that notify (memstore, valkeystore)
-	// wake it as soon as work arrives.
+	// work again. Stores that notify (memstore, valkeystore) wake an idle
+	// worker as soon as work arrives, so there it is only a backstop
+	// (default 5s; 1s for stores that do not notify).
 	PollInterval time.Duration
 	// DrainTimeout is how long Stop lets running tasks finish before it
 	// cancels them and releases their leases for other workers
@@ -81,8 +85,13 @@ type Worker struct {
 	wake        *model.Signal
 	renewWake   *model.Signal
 	drained     *model.Signal
-	unwatch     []func()
 	crashed     bool // tests: the process "died"; nothing more reaches the store
+	nextLane    int  // rotation of the lane asked for with a completion
+
+	// note is the wake the engine's hub gave this worker (guarded by the
+	// hub's lock).
+	note  wakeNote
+	noted bool
 }
 
 type workerState uint8
@@ -122,7 +131,12 @@ func NewWorker(engine *Engine, cfg *WorkerConfig) *Worker {
 	}
 	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
-	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+		if _, ok := engine.store.(model.WorkNotifier); ok {
+			c.PollInterval = DefaultNotifiedPollInterval
+		}
+	}
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
 	sessionID := engine.newUUID()
 	w := &Worker{
@@ -221,11 +235,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	var loopCtx, renewCtx context.Context
 	loopCtx, w.loopCancel = context.WithCancel(base)
 	renewCtx, w.renewCancel = context.WithCancel(base)
-	if n, ok := e.store.(model.WorkNotifier); ok {
-		for _, l := range w.cfg.Lanes {
-			w.unwatch = append(w.unwatch, n.WatchWork(l, w.wake.Notify))
-		}
-	}
+	e.join(w)
 	w.goTracked(&w.loops, func() { w.claimLoop(loopCtx) })
 	w.goTracked(&w.loops, func() { w.renewLoop(renewCtx) })
 	return nil
@@ -255,20 +265,44 @@ func (w *Worker) goTracked(wg *sync.WaitGroup, f func()) {
 	}()
 }
 
+// claimLoop claims while the worker has free slots and there is work, and
+// otherwise waits: for a wake from the engine's hub (work arrived on one of
+// its lanes), a freed slot, or the poll interval.
 func (w *Worker) claimLoop(ctx context.Context) {
 	clock := w.engine.clock
+	var note wakeNote
+	var noted bool
 	for ctx.Err() == nil {
+		// Marked idle before looking, so that work arriving while it looks
+		// still wakes it.
+		if w.hasSlot() {
+			w.engine.idle(w)
+		}
 		took, err := w.claimOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("claim failed", "err", err)
 		}
 		if took {
+			w.engine.busy(w)
+			noted = false
 			continue
 		}
-		if clock.Wait(ctx, w.cfg.PollInterval, w.wake) != nil {
+		if noted && note.hops > 0 && err == nil {
+			// woken for work it could not take: let the next idle worker try
+			w.engine.workArrived(note.lane, note.hops-1)
+		}
+		waitErr := clock.Wait(ctx, w.cfg.PollInterval, w.wake)
+		note, noted = w.engine.busy(w)
+		if waitErr != nil {
 			return
 		}
 	}
+}
+
+func (w *Worker) hasSlot() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state == workerRunning && w.free > 0
 }
 
 // claimOnce takes a permit and claims one execution. It reports whether a
@@ -335,35 +369,43 @@ func (w *Worker) releaseSlot() {
 	w.mu.Unlock()
 }
 
+// startTask runs c, and then every execution claimed together with a
+// completion, in one goroutine that holds the slot throughout.
 func (w *Worker) startTask(c *model.ClaimResult) {
+	w.goTracked(&w.tasks, func() {
+		var quiet bool
+		for c != nil {
+			c, quiet = w.runTask(c)
+		}
+		w.mu.Lock()
+		w.free++
+		running := w.state == workerRunning
+		empty := len(w.inflight) == 0
+		w.mu.Unlock()
+		if !quiet || !running {
+			w.wake.Notify() // a slot is free: the claim loop looks for work
+		}
+		if empty {
+			w.drained.Notify()
+		}
+	})
+}
+
+// runTask runs the handler of c and records its outcome. It returns the
+// worker's next execution when the completion claimed one; quiet reports
+// that the completion found the worker's only lane empty and the worker is
+// already marked idle (so the freed slot needs no extra look).
+func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet bool) {
 	e := w.engine
 	e.hint(e.lease, c.ID, c.Lease.ExpiresAt)
 	e.hint(e.timeouts, c.ID, c.TimeoutAt)
 	ctx, cancel := context.WithCancelCause(w.taskCtx)
+	defer cancel(nil)
 	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, cancel: cancel}
 	w.mu.Lock()
 	w.inflight[c.ID] = r
 	w.mu.Unlock()
 	w.renewWake.Notify()
-	w.goTracked(&w.tasks, func() {
-		defer cancel(nil)
-		w.runTask(ctx, r)
-		w.mu.Lock()
-		delete(w.inflight, c.ID)
-		w.free++
-		empty := len(w.inflight) == 0
-		w.mu.Unlock()
-		w.wake.Notify()
-		if empty {
-			w.drained.Notify()
-		}
-		e.activity()
-	})
-}
-
-// runTask runs the handler and records its outcome.
-func (w *Worker) runTask(ctx context.Context, r *running) {
-	c := r.claim
 	info := &TaskInfo{
 		ID: c.ID, Kind: c.Kind, Lane: c.Lane, Namespace: c.Namespace, Priority: c.Priority,
 		Tags: c.Tags, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
@@ -379,7 +421,40 @@ func (w *Worker) runTask(ctx context.Context, r *running) {
 	} else {
 		err = callHandler(ctx, h, info)
 	}
-	w.finish(r, info, err)
+	next, quiet = w.finish(r, info, err)
+	w.mu.Lock()
+	delete(w.inflight, c.ID)
+	w.mu.Unlock()
+	e.activity()
+	return next, quiet
+}
+
+// nextClaim is the claim to make together with a completion of an
+// execution in partition part: the worker's lanes are asked in rotation,
+// and only a lane whose executions live on that partition (or a spread
+// lane) can be served in the same step.
+func (w *Worker) nextClaim(ctx context.Context, part int) *model.NextClaim {
+	e := w.engine
+	w.mu.Lock()
+	running := w.state == workerRunning
+	lane := w.cfg.Lanes[w.nextLane%len(w.cfg.Lanes)]
+	w.nextLane++
+	w.mu.Unlock()
+	if !running || (!e.spread(lane) && e.parts.SoloPartition(lane) != part) {
+		return nil
+	}
+	live, err := e.sched.LiveCapabilities(ctx)
+	if err != nil {
+		return nil
+	}
+	leaseID, attemptID := e.newLeaseIDs()
+	return &model.NextClaim{
+		Lane: lane, Capabilities: w.caps, LiveCapabilities: live, ScanLimit: e.sched.ScanLimit(),
+		LeaseRequest: model.LeaseRequest{
+			WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
+			LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: w.cfg.LeaseTTL,
+		},
+	}
 }
 
 func callHandler(ctx context.Context, h handlerEntry, info *TaskInfo) (err error) {
@@ -397,20 +472,38 @@ func callHandler(ctx context.Context, h handlerEntry, info *TaskInfo) (err error
 }
 
 // finish records the outcome in the store, retrying transport errors
-// (terminal operations replay idempotently).
-func (w *Worker) finish(r *running, info *TaskInfo, herr error) {
+// (terminal operations replay idempotently). A completion also claims the
+// worker's next execution when it can; finish returns it.
+func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.ClaimResult, quiet bool) {
 	w.mu.Lock()
 	skip := w.crashed || r.released
 	w.mu.Unlock()
 	if skip {
-		return // the process "died", or Stop handed the execution back
+		return nil, false // the process "died", or Stop handed the execution back
 	}
 	e := w.engine
 	id, fence := r.claim.ID, r.fence
+	ctx := context.WithoutCancel(w.taskCtx)
 	op := func(ctx context.Context) error {
 		now := e.clock.Now()
 		if herr == nil {
-			_, err := e.store.ExecutionComplete(ctx, &model.ExecutionCompleteParams{ID: id, Fence: fence, Result: info.result, Now: now})
+			n := w.nextClaim(ctx, id.Partition())
+			var seq uint64
+			if n != nil {
+				seq = e.laneSeq(n.Lane)
+			}
+			res, err := e.store.ExecutionComplete(ctx, &model.ExecutionCompleteParams{
+				ID: id, Fence: fence, Result: info.result, Next: n, Now: now,
+			})
+			if err == nil && res.Next != nil {
+				for _, b := range res.Next.Blocked {
+					e.hint(e.unblock, b, now)
+				}
+				next = res.Next.Claimed
+				// The worker's only lane had nothing for it: unless work was
+				// announced meanwhile, it is idle, without another look.
+				quiet = next == nil && len(w.cfg.Lanes) == 1 && e.idleIfQuiet(w, n.Lane, seq)
+			}
 			return err
 		}
 		o := classify(herr)
@@ -432,12 +525,11 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) {
 		}
 		return err
 	}
-	ctx := context.WithoutCancel(w.taskCtx)
 	backoff := 50 * time.Millisecond
 	for try := 0; ; try++ {
 		err := op(ctx)
 		if err == nil {
-			return
+			return next, quiet
 		}
 		var me *model.Error
 		if errors.As(err, &me) || try == 5 {
@@ -446,10 +538,10 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) {
 				level = slog.LevelDebug // the lease was lost or released; the store fenced us off
 			}
 			w.log.Log(ctx, level, "recording task outcome failed", "execution", id.String(), "err", err)
-			return
+			return nil, false
 		}
 		if e.clock.Wait(ctx, backoff, nil) != nil {
-			return
+			return nil, false
 		}
 		backoff *= 2
 	}
@@ -591,9 +683,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 func (w *Worker) stop(ctx context.Context) error {
 	e := w.engine
 	w.loopCancel()
-	for _, u := range w.unwatch {
-		u()
-	}
+	e.leave(w)
 	// drain: wait for running tasks up to the drain deadline
 	deadline := e.clock.Now().Add(w.cfg.DrainTimeout)
 	for {
@@ -678,9 +768,7 @@ func (w *Worker) crash() {
 	w.loopCancel()
 	w.renewCancel()
 	w.taskCancel(ErrWorkerStopped)
-	for _, u := range w.unwatch {
-		u()
-	}
+	w.engine.leave(w)
 	w.loops.Wait()
 	w.tasks.Wait()
 	close(w.stopped)

@@ -3,6 +3,7 @@ package flowfabric_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/memstore"
 	"github.com/flowfabric/flowfabric/model"
 )
 
@@ -266,5 +268,61 @@ func TestSubmitManyAndIdempotency(t *testing.T) {
 	slices.Sort(kinds)
 	if !slices.Equal(kinds, []model.Kind{"greet", "greet", "raw"}) {
 		t.Fatalf("kinds = %v", kinds)
+	}
+}
+
+// claimCounter counts claim attempts that reach the store.
+type claimCounter struct {
+	*memstore.Store
+	calls atomic.Int64
+}
+
+func (c *claimCounter) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
+	c.calls.Add(1)
+	return c.Store.ExecutionClaimNext(ctx, p)
+}
+
+// A submission wakes one idle worker, not all of them; a woken worker that
+// cannot serve the job passes the wake on, so the capable one starts it at
+// once even though every worker polls only hourly.
+func TestWakeOneIdleWorker(t *testing.T) {
+	var counter *claimCounter
+	h := flowfabrictest.New(t, &flowfabrictest.Options{WrapStore: func(s *memstore.Store) model.Store {
+		counter = &claimCounter{Store: s}
+		return counter
+	}})
+	var ran atomic.Int32
+	newW := func(name string, caps ...string) {
+		w := h.NewWorker(&flowfabric.WorkerConfig{WorkerID: model.WorkerID(name), Capabilities: caps, PollInterval: time.Hour})
+		flowfabric.AddHandler(w, flowfabric.HandlerFunc[gpuJob](func(context.Context, *flowfabric.Task[gpuJob]) error {
+			ran.Add(1)
+			return nil
+		}))
+		h.StartWorker(w)
+	}
+	for i := range 4 {
+		newW(fmt.Sprintf("cpu%d", i))
+	}
+	newW("gpu", "gpu")
+	h.Advance(time.Minute) // all idle
+	before := counter.calls.Load()
+	id := mustSubmit(t, h, gpuJob{N: 1}, nil)
+	snap := h.WaitTerminal(id)
+	if !snap.StartedAt.Equal(snap.CreatedAt) || ran.Load() != 1 {
+		t.Fatalf("started %s after submission, ran %d times", snap.StartedAt.Sub(snap.CreatedAt), ran.Load())
+	}
+	// the woken worker claims it, and looks once more for a free slot
+	if n := counter.calls.Load() - before; n > 2 {
+		t.Fatalf("one submission caused %d claim calls; a wake reached more than one idle worker", n)
+	}
+	// a job only the gpu worker can serve: the wake is passed along
+	before = counter.calls.Load()
+	id = mustSubmit(t, h, gpuJob{N: 2}, &flowfabric.SubmitOpts{RequiredCapabilities: []string{"gpu"}})
+	snap = h.WaitTerminal(id)
+	if !snap.StartedAt.Equal(snap.CreatedAt) {
+		t.Fatalf("capable worker started %s after submission: the wake was not passed on", snap.StartedAt.Sub(snap.CreatedAt))
+	}
+	if n := counter.calls.Load() - before; n > 6 {
+		t.Fatalf("%d claim calls for one job among five idle workers", n)
 	}
 }

@@ -102,6 +102,7 @@ type Scheduler struct {
 	live      model.Capabilities
 	liveAt    time.Time
 	liveKnown bool
+	refresh   sync.Mutex // one WorkerList read at a time; the others wait for it
 
 	calls atomic.Uint64
 }
@@ -146,7 +147,7 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 	if len(req.Lanes) == 0 {
 		return nil, model.InvalidField("lanes", "empty")
 	}
-	live, err := s.liveCapabilities(ctx)
+	live, err := s.LiveCapabilities(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -204,17 +205,19 @@ func (s *Scheduler) partitionsFor(lane model.LaneID, instance model.WorkerInstan
 	return out
 }
 
-// liveCapabilities returns the cached union of live workers' capabilities,
-// refreshing it when stale. A failed refresh keeps the previous union.
-func (s *Scheduler) liveCapabilities(ctx context.Context) (model.Capabilities, error) {
-	now := s.clock.Now()
-	s.mu.Lock()
-	if s.liveKnown && now.Sub(s.liveAt) < s.cfg.LiveCapsTTL {
-		live := s.live
-		s.mu.Unlock()
+// LiveCapabilities returns the union of the live workers' capabilities,
+// cached for Config.LiveCapsTTL. Concurrent callers share one refresh; a
+// failed refresh keeps the previous union.
+func (s *Scheduler) LiveCapabilities(ctx context.Context) (model.Capabilities, error) {
+	if live, ok := s.cachedLive(); ok {
 		return live, nil
 	}
-	s.mu.Unlock()
+	s.refresh.Lock()
+	defer s.refresh.Unlock()
+	if live, ok := s.cachedLive(); ok {
+		return live, nil // refreshed while this caller waited
+	}
+	now := s.clock.Now()
 	res, err := s.store.WorkerList(ctx, &model.WorkerListParams{Namespace: s.cfg.Namespace, Now: now})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -227,6 +230,18 @@ func (s *Scheduler) liveCapabilities(ctx context.Context) (model.Capabilities, e
 	s.live, s.liveAt, s.liveKnown = res.LiveCapabilities(), now, true
 	return s.live, nil
 }
+
+func (s *Scheduler) cachedLive() (model.Capabilities, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.liveKnown && s.clock.Now().Sub(s.liveAt) < s.cfg.LiveCapsTTL {
+		return s.live, true
+	}
+	return nil, false
+}
+
+// ScanLimit is how many eligible heads one partition probe examines.
+func (s *Scheduler) ScanLimit() int { return s.cfg.ScanLimit }
 
 // Invalidate drops the cached live capabilities, so the next claim reads
 // them again (a worker started or stopped in this process).

@@ -5,11 +5,12 @@
 // Timer scanners (lease expiry, delayed promotion, attempt timeout,
 // execution deadline) walk one partition-level index each. A pass visits a
 // partition only when something there is due: each scan returns the
-// partition's next due time, the engine hints the times it schedules, and a
-// slow sweep revisits every partition to pick up work other processes
-// scheduled. Within a partition a pass handles one batch and keeps an
-// exclusive cursor, so entries it cannot act on never hold back the ones
-// behind them, and N due entries are handled in ceil(N / batch) passes.
+// partition's next due time, the engine hints the times it schedules, and
+// the Sweeper reads every partition's next due times (one call per
+// partition) to pick up work other processes scheduled. Within a partition
+// a pass handles one batch and keeps an exclusive cursor, so entries it
+// cannot act on never hold back the ones behind them, and N due entries are
+// handled in ceil(N / batch) passes.
 package scan
 
 import (
@@ -52,11 +53,9 @@ type Hinter interface {
 	Hint(partition int, at time.Time)
 }
 
-// Defaults shared by the timer scanners.
-const (
-	DefaultBatch = 50
-	DefaultSweep = 30 * time.Second
-)
+// DefaultBatch is how many due entries a timer scanner handles per
+// partition visit.
+const DefaultBatch = 50
 
 // never is the next-due value of a partition with nothing scheduled.
 const never = math.MaxInt64
@@ -66,13 +65,11 @@ const never = math.MaxInt64
 type walker struct {
 	index model.IndexKind
 	batch int
-	sweep time.Duration
 
-	mu        sync.Mutex
-	nextDue   []int64 // ms; 0: unknown (scan), never: nothing until a hint or sweep
-	cursors   []*model.DueCursor
-	lastSweep int64
-	failures  map[model.ExecutionID]*failure
+	mu       sync.Mutex
+	nextDue  []int64 // ms; never: nothing until a hint or the sweeper's
+	cursors  []*model.DueCursor
+	failures map[model.ExecutionID]*failure
 }
 
 // failure tracks an item that keeps failing so it is skipped for a while
@@ -88,15 +85,18 @@ const (
 	maxTrackedFailures = 10000
 )
 
-func newWalker(parts int, index model.IndexKind, batch int, sweep time.Duration) *walker {
-	return &walker{
+func newWalker(parts int, index model.IndexKind, batch int) *walker {
+	w := &walker{
 		index:    index,
 		batch:    batch,
-		sweep:    sweep,
 		nextDue:  make([]int64, parts),
 		cursors:  make([]*model.DueCursor, parts),
 		failures: make(map[model.ExecutionID]*failure),
 	}
+	for i := range w.nextDue {
+		w.nextDue[i] = never
+	}
+	return w
 }
 
 // Hint records that partition has something due at at.
@@ -106,7 +106,7 @@ func (w *walker) Hint(partition int, at time.Time) {
 	}
 	ms := at.UnixMilli()
 	w.mu.Lock()
-	if cur := w.nextDue[partition]; cur != 0 && ms < cur {
+	if ms < w.nextDue[partition] {
 		w.nextDue[partition] = ms
 	}
 	w.mu.Unlock()
@@ -121,16 +121,12 @@ func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanF
 	handle func(ctx context.Context, it model.DueItem) (bool, error)) (Result, error) {
 	nowMs := now.UnixMilli()
 	w.mu.Lock()
-	sweep := w.sweep > 0 && nowMs-w.lastSweep >= w.sweep.Milliseconds()
-	if sweep {
-		w.lastSweep = nowMs
-		if len(w.failures) > maxTrackedFailures {
-			clear(w.failures)
-		}
+	if len(w.failures) > maxTrackedFailures {
+		clear(w.failures)
 	}
 	todo := make([]int, 0, 8)
 	for p, due := range w.nextDue {
-		if sweep || due <= nowMs {
+		if due <= nowMs {
 			todo = append(todo, p)
 		}
 	}

@@ -55,6 +55,15 @@ func (f *fixture) create(part int, lane model.LaneID, mod func(*model.ExecutionC
 	return p.ID
 }
 
+// sweep runs one sweeper pass for the given scanners, as the engine does
+// when it starts.
+func (f *fixture) sweep(u *scan.Unblock, timers ...scan.Hinter) {
+	f.t.Helper()
+	if _, err := scan.NewSweeper(f.store, 0, u, timers...).RunOnce(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func (f *fixture) claimAll(part int, lane model.LaneID, ttl time.Duration, caps model.Capabilities) int {
 	f.t.Helper()
 	n := 0
@@ -89,6 +98,7 @@ func TestLeaseExpiryRecoversBacklogInBoundedPasses(t *testing.T) {
 	}
 	f.clock.Advance(time.Minute)
 	s := scan.NewLeaseExpiry(f.store, f.clock, scan.LeaseExpiryConfig{TimerConfig: scan.TimerConfig{Batch: batch}})
+	f.sweep(nil, s)
 	passes, acted := 0, 0
 	for {
 		res, err := s.RunOnce(f.ctx)
@@ -148,6 +158,7 @@ func TestScannerMovesPastFailingEntries(t *testing.T) {
 	}
 	st := &failingRecover{Store: f.store, bad: bad}
 	s := scan.NewLeaseExpiry(st, f.clock, scan.LeaseExpiryConfig{TimerConfig: scan.TimerConfig{Batch: 10}})
+	f.sweep(nil, s)
 	for range 5 {
 		if _, err := s.RunOnce(f.ctx); err != nil {
 			t.Fatal(err)
@@ -222,13 +233,14 @@ func TestUnblockUnionOncePerPassAndFailOpen(t *testing.T) {
 	tpu := f.blockRoute(5, "tpu")
 	st := &countingWorkers{Store: f.store}
 	s := scan.NewUnblock(st, f.clock, scan.UnblockConfig{})
+	f.sweep(s)
 	f.register("a", "gpu")
 	res, err := s.RunOnce(f.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.lists.Load() != 1 || res.Partitions != 8 {
-		t.Fatalf("worker list read %d times over %d partitions", st.lists.Load(), res.Partitions)
+	if st.lists.Load() != 1 || res.Partitions != 2 {
+		t.Fatalf("worker list read %d times over %d partitions (want once, over the 2 with route blocks)", st.lists.Load(), res.Partitions)
 	}
 	if f.phase(gpu) != model.EligibleNow || f.phase(tpu) != model.BlockedByRoute {
 		t.Fatalf("gpu %s tpu %s", f.phase(gpu), f.phase(tpu))
@@ -237,6 +249,13 @@ func TestUnblockUnionOncePerPassAndFailOpen(t *testing.T) {
 	res, _ = s.RunOnce(f.ctx)
 	if res.Partitions != 0 {
 		t.Fatalf("unchanged union visited %d partitions", res.Partitions)
+	}
+	// a new worker changes the union: only the partitions known to have had
+	// route blocks since the last sweep are visited, not all eight
+	f.register("b", "fpga")
+	res, _ = s.RunOnce(f.ctx)
+	if res.Partitions != 2 {
+		t.Fatalf("changed union visited %d partitions, want the 2 with route blocks", res.Partitions)
 	}
 	// cannot read the workers: fail open, unblock
 	st.fail.Store(true)
@@ -255,6 +274,7 @@ func TestUnblockCostIndependentOfStuckBacklog(t *testing.T) {
 	ok := f.blockRoute(0, "gpu")
 	f.register("a", "gpu")
 	s := scan.NewUnblock(f.store, f.clock, scan.UnblockConfig{Batch: 10})
+	f.sweep(s)
 	res, err := s.RunOnce(f.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -264,20 +284,21 @@ func TestUnblockCostIndependentOfStuckBacklog(t *testing.T) {
 	}
 }
 
+// A timer scanner visits only partitions with something due: it learns
+// due times from the sweeper, from its own scans and from hints.
 func TestDelayedPromoterAndHints(t *testing.T) {
 	f := newFixture(t, 4)
 	id := f.create(3, "l", func(p *model.ExecutionCreateParams) { p.DelayUntil = base.Add(time.Minute) })
-	s := scan.NewDelayedPromoter(f.store, f.clock, scan.TimerConfig{Sweep: -1})
-	res, _ := s.RunOnce(f.ctx)
-	if res.Partitions != 4 || res.Acted != 0 {
-		t.Fatalf("first pass: %+v", res)
+	s := scan.NewDelayedPromoter(f.store, f.clock, scan.TimerConfig{})
+	if res, _ := s.RunOnce(f.ctx); res.Partitions != 0 {
+		t.Fatalf("a pass before any sweep or hint visited %d partitions", res.Partitions)
 	}
-	res, _ = s.RunOnce(f.ctx) // nothing due anywhere: no partition visited
-	if res.Partitions != 0 {
-		t.Fatalf("idle pass visited %d partitions", res.Partitions)
+	f.sweep(nil, s)
+	if res, _ := s.RunOnce(f.ctx); res.Partitions != 0 {
+		t.Fatalf("nothing due yet, yet the pass visited %d partitions", res.Partitions)
 	}
 	f.clock.Advance(time.Minute)
-	res, _ = s.RunOnce(f.ctx) // partition 3 knew its next due time
+	res, _ := s.RunOnce(f.ctx) // partition 3 is due now
 	if res.Partitions != 1 || res.Acted != 1 || f.phase(id) != model.EligibleNow {
 		t.Fatalf("due pass: %+v, %s", res, f.phase(id))
 	}
@@ -287,6 +308,29 @@ func TestDelayedPromoterAndHints(t *testing.T) {
 	f.clock.Advance(time.Second)
 	if res, _ = s.RunOnce(f.ctx); res.Acted != 1 || f.phase(other) != model.EligibleNow {
 		t.Fatalf("hinted pass: %+v", res)
+	}
+}
+
+// The sweeper costs one store call per partition and tells each scanner
+// what is due where.
+func TestSweeper(t *testing.T) {
+	f := newFixture(t, 4)
+	f.create(2, "l", func(p *model.ExecutionCreateParams) { p.DelayUntil = base.Add(time.Minute) })
+	blocked := f.blockRoute(3, "gpu")
+	d := scan.NewDelayedPromoter(f.store, f.clock, scan.TimerConfig{})
+	u := scan.NewUnblock(f.store, f.clock, scan.UnblockConfig{})
+	sw := scan.NewSweeper(f.store, 0, u, d)
+	res, err := sw.RunOnce(f.ctx)
+	if err != nil || res.Partitions != 4 || sw.Interval() != scan.DefaultSweepInterval {
+		t.Fatalf("sweep: %+v %v", res, err)
+	}
+	f.clock.Advance(time.Minute)
+	if res, _ := d.RunOnce(f.ctx); res.Partitions != 1 || res.Acted != 1 {
+		t.Fatalf("promoter after the sweep: %+v", res)
+	}
+	f.register("g", "gpu")
+	if res, _ := u.RunOnce(f.ctx); res.Partitions != 1 || f.phase(blocked) != model.EligibleNow {
+		t.Fatalf("unblock after the sweep: %+v %s", res, f.phase(blocked))
 	}
 }
 
@@ -300,6 +344,7 @@ func TestAttemptTimeoutScanner(t *testing.T) {
 	f.claimAll(0, "l", time.Hour, nil)
 	f.clock.Advance(2 * time.Second)
 	s := scan.NewAttemptTimeout(f.store, f.clock, scan.TimerConfig{})
+	f.sweep(nil, s)
 	if res, err := s.RunOnce(f.ctx); err != nil || res.Acted != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}

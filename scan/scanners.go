@@ -27,15 +27,11 @@ type TimerConfig struct {
 	Interval time.Duration
 	// Batch is how many due entries one partition visit handles (1–1000).
 	Batch int
-	// Sweep is how often every partition is visited regardless of hints
-	// (negative: never).
-	Sweep time.Duration
 }
 
 func (c TimerConfig) withDefaults(interval time.Duration) TimerConfig {
 	c.Interval = cmp.Or(c.Interval, interval)
 	c.Batch = cmp.Or(c.Batch, DefaultBatch)
-	c.Sweep = cmp.Or(c.Sweep, DefaultSweep)
 	return c
 }
 
@@ -66,7 +62,7 @@ func newTimer(name string, parts int, idx model.IndexKind, clock model.Clock, cf
 		panic("scan: " + err.Error())
 	}
 	cfg = cfg.withDefaults(interval)
-	return timer{name: name, clock: clock, cfg: cfg, w: newWalker(parts, idx, cfg.Batch, cfg.Sweep), scan: scan}
+	return timer{name: name, clock: clock, cfg: cfg, w: newWalker(parts, idx, cfg.Batch), scan: scan}
 }
 
 func (t *timer) Name() string                     { return t.name }
@@ -233,18 +229,17 @@ type UnblockConfig struct {
 	Namespace model.Namespace
 	// Batch bounds the executions unblocked per partition per pass.
 	Batch int
-	// Sweep is how often every partition is visited even when the live
-	// capabilities did not change (negative: never).
-	Sweep time.Duration
 }
 
 // Unblock returns route-blocked executions to the eligible index when the
 // union of the live workers' capabilities covers their requirements. The
 // union is read once per pass and shared by every partition; if it cannot
 // be read, the pass fails open and unblocks (the claim path re-blocks what
-// still cannot be served). A partition is visited when the union changed,
-// when a local block hinted it, or on the sweep; its cost does not grow
-// with the executions that stay blocked.
+// still cannot be served). A pass visits the partitions known to hold
+// route-blocked executions when the union changed, and the partitions
+// hinted since the last pass (a local block, or the Sweeper finding
+// route-blocked executions); its cost does not grow with the executions
+// that stay blocked.
 type Unblock struct {
 	store UnblockStore
 	clock model.Clock
@@ -254,7 +249,7 @@ type Unblock struct {
 	mu        sync.Mutex
 	lastUnion string
 	lastKnown bool
-	lastSweep int64
+	blocked   map[int]bool // partitions known to hold route-blocked executions
 	hinted    map[int]bool
 }
 
@@ -263,7 +258,6 @@ func NewUnblock(store UnblockStore, clock model.Clock, cfg UnblockConfig) *Unblo
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultUnblockInterval)
 	cfg.Namespace = cmp.Or(cfg.Namespace, model.DefaultNamespace)
 	cfg.Batch = cmp.Or(cfg.Batch, 100)
-	cfg.Sweep = cmp.Or(cfg.Sweep, DefaultSweep)
 	if err := cfg.Namespace.Validate(); err != nil {
 		panic("scan: unblock: " + err.Error())
 	}
@@ -271,7 +265,7 @@ func NewUnblock(store UnblockStore, clock model.Clock, cfg UnblockConfig) *Unblo
 		panic("scan: unblock: batch out of range")
 	}
 	return &Unblock{store: store, clock: clock, cfg: cfg, parts: store.Partitions().WithDefaults().FlowPartitions,
-		hinted: make(map[int]bool)}
+		blocked: make(map[int]bool), hinted: make(map[int]bool)}
 }
 
 // Name implements Scanner.
@@ -280,10 +274,11 @@ func (s *Unblock) Name() string { return "unblock" }
 // Interval implements Scanner.
 func (s *Unblock) Interval() time.Duration { return s.cfg.Interval }
 
-// Hint marks a partition that has new route-blocked executions.
+// Hint marks a partition that has (new) route-blocked executions.
 func (s *Unblock) Hint(partition int, _ time.Time) {
 	s.mu.Lock()
 	s.hinted[partition] = true
+	s.blocked[partition] = true
 	s.mu.Unlock()
 }
 
@@ -301,29 +296,17 @@ func (s *Unblock) RunOnce(ctx context.Context) (Result, error) {
 	}
 	s.mu.Lock()
 	union := live.CSV()
-	all := failOpen || !s.lastKnown || union != s.lastUnion ||
-		(s.cfg.Sweep > 0 && now.UnixMilli()-s.lastSweep >= s.cfg.Sweep.Milliseconds())
-	if all {
-		s.lastSweep = now.UnixMilli()
-	}
+	changed := failOpen || !s.lastKnown || union != s.lastUnion
 	if !failOpen {
 		s.lastUnion, s.lastKnown = union, true
 	}
 	var todo []int
-	if all {
-		todo = make([]int, s.parts)
-		for i := range todo {
-			todo[i] = i
-		}
-		clear(s.hinted)
-	} else {
-		for p := range s.parts {
-			if s.hinted[p] {
-				todo = append(todo, p)
-				delete(s.hinted, p)
-			}
+	for p := range s.parts {
+		if s.hinted[p] || (changed && s.blocked[p]) {
+			todo = append(todo, p)
 		}
 	}
+	clear(s.hinted)
 	s.mu.Unlock()
 	for _, p := range todo {
 		if err := ctx.Err(); err != nil {
@@ -345,6 +328,18 @@ func (s *Unblock) RunOnce(ctx context.Context) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// settle records what the Sweeper found about partition p.
+func (s *Unblock) settle(p int, routeBlocked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if routeBlocked {
+		s.blocked[p] = true
+		s.hinted[p] = true
+	} else {
+		delete(s.blocked, p)
+	}
 }
 
 // WorkerExpiryStore is what the worker-registry expiry scanner uses.

@@ -73,8 +73,9 @@ func (job) Kind() string { return "job" }
 // fastEngine is an engine with quick scanners, for wall-clock tests.
 func fastEngine(t *testing.T, s model.Store) *flowfabric.Engine {
 	t.Helper()
-	fast := flowfabric.TimerConfig{Interval: 20 * time.Millisecond, Sweep: 200 * time.Millisecond}
+	fast := flowfabric.TimerConfig{Interval: 20 * time.Millisecond}
 	e := flowfabric.New(s, &flowfabric.Config{Scanners: flowfabric.ScannerConfig{
+		SweepInterval:     200 * time.Millisecond,
 		LeaseExpiry:       flowfabric.LeaseExpiryConfig{TimerConfig: fast},
 		DelayedPromoter:   fast,
 		AttemptTimeout:    fast,

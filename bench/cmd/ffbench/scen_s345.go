@@ -182,25 +182,23 @@ func runS3(ctx context.Context, addrs []string, c s3Config) (res S3Result) {
 		res.WakeOverPingRatio = res.Wake.P50 / res.PingRTT.P50
 	}
 
-	// a full sweep: fresh scanners visit every partition once, as the
-	// engine's scanners do every DefaultSweep (30 s)
+	// a full sweep: the engine's sweeper reads every partition once per
+	// scan.DefaultSweepInterval (one PartitionDue call each); on an idle
+	// store the other scanners then visit nothing
 	clock := engine.Clock()
-	sweepers := []scan.Scanner{
+	unblock := scan.NewUnblock(store, clock, scan.UnblockConfig{})
+	sweeper := scan.NewSweeper(store, 0, unblock,
 		scan.NewLeaseExpiry(store, clock, scan.LeaseExpiryConfig{}),
 		scan.NewDelayedPromoter(store, clock, scan.TimerConfig{}),
 		scan.NewAttemptTimeout(store, clock, scan.TimerConfig{}),
-		scan.NewExecutionDeadline(store, clock, scan.TimerConfig{}),
-		scan.NewUnblock(store, clock, scan.UnblockConfig{}),
-	}
+		scan.NewExecutionDeadline(store, clock, scan.TimerConfig{}))
 	ww := openWindow(probe)
-	for _, s := range sweepers {
-		if _, err := s.RunOnce(ctx); err != nil {
-			return fail(err)
-		}
+	if _, err := sweeper.RunOnce(ctx); err != nil {
+		return fail(err)
 	}
 	wst := ww.close()
 	res.SweepCmds = wst.Cmds.total()
-	res.SweepEverySecs = scan.DefaultSweep.Seconds()
+	res.SweepEverySecs = scan.DefaultSweepInterval.Seconds()
 	res.AmortizedPerSec = res.CmdsPerSec + float64(res.SweepCmds)/res.SweepEverySecs
 	return res
 }

@@ -1,0 +1,155 @@
+package flowfabric
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// wakeHub wakes idle workers when their lanes get work. The engine watches
+// each lane once (model.WorkNotifier); a notification wakes one idle worker
+// of the lane, not all of them. A woken worker that finds nothing it can
+// claim passes the wake on to the next idle worker (at most once per worker
+// idle at the time), so a job some idle worker can serve is never left
+// waiting for the poll interval.
+type wakeHub struct {
+	mu    sync.Mutex
+	lanes map[model.LaneID]*laneWake
+}
+
+type laneWake struct {
+	members int
+	idle    []*Worker // FIFO
+	stop    func()
+	seq     uint64 // notifications so far
+}
+
+// wakeNote is what a dispatched wake tells its worker.
+type wakeNote struct {
+	lane model.LaneID
+	hops int // how many more idle workers may be tried after this one
+}
+
+// join registers w on its lanes, watching each lane the first time.
+func (e *Engine) join(w *Worker) {
+	n, ok := e.store.(model.WorkNotifier)
+	e.wakes.mu.Lock()
+	defer e.wakes.mu.Unlock()
+	if e.wakes.lanes == nil {
+		e.wakes.lanes = make(map[model.LaneID]*laneWake)
+	}
+	for _, l := range w.cfg.Lanes {
+		lw := e.wakes.lanes[l]
+		if lw == nil {
+			lw = &laneWake{}
+			e.wakes.lanes[l] = lw
+			if ok {
+				lane := l
+				lw.stop = n.WatchWork(lane, func() { e.workArrived(lane, -1) })
+			}
+		}
+		lw.members++
+	}
+}
+
+// leave unregisters w, dropping a lane's watch with its last worker.
+func (e *Engine) leave(w *Worker) {
+	var stops []func()
+	e.wakes.mu.Lock()
+	for _, l := range w.cfg.Lanes {
+		lw := e.wakes.lanes[l]
+		if lw == nil {
+			continue
+		}
+		lw.idle = slices.DeleteFunc(lw.idle, func(x *Worker) bool { return x == w })
+		if lw.members--; lw.members == 0 {
+			if lw.stop != nil {
+				stops = append(stops, lw.stop)
+			}
+			delete(e.wakes.lanes, l)
+		}
+	}
+	e.wakes.mu.Unlock()
+	for _, stop := range stops {
+		stop() // outside the lock: a watch may be delivering to workArrived
+	}
+}
+
+// idle marks w as waiting for work on its lanes.
+func (e *Engine) idle(w *Worker) {
+	e.wakes.mu.Lock()
+	defer e.wakes.mu.Unlock()
+	for _, l := range w.cfg.Lanes {
+		if lw := e.wakes.lanes[l]; lw != nil && !slices.Contains(lw.idle, w) {
+			lw.idle = append(lw.idle, w)
+		}
+	}
+}
+
+// busy marks w as no longer waiting and returns the wake it was given, if
+// any.
+func (e *Engine) busy(w *Worker) (wakeNote, bool) {
+	e.wakes.mu.Lock()
+	defer e.wakes.mu.Unlock()
+	for _, l := range w.cfg.Lanes {
+		if lw := e.wakes.lanes[l]; lw != nil {
+			lw.idle = slices.DeleteFunc(lw.idle, func(x *Worker) bool { return x == w })
+		}
+	}
+	note, ok := w.note, w.noted
+	w.note, w.noted = wakeNote{}, false
+	return note, ok
+}
+
+// workArrived wakes the first idle worker of lane. hops < 0 starts a new
+// chain that may try every worker idle now.
+func (e *Engine) workArrived(lane model.LaneID, hops int) {
+	e.wakes.mu.Lock()
+	lw := e.wakes.lanes[lane]
+	if lw != nil && hops < 0 {
+		lw.seq++
+	}
+	if lw == nil || len(lw.idle) == 0 {
+		e.wakes.mu.Unlock()
+		return // every worker of the lane is busy: each looks again when it frees up
+	}
+	if hops < 0 {
+		hops = len(lw.idle) - 1
+	}
+	w := lw.idle[0]
+	for _, l := range w.cfg.Lanes {
+		if x := e.wakes.lanes[l]; x != nil {
+			x.idle = slices.DeleteFunc(x.idle, func(y *Worker) bool { return y == w })
+		}
+	}
+	w.note, w.noted = wakeNote{lane: lane, hops: hops}, true
+	e.wakes.mu.Unlock()
+	w.wake.Notify()
+}
+
+// laneSeq is the number of notifications lane has had.
+func (e *Engine) laneSeq(lane model.LaneID) uint64 {
+	e.wakes.mu.Lock()
+	defer e.wakes.mu.Unlock()
+	if lw := e.wakes.lanes[lane]; lw != nil {
+		return lw.seq
+	}
+	return 0
+}
+
+// idleIfQuiet marks w idle on lane when no notification came since seq,
+// and reports whether it did. Otherwise the caller must look for work
+// itself: the notification may have been for it.
+func (e *Engine) idleIfQuiet(w *Worker, lane model.LaneID, seq uint64) bool {
+	e.wakes.mu.Lock()
+	defer e.wakes.mu.Unlock()
+	lw := e.wakes.lanes[lane]
+	if lw == nil || lw.seq != seq {
+		return false
+	}
+	if !slices.Contains(lw.idle, w) {
+		lw.idle = append(lw.idle, w)
+	}
+	return true
+}
