@@ -60,7 +60,7 @@ type Target struct {
 }
 
 var glossary = []string{
-	"S1 submit rate: jobs/s while seeding the queue with 16 concurrent submitters, one job per call (4 KiB JSON payload).",
+	"S1 submit rate: jobs/s while seeding the queue with 16 concurrent submitters, one job per call (4 KiB payload: opaque bytes for raw, Asynq and flowfabric with an 8-byte sequence number in front; JSON arguments for River, whose API requires them).",
 	"S1 drain throughput: jobs / (last completion recorded − first handler start), after seeding, with N handler slots. A completion is recorded when the system has durably acknowledged it: flowfabric ExecutionComplete returned, raw INCR returned, River EventKindJobCompleted received (after its batch completer wrote it), Asynq handler returned and then the pending and active lists emptied.",
 	"S1 latency: submit call start → handler start, per job, in a paced open-loop stream (the same rate for every system) submitted after the drain while the workers are otherwise idle. It measures the notify/poll/claim path; p50/p95/p99 by nearest rank.",
 	"Server cmds/job: INFO commandstats calls over the drain / jobs, including commands run inside scripts (Redis 7 and Valkey count them); scripts/job counts EVALSHA/EVAL calls, i.e. script round trips. Store calls/job counts flowfabric model.Store calls (each one script on valkeystore).",

@@ -135,6 +135,9 @@ var _ model.WorkNotifier = (*countingStore)(nil)
 // ffSystem is flowfabric: the real engine (flowfabric.New, scanners
 // started at default intervals) and the real worker runtime
 // (flowfabric.NewWorker with a typed handler).
+// benchKind is the kind of every flowfabric bench execution.
+const benchKind flowfabric.Kind = "bench"
+
 type ffSystem struct {
 	name  string
 	addrs []string // nil: memstore
@@ -163,7 +166,7 @@ func (s *ffSystem) Describe() string {
 	if s.addrs != nil {
 		st = fmt.Sprintf("valkeystore on %d node(s), valkey-go client (auto-pipelining, no client cache)", len(s.addrs))
 	}
-	return fmt.Sprintf("flowfabric engine (scanners at defaults) on %s; worker shape %s (Workers × MaxConcurrent), lane \"default\", typed handler", st, s.shape)
+	return fmt.Sprintf("flowfabric engine (scanners at defaults) on %s; worker shape %s (Workers × MaxConcurrent), lane \"default\", raw handler (8-byte sequence + 4 KiB opaque payload)", st, s.shape)
 }
 
 func (s *ffSystem) probe() *serverProbe {
@@ -201,14 +204,14 @@ func (s *ffSystem) open(ctx context.Context) error {
 }
 
 func (s *ffSystem) submit(ctx context.Context, a benchArgs) error {
-	_, err := s.engine.Submit(ctx, a, nil)
+	_, err := s.engine.SubmitRaw(ctx, benchKind, encode(a), nil)
 	return err
 }
 
 func (s *ffSystem) submitBatch(ctx context.Context, as []benchArgs) error {
 	batch := make([]flowfabric.SubmitParams, len(as))
 	for i, a := range as {
-		batch[i] = flowfabric.SubmitParams{Args: a}
+		batch[i] = flowfabric.SubmitParams{Kind: benchKind, Payload: encode(a)}
 	}
 	_, err := s.engine.SubmitMany(ctx, batch)
 	return err
@@ -224,15 +227,22 @@ func parseShape(shape string, slots int) (workers, per int) {
 func (s *ffSystem) startWorkers(ctx context.Context, slots int, onStart func(int64)) error {
 	s.onStart.Store(&onStart)
 	n, per := parseShape(s.shape, slots)
-	h := flowfabric.HandlerFunc[benchArgs](func(_ context.Context, t *flowfabric.Task[benchArgs]) error {
-		(*s.onStart.Load())(t.Args.Seq)
+	// a raw handler: the payload is opaque bytes, as for raw and Asynq
+	h := func(_ context.Context, t *flowfabric.TaskInfo) error {
+		a, err := decode(t.Payload)
+		if err != nil {
+			return flowfabric.Permanent(err)
+		}
+		(*s.onStart.Load())(a.Seq)
 		return nil
-	})
+	}
 	for i := range n {
 		w := flowfabric.NewWorker(s.engine, &flowfabric.WorkerConfig{
 			WorkerID: model.WorkerID(fmt.Sprintf("bench-%d", i)), MaxConcurrent: per,
 		})
-		flowfabric.AddHandler(w, h)
+		if err := w.HandleRaw(benchKind, h); err != nil {
+			return err
+		}
 		s.workers = append(s.workers, w)
 	}
 	// start them together so the first claims race as they would in a
