@@ -383,6 +383,9 @@ func unblockCost(ctx context.Context, client valkey.Client, probe *serverProbe, 
 	r.SetupSecs = time.Since(t0).Seconds()
 	r.ServerUsedMem, _ = probe.usedMemory()
 	u := scan.NewUnblock(store, clock, scan.UnblockConfig{})
+	// the engine's claim path hints the partition it blocked in (the
+	// sweeper finds partitions other processes blocked in)
+	u.Hint(part, clock.Now())
 	w := openWindow(probe)
 	t := time.Now()
 	pr, err := u.RunOnce(ctx)
@@ -441,6 +444,9 @@ func leaseRecovery(ctx context.Context, name string, store model.Store, probe *s
 	}
 	clock.Advance(time.Minute)
 	le := scan.NewLeaseExpiry(store, clock, scan.LeaseExpiryConfig{})
+	// the claiming engine hints the lease expiry (a sweep finds leases that
+	// crashed processes took)
+	le.Hint(part, clock.Now())
 	w := openWindow(probe)
 	t := time.Now()
 	for {
