@@ -48,7 +48,8 @@ type TaskInfo struct {
 	Priority  int
 	Tags      map[string]string
 	CreatedAt time.Time
-	// Payload is the raw payload.
+	// Payload is the raw payload. It is read-only (the in-memory store
+	// hands out the bytes it keeps): copy it before changing it.
 	Payload []byte
 	// Attempt is the attempt's index (0 for the first) and AttemptType why
 	// it started (initial, retry, replay, reclaim).

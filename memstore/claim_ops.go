@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"maps"
+	"math"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -124,12 +125,28 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 	if l == nil {
 		return res
 	}
-	heads := make([]model.ExecutionID, 0, min(n.ScanLimit, l.eligible.len()))
-	l.eligible.scan(func(it zitem) bool {
-		heads = append(heads, it.id)
-		return len(heads) < n.ScanLimit
-	})
-	for _, id := range heads {
+	// Heads are read a few at a time: usually the first one is claimed.
+	var heads []model.ExecutionID
+	var buf [4]model.ExecutionID
+	pivot, seen := zitem{score: math.MinInt64}, 0
+	for seen < n.ScanLimit {
+		if len(heads) == 0 {
+			heads = buf[:0]
+			l.eligible.ascend(pivot, func(it zitem) bool {
+				if seen > 0 && !zless(pivot, it) {
+					return true // the last head read, already handled
+				}
+				heads = append(heads, it.id)
+				pivot = it
+				return len(heads) < min(len(buf), n.ScanLimit-seen)
+			})
+			if len(heads) == 0 {
+				break
+			}
+		}
+		id := heads[0]
+		heads = heads[1:]
+		seen++
 		e := s.execs[id]
 		if e == nil || checkClaimable(e) != nil {
 			res.Skipped++
@@ -221,11 +238,8 @@ func (s *Store) claimResult(e *execution, resumed bool) *model.ClaimResult {
 		},
 		AttemptID: a.ID, AttemptIndex: a.Index, AttemptType: a.Type, Resumed: resumed,
 		Namespace: e.namespace, Lane: e.lane, Kind: e.kind, Priority: e.priority,
-		Payload: cloneBytes(e.payload), RetryCount: e.retryCount, CreatedAt: tm(e.createdAt),
+		Payload: e.payload, RetryCount: e.retryCount, CreatedAt: tm(e.createdAt), // read-only, see model.ClaimResult
 		Tags: maps.Clone(e.tags), TimeoutAt: tm(e.timeoutAt),
-	}
-	if r.Tags == nil {
-		r.Tags = map[string]string{}
 	}
 	return r
 }

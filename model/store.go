@@ -380,8 +380,9 @@ type ClaimResult struct {
 	Lane      LaneID
 	Kind      Kind
 	Priority  int
-	Payload   []byte
-	Tags      map[string]string
+	// Payload is read-only: a store may hand out the bytes it keeps.
+	Payload []byte
+	Tags    map[string]string
 	// RetryCount is how many retries came before this attempt.
 	RetryCount int
 	CreatedAt  time.Time
