@@ -382,7 +382,8 @@ type ClaimResult struct {
 	Priority  int
 	// Payload is read-only: a store may hand out the bytes it keeps.
 	Payload []byte
-	Tags    map[string]string
+	// Tags is nil when the execution has none.
+	Tags map[string]string
 	// RetryCount is how many retries came before this attempt.
 	RetryCount int
 	CreatedAt  time.Time

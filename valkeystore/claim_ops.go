@@ -70,7 +70,8 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 	return res, r.err()
 }
 
-// claimNextResult decodes the reply of the library's claim_next.
+// claimNextResult decodes the reply of the library's claim_next: a claimed
+// execution's fields are at the same level, with claimed = 1.
 func claimNextResult(r *reply) *model.ExecutionClaimNextResult {
 	res := &model.ExecutionClaimNextResult{Skipped: r.int("skipped")}
 	for _, id := range r.strs("blocked") {
@@ -81,7 +82,7 @@ func claimNextResult(r *reply) *model.ExecutionClaimNextResult {
 		res.Blocked = append(res.Blocked, eid)
 	}
 	if r.has("claimed") {
-		res.Claimed = claimResult(r.obj("claimed"))
+		res.Claimed = claimResult(r)
 	}
 	return res
 }

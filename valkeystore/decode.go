@@ -1,11 +1,10 @@
 package valkeystore
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/valkey-io/valkey-go"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -49,12 +48,21 @@ func claimResult(r *reply) *model.ClaimResult {
 		Kind:         model.Kind(r.str("kind")),
 		Priority:     r.int("priority"),
 		Payload:      r.bytes("payload"),
-		Tags:         r.strMap("tags"),
+		Tags:         nilIfEmpty(r.strMap("tags")),
 		RetryCount:   r.int("retry_count"),
 		CreatedAt:    r.time("created_at"),
 		TimeoutAt:    r.time("timeout_at"),
 	}
 	return res
+}
+
+// nilIfEmpty returns nil for an empty map (claim results carry nil tags
+// when there are none, as memstore's do).
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // snapshot reads the core hash (c) and tags of one execution.
@@ -190,29 +198,35 @@ func splitCSV(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// leaseEvent reads one lease-history stream entry: [id, [name, value, ...]]
-// with id "<seq>-0".
-func leaseEvent(r *reply, m valkey.ValkeyMessage) model.LeaseEvent {
-	arr, err := m.ToArray()
-	if err != nil || len(arr) != 2 {
-		r.fail("events: malformed entry")
+// leaseEvent reads one lease-history entry,
+// "<seq>|<epoch>|<attempt>|<at>|<kind>|<lease id>|<instance>|<reason>".
+func leaseEvent(r *reply, entry string) model.LeaseEvent {
+	f := strings.SplitN(entry, "|", 8)
+	if len(f) != 8 {
+		r.fail("events: malformed entry %q", entry)
 		return model.LeaseEvent{}
 	}
-	id, _ := arr[0].ToString()
-	seqText, _, _ := strings.Cut(id, "-")
-	seq, err := strconv.ParseUint(seqText, 10, 64)
-	if err != nil {
-		r.fail("events: malformed id %q", id)
+	seq, err1 := strconv.ParseUint(f[0], 10, 64)
+	epoch, err2 := strconv.ParseUint(f[1], 10, 64)
+	att, err3 := strconv.Atoi(f[2])
+	at, err4 := strconv.ParseInt(f[3], 10, 64)
+	var lease model.UUID
+	var err5 error
+	if f[5] != "" {
+		lease, err5 = model.ParseUUID(f[5])
 	}
-	f := r.nested(arr[1])
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		r.fail("events: malformed entry %q: %v", entry, err)
+		return model.LeaseEvent{}
+	}
 	return model.LeaseEvent{
 		Seq:              seq,
-		Kind:             model.LeaseEventKind(f.str("kind")),
-		LeaseID:          model.LeaseID(f.uuid("lease_id")),
-		LeaseEpoch:       f.u64("epoch"),
-		AttemptIndex:     f.int("attempt"),
-		WorkerInstanceID: model.WorkerInstanceID(f.str("wi")),
-		At:               f.time("at"),
-		Reason:           f.str("reason"),
+		Kind:             model.LeaseEventKind(f[4]),
+		LeaseID:          model.LeaseID(lease),
+		LeaseEpoch:       epoch,
+		AttemptIndex:     att,
+		WorkerInstanceID: model.WorkerInstanceID(f[6]),
+		At:               model.FromMillis(at),
+		Reason:           f[7],
 	}
 }

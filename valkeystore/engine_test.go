@@ -280,14 +280,11 @@ func TestEngineSurvivesServerRestart(t *testing.T) {
 }
 
 // waitDescribe describes id, retrying while the client reconnects.
-func waitDescribe(ctx context.Context, e *flowfabric.Engine, id model.ExecutionID) (*model.ExecutionSnapshot, error) {
-	for {
-		s, err := e.Describe(ctx, id)
-		if err == nil || errors.Is(err, model.ErrNotFound) || ctx.Err() != nil {
-			return s, err
-		}
-		if err := e.Clock().Wait(ctx, 10*time.Millisecond, nil); err != nil {
-			return nil, err
-		}
-	}
+func waitDescribe(_ context.Context, e *flowfabric.Engine, id model.ExecutionID) (*model.ExecutionSnapshot, error) {
+	var s *model.ExecutionSnapshot
+	err := reconnected(func() (err error) {
+		s, err = e.Describe(context.Background(), id)
+		return err
+	})
+	return s, err
 }

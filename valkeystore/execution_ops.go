@@ -107,7 +107,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 	}
 	res := &model.ExecutionCompleteResult{Replayed: r.bool("replayed")}
 	if p.Next != nil {
-		res.Next = claimNextResult(r.obj("next"))
+		res.Next = claimNextResult(r)
 	}
 	return res, r.err()
 }

@@ -12,17 +12,23 @@ import (
 //
 // Execution (X):
 //
-//	X:core            HASH    the record: state vector, times (Unix ms),
+//	X:core            HASH    the record (record.go): n the hot numbers and
+//	                          s the hot strings (JSON arrays, read on every
+//	                          operation), c the cold fields
+//	                          ([[numbers],[strings]], read by the operations
+//	                          that use them): state vector, times (Unix ms),
 //	                          policy, counters, current lease (lease_*),
 //	                          grant (grant_*), pending attempt (pending_*),
 //	                          the last replayable operation (op_*)
 //	X:payload         STRING  the payload; absent when empty
 //	X:result          STRING  the result; present once completed
 //	X:tags            HASH    tags
-//	X:attempt:<i>     HASH    attempt i (0-based); X:core.total_attempts
-//	                          counts them
-//	X:lease:history   STREAM  lease history, entry id "<seq>-0", trimmed
-//	                          to exactly model.DefaultLeaseHistory entries
+//	X:attempt:<i>     HASH    attempt i (0-based); total_attempts counts them
+//	X:lease:history   LIST    lease history, oldest first, one entry per
+//	                          event "<seq>|<epoch>|<attempt>|<at>|<kind>|
+//	                          <lease id>|<instance>|<reason>" (sequence
+//	                          numbers hist_seq-LLEN+1 .. hist_seq), trimmed
+//	                          to the newest model.DefaultLeaseHistory
 //
 // Partition indexes (I):
 //
@@ -30,7 +36,6 @@ import (
 //	                                              in byte order
 //	I:lane:<L>:eligible           ZSET  −priority·10¹² + created_at
 //	I:lane:<L>:delayed            ZSET  delay_until
-//	I:lane:<L>:active             ZSET  lease expiry at acquisition
 //	I:lane:<L>:terminal           ZSET  terminal time
 //	I:lane:<L>:suspended          ZSET  (reserved for suspension)
 //	I:lane:<L>:blocked:<reason>   ZSET  block time; reason dependencies,
@@ -42,11 +47,15 @@ import (
 //	I:lease_expiry                ZSET  lease expiry (revoke: revoke time)
 //	I:attempt_timeout             ZSET  attempt timeout
 //	I:execution_deadline          ZSET  deadline
-//	I:worker:<wi>:leases          SET   executions leased to instance wi
-//	I:lease_workers               SET   instances with a non-empty leases
-//	                                    set, so reads can find them all
 //	I:all_executions              ZSET (score 0)  every execution, paged
 //	                                    with ZRANGEBYLEX
+//
+// Two indexes of the spec are not stored, because only ExecutionIndexes
+// reads them and the records hold them exactly: a lane's active index
+// ("lane:<L>:active": the executions whose phase is active) and a worker
+// instance's lease index ("worker:<wi>:leases": the executions whose lease
+// is held by wi). ExecutionIndexes reports them from the record, so a claim
+// and a completion do not write them.
 //
 // Idempotency: P:idem:T:<ns>:<key> HASH {id, expires_at} in the
 // partition of the execution it names.
@@ -84,7 +93,6 @@ func (k keyspace) partKeys(part int) map[string]string {
 		"lease_expiry":    i + "lease_expiry",
 		"attempt_timeout": i + "attempt_timeout",
 		"deadline":        i + "execution_deadline",
-		"lease_workers":   i + "lease_workers",
 	}
 }
 

@@ -81,7 +81,7 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 	}
 	res := &model.ExecutionReclaimResult{Status: r.str("status")}
 	if r.has("claimed") {
-		res.Claimed = claimResult(r.obj("claimed"))
+		res.Claimed = claimResult(r)
 	}
 	return res, r.err()
 }

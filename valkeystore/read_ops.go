@@ -96,15 +96,17 @@ func (s *Store) LeaseHistory(ctx context.Context, p *model.LeaseHistoryParams) (
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
+	// sequence numbers are Lua numbers, far below 2^53: a larger cursor is
+	// past every entry, and every server parses 2^53
 	r, err := s.run(ctx, scriptLeaseHistory, s.keys.execKeys(p.ID), args{
-		"after": p.AfterSeq, "limit": p.Limit,
+		"after": min(p.AfterSeq, 1<<53), "limit": p.Limit,
 	})
 	if err != nil {
 		return nil, err
 	}
 	res := &model.LeaseHistoryResult{}
-	for _, m := range r.list("events") {
-		res.Events = append(res.Events, leaseEvent(r, m))
+	for _, e := range r.strs("events") {
+		res.Events = append(res.Events, leaseEvent(r, e))
 	}
 	return res, r.err()
 }
@@ -114,7 +116,7 @@ func (s *Store) ExecutionIndexes(ctx context.Context, p *model.ExecutionIndexesP
 	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptExecutionIndexes, s.keys.partKeys(p.ID.Partition()), args{"id": p.ID})
+	r, err := s.run(ctx, scriptExecutionIndexes, s.keys.execKeys(p.ID), args{"id": p.ID})
 	if err != nil {
 		return nil, err
 	}

@@ -77,16 +77,27 @@ func (r *reply) get(name string) (valkey.ValkeyMessage, bool) {
 	return m, ok
 }
 
+// str reads a string field; an integer reply (a Lua number) reads as its
+// decimal text.
 func (r *reply) str(name string) string {
 	m, ok := r.get(name)
 	if !ok {
 		return ""
 	}
-	s, err := m.ToString()
+	s, err := text(m)
 	if err != nil {
 		r.fail("field %q: %v", name, err)
 	}
 	return s
+}
+
+// text reads a string or integer message as text.
+func text(m valkey.ValkeyMessage) (string, error) {
+	if m.IsInt64() {
+		v, _ := m.AsInt64()
+		return strconv.FormatInt(v, 10), nil
+	}
+	return m.ToString()
 }
 
 // bytes returns a binary field; empty is nil.
@@ -168,7 +179,7 @@ func (r *reply) strs(name string) []string {
 	arr := r.list(name)
 	var out []string
 	for i, m := range arr {
-		s, err := m.ToString()
+		s, err := text(m)
 		if err != nil {
 			r.fail("field %q[%d]: %v", name, i, err)
 			return nil
@@ -339,16 +350,17 @@ func (r *reply) float(name string) float64 {
 	return v
 }
 
-// rows returns an array field whose elements are arrays of n strings.
+// rows returns a list field of strings cut into rows of n (a script
+// returns rows flat: nested tables cost the server more to send).
 func (r *reply) rows(name string, n int) [][]string {
+	flat := r.strs(name)
+	if len(flat)%n != 0 {
+		r.fail("field %q: %d strings, not rows of %d", name, len(flat), n)
+		return nil
+	}
 	var out [][]string
-	for i, m := range r.list(name) {
-		row, err := m.AsStrSlice()
-		if err != nil || len(row) != n {
-			r.fail("field %q[%d]: not %d strings", name, i, n)
-			return nil
-		}
-		out = append(out, row)
+	for i := 0; i < len(flat); i += n {
+		out = append(out, flat[i:i+n:i+n])
 	}
 	return out
 }

@@ -12,11 +12,19 @@ import (
 	"github.com/flowfabric/flowfabric/model"
 )
 
-// evalMessage returns what the server replies to a Lua chunk (run with the
-// library in front, so tests can use enc and friends).
+// evalMessage returns what the server replies to a Lua chunk, built like a
+// script without keys or arguments (the library definitions it uses in
+// front, names rewritten), so tests can use enc and friends.
 func evalMessage(t *testing.T, c valkey.Client, body string) valkey.ValkeyMessage {
 	t.Helper()
-	src := "local K, A = {}, {}\nlocal LEASE_HISTORY = 1000\n" + mustRead(libFile) + "\n" + body
+	body, err := recordNames(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := scriptNames(library.pick(body)+"\n"+body, &script{name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := c.Do(bg, c.B().Eval().Script(src).Numkeys(0).Build()).ToMessage()
 	if err != nil {
 		t.Fatalf("eval: %v", err)
@@ -33,7 +41,7 @@ func testReplyDecoder(t *testing.T, c valkey.Client) {
 		s = 'text', n = 1700000000000, neg = -7299999999999999, big = '18446744073709551615',
 		yes = true, no = false, empty = '', bin = '\0\1\255',
 		obj = { a = '1', b = { x = 'y' } }, list = { 'p', 'q' }, none = {},
-		rows = { { '{fp:1}:00000001-0000-4000-8000-00000000005a', 'lane', '5' } },
+		rows = { '{fp:1}:00000001-0000-4000-8000-00000000005a', 'lane', '5' },
 	})`)
 	r := decodeReply("test", m)
 	if got := r.str("s"); got != "text" {

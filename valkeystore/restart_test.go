@@ -1,6 +1,7 @@
 package valkeystore
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -40,18 +41,42 @@ func TestStateSurvivesRestart(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	after, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
+	// The client learns of the dropped connection on its next command and
+	// dials again: retry until that is done.
+	var after *model.ExecutionSnapshot
+	err = reconnected(func() (err error) {
+		after, err = s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(before, after, cmpOpts); d != "" {
 		t.Fatalf("state changed across the restart:\n%s", d)
 	}
-	if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Result: []byte("ok"), Now: at(2 * time.Second)}); err != nil {
+	if err := reconnected(func() error {
+		_, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Result: []byte("ok"), Now: at(2 * time.Second)})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.ExecutionResult(bg, &model.ExecutionResultParams{ID: id})
 	if err != nil || string(res.Result) != "ok" {
 		t.Fatalf("result = %v, %v", res, err)
 	}
+}
+
+// reconnected runs op until it stops failing on the connection (at most a
+// few tries: each one makes the client dial again). Errors of the store
+// itself are returned at once; a repeated completion replays.
+func reconnected(op func() error) error {
+	var err error
+	for range 20 {
+		err = op()
+		var me *model.Error
+		if err == nil || errors.As(err, &me) {
+			return err
+		}
+	}
+	return err
 }

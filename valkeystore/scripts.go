@@ -60,30 +60,24 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-// source is the text sent to the server: a prelude binding the declared
-// names (K.<key>, A.<arg>; any other name raises an error), the library
-// definitions the script needs, then the script.
+// source is the text sent to the server: the library definitions the
+// script needs, then the script, with K.<key>, A.<arg> and e.<field>
+// rewritten (rewrite.go). A name it cannot rewrite panics: the store is
+// not built.
 func (s *script) source() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "local LEASE_HISTORY = %d\n", model.DefaultLeaseHistory)
-	bind := func(table, array, what string, names []string) {
-		fmt.Fprintf(&b, "local %s = setmetatable({", table)
-		for i, n := range names {
-			fmt.Fprintf(&b, "%s = %s[%d], ", n, array, i+1)
-		}
-		fmt.Fprintf(&b, "}, { __index = function(_, n) error('valkeystore: %s: undeclared %s ' .. n) end })\n",
-			s.name, what)
+	body, err := recordNames(mustRead("lua/" + s.name + ".lua"))
+	if err != nil {
+		panic(fmt.Sprintf("valkeystore: %s: %v", s.name, err))
 	}
-	bind("K", "KEYS", "key", s.keys)
-	bind("A", "ARGV", "arg", s.args)
-	body := mustRead("lua/" + s.name + ".lua")
-	b.WriteString(library.pick(body))
-	b.WriteString("\n-- ---- " + s.name + ".lua ----\n")
-	b.WriteString(body)
-	return b.String()
+	src, err := scriptNames(library.pick(body)+"\n-- ---- "+s.name+".lua ----\n"+body, s)
+	if err != nil {
+		panic(err)
+	}
+	return src
 }
 
-// lib is lib.lua cut into its top-level definitions.
+// lib is the library (generated definitions, then lib.lua's) cut into its
+// top-level definitions.
 type lib struct {
 	defs []libDef
 }
@@ -99,17 +93,36 @@ var (
 	identRx = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
 
-var library = parseLib(mustRead(libFile))
+// library is the generated definitions (record.go), then lib.lua's.
+var library = parseLib(generatedLua(), mustRead(libFile))
 
-// parseLib cuts src at every line that starts with "local ".
-func parseLib(src string) *lib {
+// generatedLua is the part of the library made from Go declarations.
+func generatedLua() string {
+	return fmt.Sprintf("local LEASE_HISTORY = %d\n", model.DefaultLeaseHistory) + recordLua()
+}
+
+// parseLib cuts each source at every line that starts with "local "; a
+// definition may use those of earlier sources.
+func parseLib(srcs ...string) *lib {
 	l := &lib{}
 	known := make(map[string]bool)
+	for _, src := range srcs {
+		l.parse(src, known)
+	}
+	return l
+}
+
+func (l *lib) parse(src string, known map[string]bool) {
 	var cur *libDef
 	flush := func() {
 		if cur == nil {
 			return
 		}
+		text, err := recordNames(cur.text)
+		if err != nil {
+			panic(fmt.Sprintf("valkeystore: library %s: %v", cur.name, err))
+		}
+		cur.text = text
 		for _, id := range identRx.FindAllString(stripComments(cur.text), -1) {
 			if known[id] && id != cur.name && !slices.Contains(cur.deps, id) {
 				cur.deps = append(cur.deps, id)
@@ -128,7 +141,6 @@ func parseLib(src string) *lib {
 		}
 	}
 	flush()
-	return l
 }
 
 func stripComments(s string) string {
@@ -192,21 +204,21 @@ var (
 	scriptExecutionBlock = declare("execution_block", "core lanes", "now id reason detail")
 
 	scriptExecutionCancel = declare("execution_cancel",
-		"core history lanes lease_expiry attempt_timeout deadline lease_workers",
+		"core history lanes lease_expiry attempt_timeout deadline",
 		"now id source lease_id epoch attempt_id reason")
 
 	scriptExecutionChangePriority = declare("execution_change_priority", "core lanes", "now id priority")
 
 	scriptExecutionClaim = declare("execution_claim",
-		"core payload tags history lanes lease_expiry attempt_timeout lease_workers",
+		"core payload tags history lanes lease_expiry attempt_timeout",
 		"now id worker_id worker_instance_id lease_id attempt_id lease_ttl")
 
 	scriptExecutionClaimNext = declare("execution_claim_next",
-		"lanes lease_expiry attempt_timeout lease_workers",
+		"lanes lease_expiry attempt_timeout",
 		"now lane capabilities live_capabilities scan_limit worker_id worker_instance_id lease_id attempt_id lease_ttl")
 
 	scriptExecutionComplete = declare("execution_complete",
-		"core result history lanes lease_expiry attempt_timeout deadline lease_workers",
+		"core result history lanes lease_expiry attempt_timeout deadline",
 		"now id source lease_id epoch attempt_id result has_next next_lane next_capabilities "+
 			"next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id "+
 			"next_attempt_id next_lease_ttl")
@@ -218,24 +230,24 @@ var (
 			"attempt_timeout deadline delay_until idem_key idem_ttl gc_slack")
 
 	scriptExecutionDelay = declare("execution_delay",
-		"core history lanes lease_expiry attempt_timeout lease_workers",
+		"core history lanes lease_expiry attempt_timeout",
 		"now id source lease_id epoch attempt_id delay_until")
 
 	scriptExecutionDescribe = declareRead("execution_describe", "core tags", "")
 
 	scriptExecutionExpire = declare("execution_expire",
-		"core history lanes lease_expiry attempt_timeout deadline lease_workers", "now id reason")
+		"core history lanes lease_expiry attempt_timeout deadline", "now id reason")
 
 	scriptExecutionFail = declare("execution_fail",
-		"core history lanes lease_expiry attempt_timeout deadline lease_workers",
+		"core history lanes lease_expiry attempt_timeout deadline",
 		"now id source lease_id epoch attempt_id reason category retryable")
 
 	scriptExecutionGrantAndClaim = declare("execution_grant_and_claim",
-		"core payload tags history lanes lease_expiry attempt_timeout lease_workers",
+		"core payload tags history lanes lease_expiry attempt_timeout",
 		"now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl")
 
 	scriptExecutionIndexes = declareRead("execution_indexes",
-		"lanes all lease_expiry attempt_timeout deadline lease_workers", "id")
+		"core lanes all lease_expiry attempt_timeout deadline", "id")
 
 	scriptExecutionList = declareRead("execution_list", "all", "after limit")
 
@@ -244,11 +256,11 @@ var (
 	scriptExecutionPromoteDelayed = declare("execution_promote_delayed", "core lanes", "now id lane")
 
 	scriptExecutionReclaim = declare("execution_reclaim",
-		"core payload tags history lanes lease_expiry attempt_timeout deadline lease_workers",
+		"core payload tags history lanes lease_expiry attempt_timeout deadline",
 		"now id worker_id worker_instance_id lease_id attempt_id lease_ttl")
 
 	scriptExecutionRecover = declare("execution_recover",
-		"core history lanes lease_expiry attempt_timeout deadline lease_workers", "now id")
+		"core history lanes lease_expiry attempt_timeout deadline", "now id")
 
 	scriptExecutionReplay = declare("execution_replay", "core result history lanes deadline",
 		"now id reason requested_by")
@@ -271,7 +283,7 @@ var (
 
 	scriptLeaseRenew = declare("lease_renew", "core lease_expiry", "now id lease_id epoch attempt_id lease_ttl")
 
-	scriptLeaseRevoke = declare("lease_revoke", "core history lanes lease_expiry lease_workers",
+	scriptLeaseRevoke = declare("lease_revoke", "core history lanes lease_expiry",
 		"now id expected_lease_id reason")
 
 	scriptReclaimGrantIssue = declare("reclaim_grant_issue", "core",

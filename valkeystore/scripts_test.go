@@ -123,8 +123,12 @@ func TestHeaderParser(t *testing.T) {
 // library, through the server's compiler (miniredis) via SCRIPT LOAD.
 func TestScriptSourcesCompile(t *testing.T) {
 	c := miniredisClient(t)
-	if err := c.Do(bg, c.B().ScriptLoad().Script("local K, A = {}, {}\nlocal LEASE_HISTORY = 1\n"+library.all()).Build()).Error(); err != nil {
-		t.Errorf("lib.lua: %v", err)
+	all, err := scriptNames(library.all(), &script{name: "library"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(bg, c.B().ScriptLoad().Script(all).Build()).Error(); err != nil {
+		t.Errorf("library: %v", err)
 	}
 	for _, s := range allScripts {
 		if err := c.Do(bg, c.B().ScriptLoad().Script(s.source()).Build()).Error(); err != nil {
@@ -133,21 +137,33 @@ func TestScriptSourcesCompile(t *testing.T) {
 	}
 }
 
-// TestLibrarySplit checks that cutting lib.lua into definitions loses
-// nothing but the leading comment, and that picking follows dependencies.
+// TestLibrarySplit checks that cutting the generated definitions and lib.lua
+// into definitions loses nothing but lib.lua's leading comment, and that
+// picking follows dependencies.
 func TestLibrarySplit(t *testing.T) {
-	src := mustRead(libFile)
-	if !strings.HasSuffix(src, library.all()) {
-		t.Fatal("library definitions are not the tail of lib.lua")
+	gen, src := generatedLua(), mustRead(libFile)
+	if library.all() != parseLib(gen).all()+parseLib(src).all() {
+		t.Fatal("the library is not the generated definitions, then lib.lua's")
 	}
-	head := strings.TrimSuffix(src, library.all())
+	// definitions hold their source's text with the record names rewritten
+	for _, in := range []string{gen, src} {
+		rw, err := recordNames(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(rw, parseLib(in).all()) {
+			t.Fatal("library definitions are not the tail of their source")
+		}
+	}
+	rwSrc, _ := recordNames(src)
+	head := strings.TrimSuffix(rwSrc, parseLib(src).all())
 	for _, line := range strings.Split(strings.TrimSpace(head), "\n") {
 		if !strings.HasPrefix(line, "--") {
 			t.Fatalf("code before the first definition: %q", line)
 		}
 	}
 	got := library.pick("return ok({})")
-	for _, want := range []string{"local function ok(", "local function enc(", "local function S("} {
+	for _, want := range []string{"local function ok(", "local function enc("} {
 		if !strings.Contains(got, want) {
 			t.Errorf("pick(ok) lacks %q", want)
 		}

@@ -2,7 +2,7 @@
 -- KEYS: core
 -- ARGV:
 
-local e = load_exec(exec_keys(string.sub(K.core, 1, -6)))
+local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 local attempts = {}
 for i = 0, e.total_attempts - 1 do
@@ -11,4 +11,4 @@ for i = 0, e.total_attempts - 1 do
   a[#a + 1] = S(i)
   attempts[#attempts + 1] = a
 end
-return ok({ attempts = attempts })
+return { 'attempts', attempts }

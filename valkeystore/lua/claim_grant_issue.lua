@@ -20,4 +20,4 @@ e.grant_created_at = now
 e.grant_expires_at = now + N(A.grant_ttl)
 e.last_mutation_at = now
 save_exec(e)
-return ok({ expires_at = e.grant_expires_at })
+return { 'expires_at', e.grant_expires_at }

@@ -11,4 +11,4 @@ if e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= 'eligible_now' then
 end
 block(e, now_ms(), A.reason, A.detail)
 save_exec(e)
-return ok({ eligibility_state = e.eligibility_state })
+return { 'eligibility_state', e.eligibility_state }

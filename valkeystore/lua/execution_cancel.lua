@@ -1,6 +1,6 @@
 -- execution_cancel: cancel a non-terminal execution; a worker cancels its
 -- own active execution with its fence, an operator anything without one.
--- KEYS: core history lanes lease_expiry attempt_timeout deadline lease_workers
+-- KEYS: core history lanes lease_expiry attempt_timeout deadline
 -- ARGV: now id source lease_id epoch attempt_id reason
 
 local now = now_ms()
@@ -9,7 +9,7 @@ if e == nil then return fail('execution_not_found') end
 local operator = A.source == 'operator_override'
 local f = fence_arg()
 if e.lifecycle_phase == 'terminal' and op_matches(e, 'cancel', operator, f) then
-  return ok({ prior_phase = e.op_prior_phase, replayed = true })
+  return { 'prior_phase', e.op_prior_phase, 'replayed', 1 }
 end
 if not operator then
   local err = validate_lease(e, f, now)
@@ -28,4 +28,4 @@ if operator then e.cancelled_by = 'operator_override' else e.cancelled_by = 'wor
 record_op(e, 'cancel', operator, f)
 e.op_prior_phase = prior
 save_exec(e)
-return ok({ prior_phase = prior, replayed = false })
+return { 'prior_phase', prior, 'replayed', 0 }

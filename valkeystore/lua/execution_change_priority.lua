@@ -13,4 +13,4 @@ if e.lifecycle_phase == 'runnable' and e.eligibility_state == 'eligible_now' the
   redis.call('ZADD', lane_key(e.lane, 'eligible'), S(eligible_score(e)), e.id)
 end
 save_exec(e)
-return ok({ old = old, new = e.priority })
+return { 'old', old, 'new', e.priority }

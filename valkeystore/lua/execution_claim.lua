@@ -1,6 +1,6 @@
 -- execution_claim: consume the caller's claim grant and start (or resume)
 -- an attempt under a new lease.
--- KEYS: core payload tags history lanes lease_expiry attempt_timeout lease_workers
+-- KEYS: core payload tags history lanes lease_expiry attempt_timeout
 -- ARGV: now id worker_id worker_instance_id lease_id attempt_id lease_ttl
 
 local now = now_ms()
@@ -10,4 +10,4 @@ local err = check_claimable(e)
 if err ~= nil then return err end
 err = check_grant(e, 'claim', A.worker_id, now)
 if err ~= nil then return err end
-return ok(claim(e, lease_req(), now))
+return claim(e, lease_req(), now)

@@ -7,9 +7,8 @@ local now = now_ms()
 
 local function duplicate(id)
   local e = load_exec(exec_keys_of(id))
-  local r = { id = id, duplicate = true }
-  if e ~= nil then r.state = vector(e) end
-  return ok(r)
+  if e == nil then return { 'id', id, 'duplicate', 1 } end
+  return { 'id', id, 'duplicate', 1, 'state', vector(e) }
 end
 
 if A.idem_key ~= '' then
@@ -18,7 +17,7 @@ if A.idem_key ~= '' then
 end
 if redis.call('EXISTS', K.core) == 1 then return duplicate(A.id) end
 
-local e = blank_exec(exec_keys_declared())
+local e = blank_exec(exec_keys(string.sub(K.core, 1, -6)))
 e.id, e.ns, e.lane, e.kind = A.id, A.namespace, A.lane, A.kind
 e.priority = N(A.priority)
 e.created_at = now
@@ -44,4 +43,4 @@ if A.idem_key ~= '' then
   redis.call('HSET', K.idem, 'id', e.id, 'expires_at', S(now + ttl))
   redis.call('PEXPIRE', K.idem, S(ttl + N(A.gc_slack)))
 end
-return ok({ id = e.id, duplicate = false, state = vector(e) })
+return { 'id', e.id, 'duplicate', 0, 'state', vector(e) }

@@ -1,6 +1,6 @@
 -- execution_delay: hand the caller's active execution back until
 -- delay_until; the same attempt resumes at the next claim.
--- KEYS: core history lanes lease_expiry attempt_timeout lease_workers
+-- KEYS: core history lanes lease_expiry attempt_timeout
 -- ARGV: now id source lease_id epoch attempt_id delay_until
 
 local now = now_ms()
@@ -10,7 +10,7 @@ local operator = A.source == 'operator_override'
 local f = fence_arg()
 local replay, err = check_fenced_op(e, 'delay', operator, f, now)
 if err ~= nil then return err end
-if replay then return ok({ delay_until = e.op_delay_until, replayed = true }) end
+if replay then return { 'delay_until', e.op_delay_until, 'replayed', 1 } end
 
 local until_ms = N(A.delay_until)
 if e.cur_attempt >= 0 then
@@ -22,4 +22,4 @@ make_runnable(e, now, until_ms, 'waiting_for_delay', 'attempt_interrupted')
 record_op(e, 'delay', operator, f)
 e.op_delay_until = until_ms
 save_exec(e)
-return ok({ delay_until = until_ms, replayed = false })
+return { 'delay_until', until_ms, 'replayed', 0 }

@@ -1,7 +1,8 @@
--- execution_describe: everything about one execution.
+-- execution_describe: everything about one execution: the record's fields
+-- by name, and the tags.
 -- KEYS: core tags
 -- ARGV:
 
-local core = redis.call('HGETALL', K.core)
-if #core == 0 then return fail('execution_not_found') end
-return ok({ core = core, tags = redis.call('HGETALL', K.tags) })
+local e = the_exec()
+if e == nil then return fail('execution_not_found') end
+return { 'core', record_pairs(e), 'tags', redis.call('HGETALL', K.tags) }

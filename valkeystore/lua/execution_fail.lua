@@ -1,6 +1,6 @@
 -- execution_fail: fail the caller's current attempt; retry it when the
 -- policy and the category allow.
--- KEYS: core history lanes lease_expiry attempt_timeout deadline lease_workers
+-- KEYS: core history lanes lease_expiry attempt_timeout deadline
 -- ARGV: now id source lease_id epoch attempt_id reason category retryable
 
 local now = now_ms()
@@ -11,7 +11,7 @@ local f = fence_arg()
 local replay, err = check_fenced_op(e, 'fail', operator, f, now)
 if err ~= nil then return err end
 if replay then
-  return ok({ outcome = e.op_fail_result, delay_until = e.op_delay_until, replayed = true })
+  return { 'outcome', e.op_fail_result, 'delay_until', e.op_delay_until, 'replayed', 1 }
 end
 
 local cat = A.category
@@ -22,4 +22,4 @@ local outcome, until_ms = fail_or_retry(e, now, A.reason, cat, A.retryable == '1
 record_op(e, 'fail', operator, f)
 e.op_fail_result, e.op_delay_until = outcome, until_ms
 save_exec(e)
-return ok({ outcome = outcome, delay_until = until_ms, replayed = false })
+return { 'outcome', outcome, 'delay_until', until_ms, 'replayed', 0 }

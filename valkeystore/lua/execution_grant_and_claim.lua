@@ -1,5 +1,5 @@
 -- execution_grant_and_claim: check capabilities and claim in one step.
--- KEYS: core payload tags history lanes lease_expiry attempt_timeout lease_workers
+-- KEYS: core payload tags history lanes lease_expiry attempt_timeout
 -- ARGV: now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl
 
 local now = now_ms()
@@ -17,4 +17,4 @@ if not redis.call('ZSCORE', lane_key(e.lane, 'eligible'), e.id) then
 end
 local missing = missing_caps(e.required_caps, A.capabilities)
 if missing ~= '' then return fail('capability_mismatch', missing) end
-return ok(claim(e, lease_req(), now))
+return claim(e, lease_req(), now)

@@ -13,4 +13,4 @@ if #ids > limit then
   ids[#ids] = nil
   next_id = ids[#ids]
 end
-return ok({ ids = ids, next = next_id })
+return { 'ids', ids, 'next', next_id }

@@ -3,4 +3,4 @@
 -- ARGV:
 
 if redis.call('EXISTS', K.core) == 0 then return fail('execution_not_found') end
-return ok({ payload = redis.call('GET', K.payload) or '' })
+return { 'payload', redis.call('GET', K.payload) or '' }

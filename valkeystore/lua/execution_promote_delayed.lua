@@ -4,7 +4,7 @@
 -- ARGV: now id lane
 
 local now = now_ms()
-local function status(s) return ok({ status = s }) end
+local function status(s) return { 'status', s } end
 local function clean() redis.call('ZREM', lane_key(A.lane, 'delayed'), A.id) end
 local e = the_exec()
 if e == nil then

@@ -27,4 +27,4 @@ end
 make_runnable(e, now, 0, 'waiting_for_worker', 'pending_replay_attempt')
 add_history(e, now, 'replay_initiated', A.reason)
 save_exec(e)
-return ok({ state = vector(e) })
+return { 'state', vector(e) }

@@ -5,4 +5,4 @@
 if redis.call('EXISTS', K.core) == 0 then return fail('execution_not_found') end
 local r = redis.call('GET', K.result)
 if not r then return fail('result_not_found') end
-return ok({ result = r })
+return { 'result', r }

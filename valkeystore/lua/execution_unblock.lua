@@ -5,10 +5,10 @@
 
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
-if e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= BLOCK_ES[A.expected_reason]
+if e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= block_es(A.expected_reason)
   or e.blocking_reason ~= A.expected_reason then
   return fail('execution_not_eligible')
 end
 unblock(e, now_ms())
 save_exec(e)
-return ok({})
+return {}

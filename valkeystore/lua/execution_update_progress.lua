@@ -12,4 +12,4 @@ e.progress_msg = A.message
 e.progress_at = now
 e.last_mutation_at = now
 save_exec(e)
-return ok({})
+return {}

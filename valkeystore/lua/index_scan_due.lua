@@ -1,6 +1,7 @@
 -- index_scan_due: read the entries of one timer index of the partition (the
 -- delayed index: of every lane) that are due at now, after an exclusive
--- (due, id) cursor; at most limit+1 per index. Go merges and truncates.
+-- (due, id) cursor; at most limit+1 per index, as one flat list of
+-- (id, lane, due) triples. Go merges and truncates.
 -- KEYS: lanes lease_expiry attempt_timeout deadline
 -- ARGV: now index after_due after_id limit
 
@@ -38,10 +39,10 @@ local function scan(key, lane, out)
   else
     items = redis.call('ZRANGEBYSCORE', key, '-inf', S(now), 'WITHSCORES', 'LIMIT', '0', S(limit + 1))
   end
+  local n = #out
   for i = 1, #items, 2 do
-    local due = N(items[i + 1])
-    if due > now then break end
-    out[#out + 1] = { items[i], lane, items[i + 1] }
+    if N(items[i + 1]) > now then break end
+    out[n + 1], out[n + 2], out[n + 3], n = items[i], lane, items[i + 1], n + 3
   end
   local nxt = redis.call('ZRANGEBYSCORE', key, '(' .. S(now), '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
   if #nxt > 0 then return N(nxt[2]) end
@@ -64,4 +65,4 @@ elseif A.index == 'attempt_timeout' then
 else
   note(scan(K.deadline, '', items))
 end
-return ok({ items = items, next_due = next_due })
+return { 'items', items, 'next_due', next_due }

@@ -1,9 +1,14 @@
 -- lease_history: an execution's lease history after a sequence number,
--- oldest first. Entry ids are "<seq>-0", so "<after>-1" starts right after
--- the entry with sequence number after.
+-- oldest first, at most limit entries. The history LIST holds the entries
+-- with sequence numbers hist_seq - LLEN + 1 .. hist_seq in order (see
+-- lib.lua's add_history).
 -- KEYS: core history
 -- ARGV: after limit
 
-if redis.call('EXISTS', K.core) == 0 then return fail('execution_not_found') end
-local entries = redis.call('XRANGE', K.history, A.after .. '-1', '+', 'COUNT', A.limit)
-return ok({ events = entries })
+local e = the_exec()
+if e == nil then return fail('execution_not_found') end
+local first = e.hist_seq - redis.call('LLEN', K.history) + 1
+local from = N(A.after) + 1
+if from < first then from = first end
+local start = from - first
+return { 'events', redis.call('LRANGE', K.history, S(start), S(start + N(A.limit) - 1)) }

@@ -5,7 +5,7 @@
 
 local now = now_ms()
 local e = the_exec()
-local function status(s) return ok({ status = s }) end
+local function status(s) return { 'status', s } end
 if e == nil then
   redis.call('ZREM', K.lease_expiry, A.id)
   return status('not_found_cleaned')

@@ -1,6 +1,6 @@
 -- lease_revoke: take the lease away from its holder; the execution becomes
 -- reclaimable and its lease-expiry entry moves to now so recovery finds it.
--- KEYS: core history lanes lease_expiry lease_workers
+-- KEYS: core history lanes lease_expiry
 -- ARGV: now id expected_lease_id reason
 
 local now = now_ms()
@@ -8,17 +8,16 @@ local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 if e.lifecycle_phase ~= 'active' then return not_active(e) end
 if e.ownership_state == 'lease_revoked' then
-  return ok({ status = 'already_revoked', lease_id = '', epoch = e.epoch })
+  return { 'status', 'already_revoked', 'lease_id', '', 'epoch', e.epoch }
 end
 if e.ownership_state == 'lease_expired_reclaimable' then
-  return ok({ status = 'already_expired', lease_id = e.lease_id, epoch = e.epoch })
+  return { 'status', 'already_expired', 'lease_id', e.lease_id, 'epoch', e.epoch }
 end
 if e.ownership_state ~= 'leased' or e.lease_id == '' then return fail('no_active_lease') end
 if A.expected_lease_id ~= '' and A.expected_lease_id ~= e.lease_id then return fail('stale_lease') end
 
 local old = e.lease_id
 add_history(e, now, 'revoked', A.reason)
-drop_worker_lease(e, e.lease_wi)
 clear_lease(e)
 redis.call('ZADD', K.lease_expiry, S(now), e.id)
 set_state(e, now, 'active', 'lease_revoked', 'not_applicable', 'waiting_for_worker', 'none',
@@ -26,4 +25,4 @@ set_state(e, now, 'active', 'lease_revoked', 'not_applicable', 'waiting_for_work
 e.lease_revoked_at = now
 e.revoke_reason = A.reason
 save_exec(e)
-return ok({ status = 'revoked', lease_id = old, epoch = e.epoch })
+return { 'status', 'revoked', 'lease_id', old, 'epoch', e.epoch }

@@ -1,21 +1,37 @@
--- lib.lua: helpers shared by every script. The store loads each script as
---   prelude (generated from the Go declaration: constants, K, A)
---   .. the definitions of lib.lua the script uses (directly or not)
+-- lib.lua: helpers shared by every script. The store builds each script as
+--   the definitions it uses (directly or not), those generated from
+--   record.go (REC_*, rec_*, LEASE_HISTORY) first, then lib.lua's
 --   .. <script>.lua
--- so these functions are locals of every script's main chunk. A definition
--- starts at a line beginning with "local " and ends before the next one;
--- it may only use definitions above it. Keys of the
--- execution partition are reached through K (declared keys) or derived from
--- K.lanes (per-lane and per-worker keys) and from an execution's core key
--- (its other keys), so every key shares the script's hash tag.
+-- so these functions are locals of every script's main chunk. It rewrites
+-- three kinds of names (rewrite.go): e.<field> becomes the field's place in
+-- a decoded record (e[1][i], e[2][i] or rec_cold(e)[1|2][i], see record.go),
+-- so a variable named e always holds a record; K.<key> and A.<arg> become
+-- KEYS[i] and ARGV[i] of the script's declaration. A definition starts at a
+-- line beginning with "local " and ends before the next one; it may only
+-- use definitions above it. Keys of the execution partition are reached
+-- through K (declared keys) or derived from K.lanes (per-lane keys) and from
+-- an execution's core key (its other keys), so every key shares the
+-- script's hash tag.
 --
 -- Rules that keep both stores and every server identical:
---   * numbers cross the Redis boundary only as decimal strings built by S();
---     tostring() of a number is never used (Lua 5.1 prints 14 digits).
+--   * numbers go to Redis commands and into records only as decimal text
+--     printed by string.format('%d') (S()); tostring() and cjson never print
+--     a number (Lua 5.1 and cjson keep 14 digits). Replies carry numbers as
+--     Lua numbers (integer replies).
 --   * strings are never ordered with < or table.sort (Redis sets
 --     LC_COLLATE, so < is strcoll); orders come from sorted sets (bytes) or
 --     from Go, and bless() compares bytes where a script must.
 --   * time is A.now; TIME is never called.
+--   * a reply is a flat array of name/value pairs (a value is a string, a
+--     number, or a list or pairs array of them), built directly (enc()
+--     turns a table into one where a reply holds maps); booleans travel as
+--     1/0. Every nested table costs the server more to send than its
+--     elements would at the top level.
+--
+-- What costs the server, per call: every definition a script includes (a
+-- closure, and an upvalue for each helper another one calls), every string
+-- that enters Lua (hashed byte by byte), every element of a reply, and each
+-- redis.call (about 0.5 µs beyond the command itself).
 
 local function S(n)
   return string.format('%d', n)
@@ -60,6 +76,7 @@ end
 -- missing_caps returns the CSV of the tokens of required (a sorted CSV) that
 -- have (a sorted CSV) does not hold, in required's order.
 local function missing_caps(required, have)
+  if required == '' then return '' end
   local set = {}
   for _, t in ipairs(split_csv(have)) do set[t] = true end
   local out = {}
@@ -88,28 +105,30 @@ local function hash_to_table(raw)
 end
 
 -- enc turns a reply table into what Redis returns: a map becomes a flat
--- array of name/value pairs, a list an array, numbers decimal strings and
--- booleans "1"/"0". The Go decoder reads the pairs by name.
+-- array of name/value pairs, a list an array, booleans 1/0; strings and
+-- numbers stay (a number is an integer reply). The Go decoder reads the
+-- pairs by name.
 local function enc(v)
   local tv = type(v)
-  if tv == 'string' then return v end
-  if tv == 'number' then return S(v) end
-  if tv == 'boolean' then
-    if v then return '1' end
-    return '0'
-  end
   if tv == 'table' then
     local out = {}
     if v[1] ~= nil or next(v) == nil then
       for i = 1, #v do out[i] = enc(v[i]) end
     else
+      local n = 0
       for k, x in pairs(v) do
-        out[#out + 1] = k
-        out[#out + 1] = enc(x)
+        out[n + 1] = k
+        out[n + 2] = enc(x)
+        n = n + 2
       end
     end
     return out
   end
+  if tv == 'boolean' then
+    if v then return 1 end
+    return 0
+  end
+  if tv == 'string' or tv == 'number' then return v end
   error('valkeystore: cannot encode a ' .. tv)
 end
 
@@ -118,7 +137,7 @@ local function ok(t)
 end
 
 local function fail(code, detail, field)
-  return enc({ err = code, detail = detail or '', field = field or '' })
+  return { 'err', code, 'detail', detail or '', 'field', field or '' }
 end
 
 -- ---- keys ----------------------------------------------------------------
@@ -143,113 +162,84 @@ local function route_key(lane, csv)
   return ks().idx .. 'lane:' .. lane .. ':route:' .. csv
 end
 
-local function worker_leases_key(wi)
-  return ks().idx .. 'worker:' .. wi .. ':leases'
-end
-
 local function work_channel(lane)
   return ks().pfx .. ':work:' .. lane
 end
 
--- exec_keys derives an execution's keys from its base
--- "<prefix>:exec:<tag>:<id>".
+-- exec_keys derives the keys a record uses from the execution's base
+-- "<prefix>:exec:<tag>:<id>"; its other keys are base .. ':payload',
+-- ':result' and ':tags' (keys.go's execKeys names the same).
 local function exec_keys(base)
-  return {
-    base = base,
-    core = base .. ':core',
-    payload = base .. ':payload',
-    result = base .. ':result',
-    tags = base .. ':tags',
-    history = base .. ':lease:history',
-  }
+  return { base = base, core = base .. ':core', history = base .. ':lease:history' }
 end
 
 local function exec_keys_of(id)
   return exec_keys(ks().pfx .. ':exec:' .. ks().tag .. ':' .. id)
 end
 
--- exec_keys_declared returns the keys of the script's own execution and
--- checks them against the declared ones.
-local function exec_keys_declared()
-  local k = exec_keys(string.sub(K.core, 1, -6))
-  for _, name in ipairs({ 'payload', 'result', 'tags', 'history' }) do
-    local d = rawget(K, name)
-    if d ~= nil and d ~= k[name] then error('valkeystore: key ' .. name .. ' does not match core') end
-  end
-  return k
-end
-
 local function attempt_key(e, i)
   return e.k.base .. ':attempt:' .. S(i)
 end
 
--- ---- the execution record (core hash) --------------------------------------
+-- ---- the execution record ----------------------------------------------------
 
-local NUM_FIELDS = {
-  'priority', 'created_at', 'last_mutation_at', 'last_transition_at', 'started_at',
-  'terminal_at', 'delay_until', 'retry_max', 'retry_delay_ms', 'retry_initial_ms',
-  'retry_max_delay_ms', 'retry_count', 'max_reclaims', 'reclaim_count', 'max_replays',
-  'replay_count', 'attempt_timeout', 'deadline', 'timeout_at', 'total_attempts',
-  'cur_attempt', 'pending_prev_index', 'epoch', 'lease_acquired_at', 'lease_expires_at',
-  'lease_renew_by', 'lease_expired_at', 'lease_revoked_at', 'grant_created_at',
-  'grant_expires_at', 'progress_pct', 'progress_at', 'last_cap_mismatch_at', 'hist_seq',
-  'op_delay_until',
-}
-
-local STR_FIELDS = {
-  'id', 'ns', 'lane', 'kind', 'lifecycle_phase', 'ownership_state', 'eligibility_state',
-  'blocking_reason', 'blocking_detail', 'terminal_outcome', 'attempt_state',
-  'required_caps', 'retry_backoff', 'retry_multiplier', 'cur_attempt_id', 'pending_type',
-  'pending_reason', 'pending_requested_by', 'lease_id', 'lease_worker_id', 'lease_wi',
-  'revoke_reason', 'grant_kind', 'grant_worker_id', 'grant_wi', 'progress_msg',
-  'failure_reason', 'failure_category', 'cancellation_reason', 'cancelled_by', 'op_kind',
-  'op_operator', 'op_fence_lease', 'op_fence_epoch', 'op_fence_attempt', 'op_fail_result',
-  'op_prior_phase',
-}
+-- A record is X:core's hot fields decoded by cjson, e[1] the numbers and
+-- e[2] the strings, with the execution's keys in e.k and, once a cold field
+-- was used, the cold fields in e.c (record.go).
 
 local function blank_exec(k)
-  local e = { k = k }
-  for _, f in ipairs(NUM_FIELDS) do e[f] = 0 end
-  for _, f in ipairs(STR_FIELDS) do e[f] = '' end
-  e.cur_attempt = -1
-  return e
+  local n, s = rec_blank()
+  return { n, s, k = k, c = rec_blank_cold() }
 end
 
 local function load_exec(k)
-  local raw = redis.call('HGETALL', k.core)
-  if #raw == 0 then return nil end
-  local e = hash_to_table(raw)
-  for _, f in ipairs(NUM_FIELDS) do e[f] = N(e[f]) end
-  for _, f in ipairs(STR_FIELDS) do
-    if e[f] == nil then e[f] = '' end
+  local r = redis.call('HMGET', k.core, 'n', 's')
+  if not r[1] then return nil end
+  return { cjson.decode(r[1]), cjson.decode(r[2]), k = k }
+end
+
+-- rec_cold returns e's cold fields, reading them on first use.
+local function rec_cold(e)
+  local c = e.c
+  if c == nil then
+    c = cjson.decode(redis.call('HGET', e.k.core, 'c'))
+    e.c = c
   end
-  e.k = k
-  return e
+  return c
 end
 
 local function save_exec(e)
-  local args = {}
-  for _, f in ipairs(NUM_FIELDS) do
-    args[#args + 1] = f
-    args[#args + 1] = S(e[f])
+  local n, s = string.format(REC_NUM_FMT, unpack(e[1])), cjson.encode(e[2])
+  local c = e.c
+  if c == nil then
+    redis.call('HSET', e.k.core, 'n', n, 's', s)
+  else
+    redis.call('HSET', e.k.core, 'n', n, 's', s,
+      'c', string.format(REC_COLD_FMT, unpack(c[1])) .. cjson.encode(c[2]) .. ']')
   end
-  for _, f in ipairs(STR_FIELDS) do
-    args[#args + 1] = f
-    args[#args + 1] = e[f]
+end
+
+-- record_pairs returns every field of the record as name/value pairs.
+local function record_pairs(e)
+  local out, n = {}, 0
+  local c = rec_cold(e)
+  local hn, hs, cn, cs = rec_names()
+  for _, v in ipairs({ { hn, e[1] }, { hs, e[2] }, { cn, c[1] }, { cs, c[2] } }) do
+    for i, name in ipairs(v[1]) do
+      out[n + 1], out[n + 2], n = name, v[2][i], n + 2
+    end
   end
-  redis.call('HSET', e.k.core, unpack(args))
+  return out
 end
 
 -- ---- state ---------------------------------------------------------------
 
-local BLOCKED_INDEX = {
-  blocked_by_dependencies = 'blocked:dependencies',
-  blocked_by_budget = 'blocked:budget',
-  blocked_by_quota = 'blocked:quota',
-  blocked_by_route = 'blocked:route',
-  blocked_by_operator = 'blocked:operator',
-  blocked_by_lane_state = 'blocked:lane_state',
-}
+-- blocked_index names the index of a blocked eligibility state
+-- ("blocked_by_route": "blocked:route"); nil for any other state.
+local function blocked_index(es)
+  if string.sub(es, 1, 11) ~= 'blocked_by_' then return nil end
+  return 'blocked:' .. string.sub(es, 12)
+end
 
 -- The blocked indexes in the order ExecutionIndexes checks them.
 local BLOCKED_NAMES = {
@@ -257,14 +247,16 @@ local BLOCKED_NAMES = {
   'blocked:operator', 'blocked:lane_state',
 }
 
--- BLOCK_ES maps an admission blocking reason to its eligibility state.
-local BLOCK_ES = {
-  waiting_for_budget = 'blocked_by_budget',
-  waiting_for_quota = 'blocked_by_quota',
-  waiting_for_capable_worker = 'blocked_by_route',
-  paused_by_operator = 'blocked_by_operator',
-  paused_by_policy = 'blocked_by_lane_state',
-}
+-- block_es maps an admission blocking reason to its eligibility state (nil
+-- for any other reason).
+local function block_es(reason)
+  if reason == 'waiting_for_capable_worker' then return 'blocked_by_route' end
+  if reason == 'waiting_for_budget' then return 'blocked_by_budget' end
+  if reason == 'waiting_for_quota' then return 'blocked_by_quota' end
+  if reason == 'paused_by_operator' then return 'blocked_by_operator' end
+  if reason == 'paused_by_policy' then return 'blocked_by_lane_state' end
+  return nil
+end
 
 -- set_state writes all seven dimensions and stamps the transition.
 local function set_state(e, now, lp, os, es, br, to, as)
@@ -275,42 +267,47 @@ local function set_state(e, now, lp, os, es, br, to, as)
   e.last_mutation_at = now
 end
 
+-- vector is the state vector as name/value pairs.
 local function vector(e)
   return {
-    lifecycle_phase = e.lifecycle_phase,
-    ownership_state = e.ownership_state,
-    eligibility_state = e.eligibility_state,
-    blocking_reason = e.blocking_reason,
-    blocking_detail = e.blocking_detail,
-    terminal_outcome = e.terminal_outcome,
-    attempt_state = e.attempt_state,
+    'lifecycle_phase', e.lifecycle_phase,
+    'ownership_state', e.ownership_state,
+    'eligibility_state', e.eligibility_state,
+    'blocking_reason', e.blocking_reason,
+    'blocking_detail', e.blocking_detail,
+    'terminal_outcome', e.terminal_outcome,
+    'attempt_state', e.attempt_state,
   }
 end
 
 local function not_active(e)
-  return enc({
-    err = 'execution_not_active',
-    detail = '',
-    field = '',
-    state = {
-      lifecycle_phase = e.lifecycle_phase,
-      terminal_outcome = e.terminal_outcome,
-      lease_epoch = e.epoch,
-      attempt_id = e.cur_attempt_id,
+  return {
+    'err', 'execution_not_active', 'detail', '', 'field', '',
+    'state', {
+      'lifecycle_phase', e.lifecycle_phase,
+      'terminal_outcome', e.terminal_outcome,
+      'lease_epoch', e.epoch,
+      'attempt_id', e.cur_attempt_id,
     },
-  })
+  }
 end
 
 local function grant_live(e, now)
   return e.grant_kind ~= '' and e.grant_expires_at >= now
 end
 
+-- clear_grant drops the grant; the other grant fields (cold) are set and
+-- cleared with grant_kind, so there is nothing to clear without one.
 local function clear_grant(e)
+  if e.grant_kind == '' then return end
   e.grant_kind, e.grant_worker_id, e.grant_wi = '', '', ''
   e.grant_created_at, e.grant_expires_at = 0, 0
 end
 
+-- clear_pending drops the pending attempt; as with grants, the cold fields
+-- go with pending_type.
 local function clear_pending(e)
+  if e.pending_type == '' then return end
   e.pending_type, e.pending_reason, e.pending_requested_by = '', '', ''
   e.pending_prev_index = 0
 end
@@ -356,11 +353,17 @@ local function op_matches(e, kind, operator, f)
     and e.op_fence_attempt == f.attempt_id
 end
 
+-- record_op records the operation; its results (cold) are set by the
+-- caller, and only fail, delay and cancel set them, so only those leave
+-- any to clear.
 local function record_op(e, kind, operator, f)
+  local prev = e.op_kind
+  if prev == 'fail' or prev == 'delay' or prev == 'cancel' then
+    e.op_fail_result, e.op_delay_until, e.op_prior_phase = '', 0, ''
+  end
   e.op_kind = kind
   e.op_operator = operator and '1' or '0'
   e.op_fence_lease, e.op_fence_epoch, e.op_fence_attempt = f.lease_id, f.epoch, f.attempt_id
-  e.op_fail_result, e.op_delay_until, e.op_prior_phase = '', 0, ''
 end
 
 local function clear_op(e)
@@ -383,24 +386,29 @@ end
 
 -- ---- attempts and history ---------------------------------------------------
 
-local function attempt_open(status)
-  return status == 'started' or status == 'suspended'
-end
-
--- end_attempt closes the current attempt if it is open.
+-- end_attempt closes the current attempt if it is open. An active
+-- execution's attempt is open (started): only a claim makes an execution
+-- active, and every transition out of active closes or suspends it.
 local function end_attempt(e, now, status, reason, cat)
   if e.cur_attempt < 0 then return end
   local key = attempt_key(e, e.cur_attempt)
-  if not attempt_open(redis.call('HGET', key, 'status')) then return end
+  if e.lifecycle_phase ~= 'active' then
+    local st = redis.call('HGET', key, 'status')
+    if st ~= 'started' and st ~= 'suspended' then return end
+  end
   redis.call('HSET', key, 'status', status, 'ended_at', S(now), 'failure_reason', reason,
     'failure_category', cat)
 end
 
+-- add_history appends an event to the lease history, a LIST of entries
+-- "<seq>|<epoch>|<attempt>|<at>|<kind>|<lease id>|<instance>|<reason>"
+-- (the reason last: it may hold "|"), keeping the newest LEASE_HISTORY.
 local function add_history(e, now, kind, reason)
   e.hist_seq = e.hist_seq + 1
-  redis.call('XADD', e.k.history, 'MAXLEN', S(LEASE_HISTORY), S(e.hist_seq) .. '-0',
-    'kind', kind, 'lease_id', e.lease_id, 'epoch', S(e.epoch), 'attempt', S(e.cur_attempt),
-    'wi', e.lease_wi, 'at', S(now), 'reason', reason)
+  local n = redis.call('RPUSH', e.k.history,
+    string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)
+      .. kind .. '|' .. e.lease_id .. '|' .. e.lease_wi .. '|' .. reason)
+  if n > LEASE_HISTORY then redis.call('LTRIM', e.k.history, S(n - LEASE_HISTORY), '-1') end
 end
 
 -- ---- indexes ---------------------------------------------------------------
@@ -412,7 +420,7 @@ end
 local function runnable_index(es)
   if es == 'eligible_now' then return 'eligible' end
   if es == 'not_eligible_until_time' then return 'delayed' end
-  return BLOCKED_INDEX[es]
+  return blocked_index(es)
 end
 
 local function remove_route_group(e)
@@ -425,14 +433,14 @@ local function remove_route_group(e)
 end
 
 -- remove_from_lane removes e from whichever lane index its state puts it in.
+-- The active index of a lane is the records' phase (see keys.go): there is
+-- nothing to remove for an active execution.
 local function remove_from_lane(e)
   local lp = e.lifecycle_phase
   if lp == 'runnable' then
     local name = runnable_index(e.eligibility_state)
     if name ~= nil then redis.call('ZREM', lane_key(e.lane, name), e.id) end
     if e.eligibility_state == 'blocked_by_route' then remove_route_group(e) end
-  elseif lp == 'active' then
-    redis.call('ZREM', lane_key(e.lane, 'active'), e.id)
   elseif lp == 'suspended' then
     redis.call('ZREM', lane_key(e.lane, 'suspended'), e.id)
   elseif lp == 'terminal' then
@@ -459,23 +467,16 @@ local function make_runnable(e, now, delay_until, delay_reason, as)
   add_eligible(e)
 end
 
-local function drop_worker_lease(e, wi)
-  local key = worker_leases_key(wi)
-  redis.call('SREM', key, e.id)
-  if redis.call('SCARD', key) == 0 then
-    redis.call('SREM', K.lease_workers, wi)
-  end
-end
-
--- release_lease drops the lease and every index entry that belongs to it.
--- The active period ends, so a reclaim grant issued during it goes too.
+-- release_lease drops the lease and its timer entries; the caller has taken
+-- e out of its lane index (remove_from_lane) where it has one. The active period ends, so a
+-- reclaim grant issued during it goes too. The instance's lease index is
+-- the record's lease (see keys.go), so it goes with clear_lease.
 local function release_lease(e, now, kind, reason)
   add_history(e, now, kind, reason)
   clear_grant(e)
   redis.call('ZREM', K.lease_expiry, e.id)
-  redis.call('ZREM', K.attempt_timeout, e.id)
-  redis.call('ZREM', lane_key(e.lane, 'active'), e.id)
-  if e.lease_id ~= '' then drop_worker_lease(e, e.lease_wi) end
+  -- an execution is in attempt_timeout exactly while timeout_at is set
+  if e.timeout_at ~= 0 then redis.call('ZREM', K.attempt_timeout, e.id) end
   clear_lease(e)
   e.timeout_at = 0
 end
@@ -490,8 +491,9 @@ local function terminate(e, now, to)
   e.delay_until = 0
   clear_pending(e)
   clear_grant(e)
-  redis.call('ZREM', K.deadline, e.id)
-  redis.call('ZREM', K.attempt_timeout, e.id)
+  -- only an execution with a deadline is in the deadline index
+  if e.deadline ~= 0 then redis.call('ZREM', K.deadline, e.id) end
+  if e.timeout_at ~= 0 then redis.call('ZREM', K.attempt_timeout, e.id) end
   redis.call('ZADD', lane_key(e.lane, 'terminal'), S(now), e.id)
 end
 
@@ -572,35 +574,9 @@ local function renew_deadline(now, ttl)
   return now + (x - x % 3) / 3
 end
 
-local function claim_result(e, resumed)
-  local a = hash_to_table(redis.call('HGETALL', attempt_key(e, e.cur_attempt)))
-  return {
-    id = e.id,
-    lease_id = e.lease_id,
-    epoch = e.epoch,
-    worker_id = e.lease_worker_id,
-    worker_instance_id = e.lease_wi,
-    acquired_at = e.lease_acquired_at,
-    expires_at = e.lease_expires_at,
-    renew_by = e.lease_renew_by,
-    attempt_id = a.id,
-    attempt_index = e.cur_attempt,
-    attempt_type = a.type,
-    resumed = resumed,
-    ns = e.ns,
-    lane = e.lane,
-    kind = e.kind,
-    priority = e.priority,
-    payload = redis.call('GET', e.k.payload) or '',
-    tags = redis.call('HGETALL', e.k.tags),
-    retry_count = e.retry_count,
-    created_at = e.created_at,
-    timeout_at = e.timeout_at,
-  }
-end
-
--- claim starts (or resumes) an attempt under a new lease and saves e. The
--- caller has checked that e is claimable.
+-- claim starts (or resumes) an attempt under a new lease, saves e and
+-- returns the ClaimResult's pairs. The caller has checked that e is
+-- claimable.
 local function claim(e, r, now)
   redis.call('ZREM', lane_key(e.lane, 'eligible'), e.id)
   clear_grant(e)
@@ -610,31 +586,33 @@ local function claim(e, r, now)
   e.lease_expires_at = now + r.ttl
   e.lease_renew_by = renew_deadline(now, r.ttl)
   local resumed = e.attempt_state == 'attempt_interrupted' and e.cur_attempt >= 0
-  local akey
+  local akey, aid, atype
   if resumed then
     akey = attempt_key(e, e.cur_attempt)
-    redis.call('HSET', akey, 'status', 'started')
+    local a = redis.call('HMGET', akey, 'id', 'type')
+    aid, atype = a[1], a[2]
+    redis.call('HSET', akey, 'status', 'started', 'lease_id', r.lease_id, 'lease_epoch', S(e.epoch),
+      'worker_id', r.worker_id, 'wi', r.wi)
   else
-    local typ = 'initial'
-    if e.pending_type ~= '' then typ = e.pending_type end
+    atype = 'initial'
+    if e.pending_type ~= '' then atype = e.pending_type end
+    aid = r.attempt_id
     e.cur_attempt = e.total_attempts
-    e.cur_attempt_id = r.attempt_id
+    e.cur_attempt_id = aid
     e.total_attempts = e.total_attempts + 1
     akey = attempt_key(e, e.cur_attempt)
-    redis.call('HSET', akey, 'id', r.attempt_id, 'type', typ, 'status', 'started',
-      'started_at', S(now), 'ended_at', '0', 'failure_reason', '', 'failure_category', '')
+    redis.call('HSET', akey, 'id', aid, 'type', atype, 'status', 'started',
+      'started_at', S(now), 'ended_at', '0', 'failure_reason', '', 'failure_category', '',
+      'lease_id', r.lease_id, 'lease_epoch', S(e.epoch), 'worker_id', r.worker_id, 'wi', r.wi)
   end
-  redis.call('HSET', akey, 'lease_id', r.lease_id, 'lease_epoch', S(e.epoch),
-    'worker_id', r.worker_id, 'wi', r.wi)
   clear_pending(e)
   e.delay_until = 0
-  e.lease_expired_at, e.lease_revoked_at, e.revoke_reason = 0, 0, ''
+  -- revoke_reason (cold) is set and cleared with lease_revoked_at
+  if e.lease_revoked_at ~= 0 then e.revoke_reason = '' end
+  e.lease_expired_at, e.lease_revoked_at = 0, 0
   if e.started_at == 0 then e.started_at = now end
   set_state(e, now, 'active', 'leased', 'not_applicable', 'none', 'none', 'running_attempt')
   redis.call('ZADD', K.lease_expiry, S(e.lease_expires_at), e.id)
-  redis.call('ZADD', lane_key(e.lane, 'active'), S(e.lease_expires_at), e.id)
-  redis.call('SADD', worker_leases_key(r.wi), e.id)
-  redis.call('SADD', K.lease_workers, r.wi)
   if e.attempt_timeout > 0 then
     e.timeout_at = now + e.attempt_timeout
     redis.call('ZADD', K.attempt_timeout, S(e.timeout_at), e.id)
@@ -645,17 +623,39 @@ local function claim(e, r, now)
     add_history(e, now, 'acquired', '')
   end
   save_exec(e)
-  return claim_result(e, resumed)
+  return {
+    'id', e.id,
+    'lease_id', e.lease_id,
+    'epoch', e.epoch,
+    'worker_id', e.lease_worker_id,
+    'worker_instance_id', e.lease_wi,
+    'acquired_at', e.lease_acquired_at,
+    'expires_at', e.lease_expires_at,
+    'renew_by', e.lease_renew_by,
+    'attempt_id', aid,
+    'attempt_index', e.cur_attempt,
+    'attempt_type', atype,
+    'resumed', resumed and 1 or 0,
+    'ns', e.ns,
+    'lane', e.lane,
+    'kind', e.kind,
+    'priority', e.priority,
+    'payload', redis.call('GET', e.k.base .. ':payload') or '',
+    'tags', redis.call('HGETALL', e.k.base .. ':tags'),
+    'retry_count', e.retry_count,
+    'created_at', e.created_at,
+    'timeout_at', e.timeout_at,
+  }
 end
 
 -- block moves an eligible execution to the blocked index of reason.
 local function block(e, now, reason, detail)
-  local es = BLOCK_ES[reason]
+  local es = block_es(reason)
   redis.call('ZREM', lane_key(e.lane, 'eligible'), e.id)
   set_state(e, now, 'runnable', 'unowned', es, reason, 'none', e.attempt_state)
   e.blocking_detail = detail
   clear_grant(e)
-  redis.call('ZADD', lane_key(e.lane, BLOCKED_INDEX[es]), S(now), e.id)
+  redis.call('ZADD', lane_key(e.lane, blocked_index(es)), S(now), e.id)
   if es == 'blocked_by_route' then
     local csv = e.required_caps
     redis.call('ZADD', route_key(e.lane, csv), S(now), e.id)
@@ -672,31 +672,48 @@ end
 -- claim_next claims the best eligible execution of lane that a worker with
 -- caps can serve, walking at most scan_limit heads; a head no live worker
 -- (live) can serve moves to blocked:route, one another worker could serve
--- is skipped. r is the lease request. It returns the reply table of
--- ExecutionClaimNext.
+-- is skipped. r is the lease request. It returns the pairs of
+-- ExecutionClaimNext's reply: blocked, skipped and, when it claimed one,
+-- claimed = 1 and claim's pairs (at the same level: every nested table
+-- costs the server more to send).
+--
+-- The heads are read one first (usually it is claimed), then the rest; a
+-- walked head leaves the eligible index only when it is blocked, so the
+-- unwalked ones start at rank walked - blocked.
 local function claim_next(lane, caps, live, scan_limit, r, now)
-  local heads = redis.call('ZRANGE', lane_key(lane, 'eligible'), '0', S(scan_limit - 1))
+  local key = lane_key(lane, 'eligible')
   local blocked = {}
-  local skipped = 0
-  for _, id in ipairs(heads) do
-    local e = load_exec(exec_keys_of(id))
-    if e == nil or check_claimable(e) ~= nil then
-      skipped = skipped + 1
-    elseif grant_live(e, now) and e.grant_worker_id ~= r.worker_id then
-      skipped = skipped + 1
-    elseif missing_caps(e.required_caps, caps) == '' then
-      return { claimed = claim(e, r, now), blocked = blocked, skipped = skipped }
-    elseif missing_caps(e.required_caps, live) == '' then
-      skipped = skipped + 1
-    else
-      e.last_cap_mismatch_at = now
-      block(e, now, 'waiting_for_capable_worker',
-        'no live worker has: ' .. missing_caps(e.required_caps, live))
-      save_exec(e)
-      blocked[#blocked + 1] = id
+  local skipped, walked, want = 0, 0, 1
+  while walked < scan_limit do
+    local from = walked - #blocked
+    local heads = redis.call('ZRANGE', key, S(from), S(from + want - 1))
+    for _, id in ipairs(heads) do
+      walked = walked + 1
+      local e = load_exec(exec_keys_of(id))
+      if e == nil or check_claimable(e) ~= nil then
+        skipped = skipped + 1
+      elseif grant_live(e, now) and e.grant_worker_id ~= r.worker_id then
+        skipped = skipped + 1
+      elseif missing_caps(e.required_caps, caps) == '' then
+        local t = claim(e, r, now)
+        local n = #t
+        t[n + 1], t[n + 2], t[n + 3], t[n + 4], t[n + 5], t[n + 6] =
+          'claimed', 1, 'blocked', blocked, 'skipped', skipped
+        return t
+      elseif missing_caps(e.required_caps, live) == '' then
+        skipped = skipped + 1
+      else
+        e.last_cap_mismatch_at = now
+        block(e, now, 'waiting_for_capable_worker',
+          'no live worker has: ' .. missing_caps(e.required_caps, live))
+        save_exec(e)
+        blocked[#blocked + 1] = id
+      end
     end
+    if #heads < want then break end
+    want = scan_limit - walked
   end
-  return { blocked = blocked, skipped = skipped }
+  return { 'blocked', blocked, 'skipped', skipped }
 end
 
 -- ---- recovery --------------------------------------------------------------
@@ -725,7 +742,7 @@ end
 
 -- the_exec loads the script's own execution (K.core, id A.id).
 local function the_exec()
-  return load_exec(exec_keys_declared())
+  return load_exec(exec_keys(string.sub(K.core, 1, -6)))
 end
 
 -- ---- worker registry -------------------------------------------------------

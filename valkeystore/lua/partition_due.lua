@@ -18,11 +18,11 @@ for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
   if d ~= '' and (delayed == nil or N(d) < N(delayed)) then delayed = d end
   if not routed and redis.call('ZCARD', lane_key(lane, 'route_groups')) > 0 then routed = true end
 end
-return ok({
-  lease_expiry = first(K.lease_expiry),
-  attempt_timeout = first(K.attempt_timeout),
-  deadline = first(K.deadline),
-  delayed = delayed or '',
-  route_blocked = routed,
-  executions = redis.call('ZCARD', K.all),
-})
+return {
+  'lease_expiry', first(K.lease_expiry),
+  'attempt_timeout', first(K.attempt_timeout),
+  'deadline', first(K.deadline),
+  'delayed', delayed or '',
+  'route_blocked', routed and 1 or 0,
+  'executions', redis.call('ZCARD', K.all),
+}

@@ -33,8 +33,8 @@ for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
         end
       end
       if redis.call('ZCARD', g) == 0 then redis.call('ZREM', groups_key, csv) end
-      if more then return ok({ unblocked = unblocked, more = true }) end
+      if more then return { 'unblocked', unblocked, 'more', 1 } end
     end
   end
 end
-return ok({ unblocked = unblocked, more = false })
+return { 'unblocked', unblocked, 'more', 0 }

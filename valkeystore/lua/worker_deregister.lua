@@ -3,7 +3,7 @@
 -- ARGV: now worker_instance_id session_id
 
 local w = worker_load(K.worker)
-if w == nil or w.session ~= A.session_id then return ok({ removed = false }) end
+if w == nil or w.session ~= A.session_id then return { 'removed', 0 } end
 redis.call('DEL', K.worker)
 redis.call('ZREM', K.workers, A.worker_instance_id)
-return ok({ removed = true })
+return { 'removed', 1 }

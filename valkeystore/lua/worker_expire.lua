@@ -17,4 +17,4 @@ for _, wi in ipairs(redis.call('ZRANGE', K.workers, '0', '-1')) do
     removed[#removed + 1] = wi
   end
 end
-return ok({ removed = removed })
+return { 'removed', removed }

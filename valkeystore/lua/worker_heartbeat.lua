@@ -9,4 +9,4 @@ if w.session ~= A.session_id then return fail('duplicate_worker_instance', A.wor
 local ttl = N(A.ttl)
 redis.call('HSET', K.worker, 'ttl', S(ttl), 'heartbeat_at', S(now), 'expires_at', S(now + ttl))
 redis.call('PEXPIRE', K.worker, S(ttl + N(A.gc_slack)))
-return ok({ expires_at = now + ttl })
+return { 'expires_at', now + ttl }

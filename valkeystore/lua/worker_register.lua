@@ -21,4 +21,4 @@ redis.call('HSET', K.worker, 'worker_id', A.worker_id, 'instance', A.worker_inst
   'registered_at', S(registered_at), 'heartbeat_at', S(now), 'expires_at', S(now + ttl))
 redis.call('PEXPIRE', K.worker, S(ttl + N(A.gc_slack)))
 redis.call('ZADD', K.workers, '0', A.worker_instance_id)
-return ok({ status = status, expires_at = now + ttl })
+return { 'status', status, 'expires_at', now + ttl }

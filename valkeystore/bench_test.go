@@ -1,0 +1,444 @@
+package valkeystore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Server-side cost of each store operation, on the real servers
+// (standalone, and second-server when both binaries are installed):
+//
+//	go test -run XXX -bench ServerCost -benchtime 2000x ./valkeystore/
+//	go test -run XXX -bench QueuedMemory -benchtime 20000x ./valkeystore/
+//
+// Each sub-benchmark prepares b.N executions in the state its operation
+// needs, then runs the operation b.N times from costWorkers goroutines (a
+// busy server, as under load; one after another the server idles between
+// calls and each costs more) and reports, from the server's INFO deltas
+// over that loop only:
+//
+//	cmds/op      every command the server ran: the script call and the
+//	             commands inside it
+//	script-us/op time in the scripts (evalsha usec)
+//	lua-us/op    script time not spent in the commands the scripts ran:
+//	             the interpreter, argument and reply conversion
+//	cpu-us/op    server CPU (user+sys), network included
+//
+// The default ns/op is wall time over the loop divided by b.N.
+
+// costWorkers is how many goroutines run the operations, as the bench's
+// per-operation measurement does.
+const costWorkers = 16
+
+// runConcurrently runs f(0..n-1) from costWorkers goroutines, each i once.
+func runConcurrently(n int, f func(i int) error) error {
+	var next atomic.Int64
+	errs := make(chan error, costWorkers)
+	for range costWorkers {
+		go func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					errs <- nil
+					return
+				}
+				if err := f(i); err != nil {
+					next.Store(int64(n))
+					errs <- fmt.Errorf("op %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	var first error
+	for range costWorkers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// costOp is one measured operation: prepare readies n executions and returns
+// the operation on the i-th.
+type costOp struct {
+	name    string
+	prepare func(b *testing.B, e *costEnv, n int) func(i int) error
+}
+
+// costEnv is one store on a fresh prefix, with ids, times and lease
+// requests drawn in sequence (safe for concurrent use).
+type costEnv struct {
+	s    *Store
+	c    valkey.Client
+	part int
+
+	mu sync.Mutex
+	sq seq
+	t  time.Time // advances by 1 ms per call of now
+}
+
+const costLane model.LaneID = "bench"
+
+var costPayload = bytes.Repeat([]byte("x"), 4096)
+
+func (e *costEnv) now() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.t = e.t.Add(time.Millisecond)
+	return e.t
+}
+
+// skip moves the time on by d.
+func (e *costEnv) skip(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.t = e.t.Add(d)
+}
+
+func (e *costEnv) execID() model.ExecutionID {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sq.exec(e.part)
+}
+
+func (e *costEnv) req(ttl time.Duration) model.LeaseRequest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sq.req("wi-1", ttl)
+}
+
+// create creates one execution with a 4 KiB payload, edited by edit.
+func (e *costEnv) create(edit func(*model.ExecutionCreateParams)) (model.ExecutionID, error) {
+	p := &model.ExecutionCreateParams{
+		ID: e.execID(), Namespace: "bench", Lane: costLane, Kind: "bench.job",
+		Payload: costPayload, RetryPolicy: model.RetryPolicy{MaxRetries: 3}, Now: e.now(),
+	}
+	if edit != nil {
+		edit(p)
+	}
+	_, err := e.s.ExecutionCreate(bg, p)
+	return p.ID, err
+}
+
+func (e *costEnv) createN(b testing.TB, n int, edit func(*model.ExecutionCreateParams)) []model.ExecutionID {
+	b.Helper()
+	ids := make([]model.ExecutionID, n)
+	for i := range ids {
+		id, err := e.create(edit)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+func (e *costEnv) claimNextP(ttl time.Duration) *model.ExecutionClaimNextParams {
+	return &model.ExecutionClaimNextParams{
+		Partition: e.part, Lane: costLane, ScanLimit: 32, LeaseRequest: e.req(ttl), Now: e.now(),
+	}
+}
+
+func (e *costEnv) claimN(b testing.TB, n int, ttl time.Duration) []*model.ClaimResult {
+	b.Helper()
+	out := make([]*model.ClaimResult, n)
+	for i := range out {
+		r, err := e.s.ExecutionClaimNext(bg, e.claimNextP(ttl))
+		if err != nil || r.Claimed == nil {
+			b.Fatalf("claim %d: %v %+v", i, err, r)
+		}
+		out[i] = r.Claimed
+	}
+	return out
+}
+
+func (e *costEnv) nextClaim(ttl time.Duration) *model.NextClaim {
+	return &model.NextClaim{Lane: costLane, ScanLimit: 32, LeaseRequest: e.req(ttl)}
+}
+
+var costOps = []costOp{
+	{"create", func(b *testing.B, e *costEnv, n int) func(int) error {
+		return func(int) error {
+			_, err := e.create(nil)
+			return err
+		}
+	}},
+	{"claim_next", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		return func(int) error {
+			r, err := e.s.ExecutionClaimNext(bg, e.claimNextP(time.Minute))
+			if err == nil && r.Claimed == nil {
+				err = fmt.Errorf("nothing claimed")
+			}
+			return err
+		}
+	}},
+	{"complete", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		cs := e.claimN(b, n, time.Hour)
+		return func(i int) error {
+			_, err := e.s.ExecutionComplete(bg, &model.ExecutionCompleteParams{
+				ID: cs[i].ID, Fence: cs[i].Fence(), Result: []byte(`{"ok":true}`), Now: e.now()})
+			return err
+		}
+	}},
+	{"complete_next", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		cs := e.claimN(b, n, time.Hour)
+		e.createN(b, n, nil)
+		return func(i int) error {
+			r, err := e.s.ExecutionComplete(bg, &model.ExecutionCompleteParams{
+				ID: cs[i].ID, Fence: cs[i].Fence(), Result: []byte(`{"ok":true}`),
+				Next: e.nextClaim(time.Hour), Now: e.now()})
+			if err == nil && r.Next.Claimed == nil {
+				err = fmt.Errorf("nothing claimed next")
+			}
+			return err
+		}
+	}},
+	{"renew", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		cs := e.claimN(b, n, time.Hour)
+		return func(i int) error {
+			_, err := e.s.LeaseRenew(bg, &model.LeaseRenewParams{
+				ID: cs[i].ID, Fence: cs[i].Fence(), LeaseTTL: time.Hour, Now: e.now()})
+			return err
+		}
+	}},
+	{"fail_retry", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		cs := e.claimN(b, n, time.Hour)
+		return func(i int) error {
+			r, err := e.s.ExecutionFail(bg, &model.ExecutionFailParams{
+				ID: cs[i].ID, Fence: cs[i].Fence(), Reason: "boom", Now: e.now()})
+			if err == nil && r.Outcome != "retry_scheduled" {
+				err = fmt.Errorf("outcome %q", r.Outcome)
+			}
+			return err
+		}
+	}},
+	{"lease_mark_expired", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		cs := e.claimN(b, n, time.Second)
+		e.skip(time.Hour)
+		return func(i int) error {
+			r, err := e.s.LeaseMarkExpired(bg, &model.LeaseMarkExpiredParams{ID: cs[i].ID, Now: e.now()})
+			if err == nil && r.Status != "marked_expired" {
+				err = fmt.Errorf("status %q", r.Status)
+			}
+			return err
+		}
+	}},
+	{"recover", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		cs := e.claimN(b, n, time.Second)
+		e.skip(time.Hour)
+		for _, c := range cs {
+			if _, err := e.s.LeaseMarkExpired(bg, &model.LeaseMarkExpiredParams{ID: c.ID, Now: e.now()}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return func(i int) error {
+			r, err := e.s.ExecutionRecover(bg, &model.ExecutionRecoverParams{ID: cs[i].ID, Now: e.now()})
+			if err == nil && r.Status != "requeued" {
+				err = fmt.Errorf("status %q", r.Status)
+			}
+			return err
+		}
+	}},
+	{"promote_delayed", func(b *testing.B, e *costEnv, n int) func(int) error {
+		until := e.now().Add(time.Minute)
+		ids := e.createN(b, n, func(p *model.ExecutionCreateParams) { p.DelayUntil = until })
+		e.skip(2 * time.Minute)
+		return func(i int) error {
+			r, err := e.s.ExecutionPromoteDelayed(bg, &model.ExecutionPromoteDelayedParams{
+				ID: ids[i], Lane: costLane, Now: e.now()})
+			if err == nil && r.Status != "promoted" {
+				err = fmt.Errorf("status %q", r.Status)
+			}
+			return err
+		}
+	}},
+	{"expire_attempt_timeout", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, func(p *model.ExecutionCreateParams) { p.AttemptTimeout = time.Second })
+		cs := e.claimN(b, n, time.Hour)
+		e.skip(time.Minute)
+		return func(i int) error {
+			r, err := e.s.ExecutionExpire(bg, &model.ExecutionExpireParams{
+				ID: cs[i].ID, Reason: model.ExpireAttemptTimeout, Now: e.now()})
+			if err == nil && r.Status != "retry_scheduled" {
+				err = fmt.Errorf("status %q", r.Status)
+			}
+			return err
+		}
+	}},
+	{"index_scan_due", func(b *testing.B, e *costEnv, n int) func(int) error {
+		// 100 expired leases: a pass reads a batch of 50
+		e.createN(b, 100, nil)
+		e.claimN(b, 100, time.Second)
+		e.skip(time.Hour)
+		return func(int) error {
+			r, err := e.s.IndexScanDue(bg, &model.IndexScanDueParams{
+				Partition: e.part, Index: model.IndexLeaseExpiry, Limit: 50, Now: e.now()})
+			if err == nil && len(r.Items) != 50 {
+				err = fmt.Errorf("%d items", len(r.Items))
+			}
+			return err
+		}
+	}},
+	{"partition_due", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, 10, nil)
+		return func(int) error {
+			_, err := e.s.PartitionDue(bg, &model.PartitionDueParams{Partition: e.part})
+			return err
+		}
+	}},
+	{"route_unblock_empty", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, 10, nil)
+		return func(int) error {
+			_, err := e.s.RouteUnblock(bg, &model.RouteUnblockParams{
+				Partition: e.part, Live: model.Capabilities{"cpu"}, Limit: 100, Now: e.now()})
+			return err
+		}
+	}},
+}
+
+// costBackends are the real servers.
+func costBackends() []backend {
+	var out []backend
+	for _, be := range backends {
+		if be.name == "standalone" || be.name == "second-server" {
+			out = append(out, be)
+		}
+	}
+	return out
+}
+
+func BenchmarkServerCost(b *testing.B) {
+	for _, be := range costBackends() {
+		b.Run(be.name, func(b *testing.B) {
+			c := be.client(b)
+			for _, op := range costOps {
+				b.Run(op.name, func(b *testing.B) {
+					s := newStoreWith(b, c, nil)
+					e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
+					// one operation first, so that every script it runs is
+					// loaded and no EVAL fallback is measured
+					if err := op.prepare(b, e, 1)(0); err != nil {
+						b.Fatalf("warm-up: %v", err)
+					}
+					f := op.prepare(b, e, b.N)
+					before := readServerStats(b, c)
+					b.ResetTimer()
+					if err := runConcurrently(b.N, f); err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					d := readServerStats(b, c).minus(before)
+					n := float64(b.N)
+					b.ReportMetric(float64(d.calls)/n, "cmds/op")
+					b.ReportMetric(float64(d.scriptUsec)/n, "script-us/op")
+					b.ReportMetric(float64(d.scriptUsec-d.innerUsec)/n, "lua-us/op")
+					b.ReportMetric(d.cpuUsec/n, "cpu-us/op")
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkQueuedMemory reports the server memory one queued execution
+// takes (used_memory delta per execution; no payload, no tags).
+func BenchmarkQueuedMemory(b *testing.B) {
+	for _, be := range costBackends() {
+		b.Run(be.name, func(b *testing.B) {
+			c := be.client(b)
+			s := newStoreWith(b, c, nil)
+			e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
+			e.createN(b, 1, nil) // the lane and the partition's indexes exist
+			before := usedMemory(b, c)
+			b.ResetTimer()
+			e.createN(b, b.N, func(p *model.ExecutionCreateParams) { p.Payload = nil })
+			b.StopTimer()
+			b.ReportMetric(float64(usedMemory(b, c)-before)/float64(b.N), "B/exec")
+		})
+	}
+}
+
+type serverStats struct {
+	calls      int64 // every command but INFO
+	scriptUsec int64
+	innerUsec  int64 // commands other than script calls
+	cpuUsec    float64
+}
+
+func (s serverStats) minus(o serverStats) serverStats {
+	return serverStats{s.calls - o.calls, s.scriptUsec - o.scriptUsec, s.innerUsec - o.innerUsec, s.cpuUsec - o.cpuUsec}
+}
+
+func info(b testing.TB, c valkey.Client, section string) string {
+	b.Helper()
+	s, err := c.Do(context.Background(), c.B().Info().Section(section).Build()).ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func readServerStats(b testing.TB, c valkey.Client) serverStats {
+	var st serverStats
+	for _, line := range strings.Split(info(b, c, "commandstats"), "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd || name == "info" {
+			continue
+		}
+		var calls, usec int64
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		st.calls += calls
+		switch name {
+		case "evalsha", "evalsha_ro", "eval", "eval_ro":
+			st.scriptUsec += usec
+		default:
+			st.innerUsec += usec
+		}
+	}
+	for _, line := range strings.Split(info(b, c, "cpu"), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, _ := strconv.ParseFloat(v, 64)
+			st.cpuUsec += f * 1e6
+		}
+	}
+	return st
+}
+
+func usedMemory(b *testing.B, c valkey.Client) int64 {
+	for _, line := range strings.Split(info(b, c, "memory"), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO memory")
+	return 0
+}

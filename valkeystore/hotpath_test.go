@@ -1,0 +1,102 @@
+package valkeystore
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric/internal/redisserver"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// TestHotPathCommands pins the commands each operation of a job's path runs
+// on a real server (its own, so the counts are exact): a regression here
+// (a cold-field read, a redundant index write) is a cost on every job.
+func TestHotPathCommands(t *testing.T) {
+	srv := redisserver.Start(t, nil)
+	c := newClient(t, srv.Addr())
+	s := newStoreWith(t, c, nil)
+	e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
+	e.createN(t, 8, nil)
+	cs := e.claimN(t, 4, time.Hour)
+	renew := func(r *model.ClaimResult) error {
+		_, err := s.LeaseRenew(bg, &model.LeaseRenewParams{ID: r.ID, Fence: r.Fence(), LeaseTTL: time.Hour, Now: e.now()})
+		return err
+	}
+	complete := func(r *model.ClaimResult, next bool) error {
+		p := &model.ExecutionCompleteParams{ID: r.ID, Fence: r.Fence(), Now: e.now()}
+		if next {
+			p.Next = e.nextClaim(time.Hour)
+		}
+		res, err := s.ExecutionComplete(bg, p)
+		if err == nil && next && res.Next.Claimed == nil {
+			t.Error("complete with next claimed nothing")
+		}
+		return err
+	}
+	// every script once first: loaded, and the partition's keys exist
+	if err := errors.Join(renew(cs[0]), complete(cs[0], false), complete(cs[1], true)); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		op   func() error
+		want string
+	}{
+		{"create", func() error { _, err := e.create(nil); return err },
+			"evalsha=1 exists=1 hset=1 publish=1 set=1 zadd=3"},
+		{"claim_next", func() error { e.claimN(t, 1, time.Hour); return nil },
+			"evalsha=1 get=1 hgetall=1 hmget=1 hset=2 rpush=1 zadd=1 zrange=1 zrem=1"},
+		{"renew", func() error { return renew(cs[2]) }, "evalsha=1 hmget=1 hset=1 zadd=1"},
+		{"complete", func() error { return complete(cs[2], false) },
+			"evalsha=1 hmget=1 hset=2 rpush=1 set=1 zadd=1 zrem=1"},
+		{"complete_next", func() error { return complete(cs[3], true) },
+			"evalsha=1 get=1 hgetall=1 hmget=2 hset=4 rpush=2 set=1 zadd=2 zrange=1 zrem=2"},
+	} {
+		before := commandCounts(t, c)
+		if err := tc.op(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		after := commandCounts(t, c)
+		var got []string
+		for _, name := range sortedKeys(after) {
+			if d := after[name] - before[name]; d != 0 {
+				got = append(got, name+"="+strconv.FormatInt(d, 10))
+			}
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("%s ran %s, want %s", tc.name, g, tc.want)
+		}
+	}
+}
+
+// commandCounts reads INFO commandstats: calls per command, INFO excluded.
+func commandCounts(t testing.TB, c valkey.Client) map[string]int64 {
+	out := make(map[string]int64)
+	for _, line := range strings.Split(info(t, c, "commandstats"), "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd || name == "info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		out[name], _ = strconv.ParseInt(calls, 10, 64)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range maps.Keys(m) {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
