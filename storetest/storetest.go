@@ -143,14 +143,6 @@ func setup(t *testing.T, newStore NewStoreFunc) *harness {
 	return h
 }
 
-// needTwoPartitions skips t when the store has a single partition.
-func (h *harness) needTwoPartitions() {
-	h.t.Helper()
-	if h.p0 == h.p1 {
-		h.t.Skip("store has a single partition")
-	}
-}
-
 // on returns the harness reporting to t, a subtest of the harness's test
 // that runs on the same store.
 func (h *harness) on(t *testing.T) *harness {
