@@ -134,11 +134,11 @@ func New(dir string, opts *Options) (*Server, error) {
 	// A free port can be taken between probing and binding; try a few.
 	var err error
 	for range 5 {
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = FreePort(); err != nil {
 			break
 		}
 		if o.cluster {
-			if s.opts.clusterPort, err = freePort(); err != nil {
+			if s.opts.clusterPort, err = FreePort(); err != nil {
 				break
 			}
 		}
@@ -284,15 +284,17 @@ func (s *Server) Running() bool {
 // Do sends one command on a fresh connection and returns the reply as text:
 // a status or bulk string, an integer in decimal, an array's elements one per
 // line. An error reply is returned as an error.
-func (s *Server) Do(args ...string) (string, error) { return do(s.Addr(), args...) }
+func (s *Server) Do(args ...string) (string, error) { return Do(s.Addr(), args...) }
 
-func do(addr string, args ...string) (string, error) {
+// Do sends one command to the server at addr on a fresh connection (no
+// HELLO, no client library) and returns the reply as Server.Do does.
+func Do(addr string, args ...string) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = conn.Close() }()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
@@ -346,7 +348,8 @@ func readReply(r *bufio.Reader) (string, error) {
 	return "", fmt.Errorf("unexpected reply %q", line)
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

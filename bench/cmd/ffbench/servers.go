@@ -6,16 +6,14 @@ package main
 // SIGKILL when the bench dies (Pdeathsig), so even a killed bench leaves
 // no server behind.
 //
-// The Redis part is a trimmed copy of the main module's
-// internal/redisserver, which this separate module cannot import.
+// The Redis part shares the main module's internal/redisserver for talking
+// to a server; it starts its own processes, with Pdeathsig and the
+// -server choice.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -27,6 +25,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/flowfabric/flowfabric/internal/redisserver"
 )
 
 const readyTimeout = 20 * time.Second
@@ -117,15 +117,6 @@ func (p *proc) exited() bool {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // redisServer is one redis-server process.
 type redisServer struct {
 	dir  string
@@ -146,7 +137,7 @@ func startRedis(dir string, cluster bool) (*redisServer, error) {
 	}
 	var lastErr error
 	for range 5 { // a free port can be taken between probe and bind
-		port, err := freePort()
+		port, err := redisserver.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +148,7 @@ func startRedis(dir string, cluster bool) (*redisServer, error) {
 			"--logfile", filepath.Join(dir, "server.log"),
 		}
 		if cluster {
-			cport, err := freePort()
+			cport, err := redisserver.FreePort()
 			if err != nil {
 				return nil, err
 			}
@@ -265,65 +256,7 @@ func startCluster(dir string, masters int) (*redisCluster, error) {
 // redisDo sends one command on a fresh connection (no HELLO, no client
 // library) and returns the reply as text. The bench uses it for INFO and
 // admin commands, so its own traffic is easy to tell apart.
-func redisDo(addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := conn.Write([]byte(b.String())); err != nil {
-		return "", err
-	}
-	return readReply(bufio.NewReader(conn))
-}
-
-func readReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	line = strings.TrimSuffix(line, "\r\n")
-	if line == "" {
-		return "", errors.New("empty reply")
-	}
-	switch line[0] {
-	case '+', ':':
-		return line[1:], nil
-	case '-':
-		return "", errors.New(line[1:])
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", err
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return "", err
-		}
-		parts := make([]string, 0, max(n, 0))
-		for range n {
-			p, err := readReply(r)
-			if err != nil {
-				return "", err
-			}
-			parts = append(parts, p)
-		}
-		return strings.Join(parts, "\n"), nil
-	}
-	return "", fmt.Errorf("unexpected reply %q", line)
-}
+func redisDo(addr string, args ...string) (string, error) { return redisserver.Do(addr, args...) }
 
 // postgres is a throwaway PostgreSQL cluster: initdb into a temporary
 // directory, the postmaster run directly (not daemonised, so it dies with
@@ -394,7 +327,7 @@ func startPostgres(ctx context.Context, durable bool) (*postgres, error) {
 	}
 	var lastErr error
 	for range 5 {
-		port, err := freePort()
+		port, err := redisserver.FreePort()
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
