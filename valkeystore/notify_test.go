@@ -1,9 +1,12 @@
 package valkeystore
 
 import (
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/flowfabric/flowfabric/internal/redisserver"
 	"github.com/flowfabric/flowfabric/model"
@@ -154,4 +157,66 @@ func TestWatchWorkSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSignal(t, ch, "create after restart")
+}
+
+// TestWatchWorkOnSlotOwner checks that on a cluster a lane's subscription
+// sits on the node that owns the lane's solo partition, the node whose
+// scripts publish the lane's work: a message from another node would
+// cross the cluster bus, which delays it by milliseconds (redis#11869).
+func TestWatchWorkOnSlotOwner(t *testing.T) {
+	clusterClient(t) // skips when no server is installed
+	opts := &Options{Prefix: "pin", Partitions: model.PartitionConfig{FlowPartitions: 16}}
+	s := newStoreWith(t, clusterClient(t), opts)
+	lanes := []model.LaneID{"alpha", "beta", "gamma", "delta", "epsilon"}
+	owners := map[string]bool{}
+	for _, l := range lanes {
+		f, ch, _ := notifier()
+		stop := s.WatchWork(l, f)
+		channel := s.keys.workChannel(l)
+		key := s.keys.idx(s.cfg.SoloPartition(l)) + "lanes"
+		var subscribedOn, ownedBy []string
+		for _, addr := range clusterSrv.Addrs() {
+			node := newNodeClient(t, addr)
+			n, err := node.Do(bg, node.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n[channel] > 0 {
+				subscribedOn = append(subscribedOn, addr)
+			}
+			// only the slot's owner answers for the key; the others redirect
+			if err := node.Do(bg, node.B().Exists().Key(key).Build()).Error(); err == nil {
+				ownedBy = append(ownedBy, addr)
+			} else if !strings.Contains(err.Error(), "MOVED") {
+				t.Fatal(err)
+			}
+		}
+		if len(ownedBy) != 1 || len(subscribedOn) != 1 || subscribedOn[0] != ownedBy[0] {
+			t.Fatalf("lane %s: subscribed on %v, partition %d owned by %v", l, subscribedOn, s.cfg.SoloPartition(l), ownedBy)
+		}
+		owners[ownedBy[0]] = true
+		// and it hears the lane's work
+		c := createP(model.NewExecutionID(s.cfg.SoloPartition(l), model.NewUUIDv4([16]byte{byte(len(owners)), 7})), at(0))
+		c.Lane = l
+		if _, err := s.ExecutionCreate(bg, c); err != nil {
+			t.Fatal(err)
+		}
+		waitSignal(t, ch, "create on "+string(l))
+		stop()
+	}
+	if len(owners) < 2 {
+		t.Logf("the lanes' partitions fell on %d node(s) only", len(owners))
+	}
+}
+
+// newNodeClient is a client of one cluster node that does not follow
+// redirections.
+func newNodeClient(t *testing.T, addr string) valkey.Client {
+	t.Helper()
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
