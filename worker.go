@@ -84,9 +84,12 @@ type Worker struct {
 	tasks       sync.WaitGroup
 	wake        *model.Signal
 	renewWake   *model.Signal
-	drained     *model.Signal
-	crashed     bool // tests: the process "died"; nothing more reaches the store
-	nextLane    int  // rotation of the lane asked for with a completion
+	// renewAt is when the renewal loop next wakes by itself (w.mu); a task
+	// whose lease must be renewed before then wakes it early.
+	renewAt  time.Time
+	drained  *model.Signal
+	crashed  bool // tests: the process "died"; nothing more reaches the store
+	nextLane int  // rotation of the lane asked for with a completion
 
 	// note is the wake the engine's hub gave this worker (guarded by the
 	// hub's lock).
@@ -404,8 +407,11 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, cancel: cancel}
 	w.mu.Lock()
 	w.inflight[c.ID] = r
+	early := r.renewBy.Before(w.renewAt)
 	w.mu.Unlock()
-	w.renewWake.Notify()
+	if early {
+		w.renewWake.Notify()
+	}
 	info := &TaskInfo{
 		ID: c.ID, Kind: c.Kind, Lane: c.Lane, Namespace: c.Namespace, Priority: c.Priority,
 		Tags: c.Tags, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
@@ -584,6 +590,9 @@ func (w *Worker) renewLoop(ctx context.Context) {
 				next = r.renewBy
 			}
 		}
+		// A task started from here on wakes the loop only if its lease
+		// needs renewing before next; any other is seen on the next pass.
+		w.renewAt = next
 		w.mu.Unlock()
 		if d := next.Sub(e.clock.Now()); d > 0 {
 			if e.clock.Wait(ctx, d, w.renewWake) != nil {
