@@ -69,7 +69,7 @@ var glossary = []string{
 	"S3: commands/s over an idle window after a warm-up (engine scanners at default intervals, 4 idle Workers, 256 partitions); the full sweep every partition gets every 30 s is measured separately and amortised. Idle wake: submit → handler start of a job submitted while the workers idle.",
 	"S4: one unblock pass over every partition with route-blocked executions that no live worker can serve; lease recovery: the lease-expiry scanner (default batch) run pass after pass until no due work remains.",
 	"Other load: CPU used on the host by processes outside the bench's process tree (the bench and the servers it started) during the phase, as a share of all cores; from /proc. Anything above a few percent means the numbers were disturbed.",
-	"S5: (after − before)/queued − payload: Go heap (after GC) for memstore, used_memory for the server; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
+	"S5: bytes per queued execution − payload: for memstore the median of the Go heap (after GC) growth per execution over 5 equal fill steps, for the server (after − before)/queued of used_memory; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
 }
 
 func boolp(b bool) *bool { return &b }
