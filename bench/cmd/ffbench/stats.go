@@ -339,9 +339,13 @@ func (p serverProbe) usedMemory() (int64, error) {
 	return n, nil
 }
 
+// flushAll empties every node and returns once the memory is free.
+// Valkey 8 flushes lazily by default (lazyfree-lazy-user-flush yes), and
+// a background free of the previous scenario's keys would show up in the
+// next one's used_memory and CPU; SYNC (Redis ≥ 6.2) frees before replying.
 func (p serverProbe) flushAll() error {
 	for _, a := range p.addrs {
-		if _, err := redisDo(a, "FLUSHALL"); err != nil && !strings.Contains(err.Error(), "READONLY") {
+		if _, err := redisDo(a, "FLUSHALL", "SYNC"); err != nil && !strings.Contains(err.Error(), "READONLY") {
 			return err
 		}
 	}
