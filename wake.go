@@ -9,10 +9,11 @@ import (
 
 // wakeHub wakes idle workers when their lanes get work. The engine watches
 // each lane once (model.WorkNotifier); a notification wakes one idle worker
-// of the lane, not all of them. A woken worker that finds nothing it can
-// claim passes the wake on to the next idle worker (at most once per worker
-// idle at the time), so a job some idle worker can serve is never left
-// waiting for the poll interval.
+// of the lane, not all of them. A woken worker that claims nothing but left
+// work another worker might take (claim.Outcome.LeftWork) passes the wake
+// on to the next idle worker (at most once per worker idle at the time), so
+// a job some idle worker can serve is never left waiting for the poll
+// interval. One that found its lanes empty does not: the job was taken.
 type wakeHub struct {
 	mu    sync.Mutex
 	lanes map[model.LaneID]*laneWake

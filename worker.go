@@ -281,7 +281,7 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		if w.hasSlot() {
 			w.engine.idle(w)
 		}
-		took, err := w.claimOnce(ctx)
+		took, left, err := w.claimOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("claim failed", "err", err)
 		}
@@ -290,8 +290,11 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			noted = false
 			continue
 		}
-		if noted && note.hops > 0 && err == nil {
-			// woken for work it could not take: let the next idle worker try
+		if noted && note.hops > 0 && err == nil && left {
+			// woken for work it could not take: let the next idle worker
+			// try. When the lanes were empty (another worker, often one
+			// completing with its next claim, took the job first) there
+			// is nothing to pass on.
 			w.engine.workArrived(note.lane, note.hops-1)
 		}
 		waitErr := clock.Wait(ctx, w.cfg.PollInterval, w.wake)
@@ -309,10 +312,11 @@ func (w *Worker) hasSlot() bool {
 }
 
 // claimOnce takes a permit and claims one execution. It reports whether a
-// task started.
-func (w *Worker) claimOnce(ctx context.Context) (bool, error) {
+// task started and, when none did, whether work may be left that another
+// worker could take (claim.Outcome.LeftWork; true without a free slot).
+func (w *Worker) claimOnce(ctx context.Context) (took, left bool, err error) {
 	if !w.takeSlot() {
-		return false, nil
+		return false, true, nil
 	}
 	e := w.engine
 	out, err := e.sched.Claim(ctx, &claim.Request{
@@ -326,10 +330,10 @@ func (w *Worker) claimOnce(ctx context.Context) (bool, error) {
 	}
 	if err != nil || out.Claimed == nil {
 		w.releaseSlot()
-		return false, err
+		return false, out != nil && out.LeftWork(), err
 	}
 	w.startTask(out.Claimed)
-	return true, nil
+	return true, false, nil
 }
 
 // ClaimGrant consumes a claim grant issued to this worker (see

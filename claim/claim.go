@@ -138,7 +138,19 @@ type Outcome struct {
 	Blocked []model.ExecutionID
 	// Probed counts the partition probes made.
 	Probed int
+	// Skipped counts heads left for another worker: ones this worker
+	// cannot serve but a live worker can, or ones granted to another.
+	Skipped int
+	// Partial reports that the probes did not cover every partition of
+	// the lanes (a spread lane probes a window), so there may be work this
+	// call did not see.
+	Partial bool
 }
+
+// LeftWork reports whether another worker might claim what this call did
+// not: it skipped heads, or did not look everywhere. A call that claimed
+// nothing and left no work saw empty lanes.
+func (o *Outcome) LeftWork() bool { return o.Skipped > 0 || o.Partial }
 
 // Claim claims the best execution the worker can serve from the request's
 // lanes, or returns an Outcome with Claimed nil. The caller must already
@@ -156,7 +168,9 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 	n := len(req.Lanes)
 	for i := range n {
 		lane := req.Lanes[(int(call)+i)%n]
-		for _, part := range s.partitionsFor(lane, req.WorkerInstanceID) {
+		parts, all := s.partitionsFor(lane, req.WorkerInstanceID)
+		out.Partial = out.Partial || !all
+		for _, part := range parts {
 			leaseID, attemptID := req.NewIDs()
 			res, err := s.store.ExecutionClaimNext(ctx, &model.ExecutionClaimNextParams{
 				Partition:        part,
@@ -175,6 +189,7 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 				return out, fmt.Errorf("claim: lane %s partition %d: %w", lane, part, err)
 			}
 			out.Blocked = append(out.Blocked, res.Blocked...)
+			out.Skipped += res.Skipped
 			if res.Claimed != nil {
 				out.Claimed = res.Claimed
 				return out, nil
@@ -184,11 +199,12 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 	return out, nil
 }
 
-// partitionsFor returns the partitions to probe for lane, in order.
-func (s *Scheduler) partitionsFor(lane model.LaneID, instance model.WorkerInstanceID) []int {
+// partitionsFor returns the partitions to probe for lane, in order, and
+// whether they are every partition the lane's work can be in.
+func (s *Scheduler) partitionsFor(lane model.LaneID, instance model.WorkerInstanceID) ([]int, bool) {
 	cfg := s.store.Partitions()
 	if s.cfg.Spread == nil || !s.cfg.Spread(lane) {
-		return []int{cfg.SoloPartition(lane)}
+		return []int{cfg.SoloPartition(lane)}, true
 	}
 	probe := min(s.cfg.ProbePartitions, s.parts)
 	window := uint64(0)
@@ -202,7 +218,7 @@ func (s *Scheduler) partitionsFor(lane model.LaneID, instance model.WorkerInstan
 	for i := range out {
 		out[i] = int((start + uint64(i)) % uint64(s.parts))
 	}
-	return out
+	return out, probe == s.parts
 }
 
 // LiveCapabilities returns the union of the live workers' capabilities,

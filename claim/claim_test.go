@@ -96,6 +96,45 @@ func TestClaimWalksPastUnservableHeads(t *testing.T) {
 	}
 }
 
+// An Outcome that claimed nothing says whether another worker might claim
+// what it did not: a head left for a more capable worker, or a spread lane
+// whose probe window did not cover every partition. Empty lanes leave
+// nothing, and a worker woken for them does not pass the wake on.
+func TestClaimOutcomeLeftWork(t *testing.T) {
+	f := newFixture(t, 4)
+	part := f.store.Partitions().SoloPartition("l")
+	f.register("cpu-1")
+	f.register("gpu-1", "gpu")
+	s := claim.New(f.store, f.clock, claim.Config{})
+	out, err := s.Claim(f.ctx, f.request("cpu-1"))
+	if err != nil || out.Claimed != nil || out.Skipped != 0 || out.Partial || out.LeftWork() {
+		t.Fatalf("empty solo lane: %+v, %v", out, err)
+	}
+	f.create(part, "l", 0, "gpu")
+	out, err = s.Claim(f.ctx, f.request("cpu-1"))
+	if err != nil || out.Claimed != nil || out.Skipped != 1 || out.Partial || !out.LeftWork() {
+		t.Fatalf("head for the gpu worker: %+v, %v", out, err)
+	}
+
+	spread := func(probe int) *claim.Outcome {
+		s := claim.New(f.store, f.clock, claim.Config{ProbePartitions: probe,
+			Spread: func(l model.LaneID) bool { return l == "spread" }})
+		r := f.request("cpu-1")
+		r.Lanes = []model.LaneID{"spread"}
+		out, err := s.Claim(f.ctx, r)
+		if err != nil || out.Claimed != nil || out.Skipped != 0 {
+			t.Fatalf("empty spread lane, probe %d: %+v, %v", probe, out, err)
+		}
+		return out
+	}
+	if out := spread(2); !out.Partial || !out.LeftWork() || out.Probed != 2 {
+		t.Fatalf("probe window of 2 of 4 partitions: %+v", out)
+	}
+	if out := spread(4); out.Partial || out.LeftWork() || out.Probed != 4 {
+		t.Fatalf("probe of every partition: %+v", out)
+	}
+}
+
 // Spread lanes rotate over every partition, and workers start at different
 // offsets.
 func TestClaimRotatesPartitionsOnSpreadLanes(t *testing.T) {
