@@ -272,7 +272,8 @@ func benchUUID() model.UUID {
 	return model.NewUUIDv4(b)
 }
 
-// parallelDo runs f(i) for i in [0, n) on conc goroutines.
+// parallelDo runs f(0) … f(n-1) on conc goroutines, each taking the next
+// index; the first error stops the goroutine that got it and is returned.
 func parallelDo(n, conc int, f func(i int) error) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup

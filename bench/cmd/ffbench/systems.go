@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -87,40 +86,19 @@ func decode(b []byte) (benchArgs, error) {
 
 // submitParallel submits seqs [from, to) with conc goroutines.
 func submitParallel(ctx context.Context, s system, from, to int64, conc int, data string, mark func(int64, time.Time)) error {
-	var (
-		next = from
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs = make(chan error, conc)
-	)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				seq := next
-				next++
-				mu.Unlock()
-				if seq >= to || ctx.Err() != nil {
-					return
-				}
-				if mark != nil {
-					mark(seq, time.Now())
-				}
-				if err := s.submit(ctx, benchArgs{Seq: seq, Data: data}); err != nil {
-					errs <- fmt.Errorf("%s: submit %d: %w", s.Name(), seq, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	return ctx.Err()
+	return parallelDo(int(to-from), conc, func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		seq := from + int64(i)
+		if mark != nil {
+			mark(seq, time.Now())
+		}
+		if err := s.submit(ctx, benchArgs{Seq: seq, Data: data}); err != nil {
+			return fmt.Errorf("%s: submit %d: %w", s.Name(), seq, err)
+		}
+		return nil
+	})
 }
 
 // submitBatches inserts [0, n) in batches of size batch, conc batches in
@@ -128,48 +106,21 @@ func submitParallel(ctx context.Context, s system, from, to int64, conc int, dat
 // submits (16 at a time).
 func submitBatches(ctx context.Context, s system, n, batch, conc int) error {
 	bs, ok := s.(batchSubmitter)
-	var (
-		next int
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs = make(chan error, conc)
-	)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				from := next
-				next += batch
-				mu.Unlock()
-				if from >= n || ctx.Err() != nil {
-					return
-				}
-				to := min(from+batch, n)
-				var err error
-				if ok {
-					as := make([]benchArgs, 0, to-from)
-					for i := from; i < to; i++ {
-						as = append(as, benchArgs{Seq: int64(i)})
-					}
-					err = bs.submitBatch(ctx, as)
-				} else {
-					err = submitParallel(ctx, s, int64(from), int64(to), 16, "", nil)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	return ctx.Err()
+	return parallelDo((n+batch-1)/batch, conc, func(b int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		from := b * batch
+		to := min(from+batch, n)
+		if !ok {
+			return submitParallel(ctx, s, int64(from), int64(to), 16, "", nil)
+		}
+		as := make([]benchArgs, 0, to-from)
+		for i := from; i < to; i++ {
+			as = append(as, benchArgs{Seq: int64(i)})
+		}
+		return bs.submitBatch(ctx, as)
+	})
 }
 
 var errTimeout = errors.New("timed out")
