@@ -127,6 +127,9 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 		}
 		res := &model.ExecutionCompleteResult{Replayed: replay != nil}
 		if replay == nil {
+			if p.Source == model.SourceOperator {
+				s.noteLease(e, model.LeaseNoticeOverridden)
+			}
 			e.endAttempt(now, model.AttemptEndedSuccess, "", "")
 			e.result = nonEmpty(p.Result)
 			e.hasResult = true
@@ -156,6 +159,9 @@ func (s *Store) ExecutionFail(ctx context.Context, p *model.ExecutionFailParams)
 		cat := p.Category
 		if cat == "" {
 			cat = model.FailureTransient
+		}
+		if p.Source == model.SourceOperator {
+			s.noteLease(e, model.LeaseNoticeOverridden)
 		}
 		e.endAttempt(now, model.AttemptEndedFailure, p.Reason, cat)
 		s.removeFromLane(e)
@@ -196,6 +202,9 @@ func (s *Store) ExecutionDelay(ctx context.Context, p *model.ExecutionDelayParam
 			return &model.ExecutionDelayResult{DelayUntil: tm(replay.delayUntil), Replayed: true}, nil
 		}
 		until := ms(p.DelayUntil)
+		if p.Source == model.SourceOperator {
+			s.noteLease(e, model.LeaseNoticeOverridden)
+		}
 		if a := e.currentAttempt(); a != nil {
 			a.Status = model.AttemptSuspended
 		}
@@ -224,6 +233,9 @@ func (s *Store) ExecutionCancel(ctx context.Context, p *model.ExecutionCancelPar
 		prior := e.lp
 		s.removeFromLane(e)
 		if prior == model.PhaseActive {
+			if p.Source == model.SourceOperator {
+				s.noteLease(e, model.LeaseNoticeCancelled)
+			}
 			s.releaseLease(e, now, model.LeaseCancelled, p.Reason)
 		}
 		e.endAttempt(now, model.AttemptEndedCancelled, p.Reason, "")
@@ -331,6 +343,7 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 				return &model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: prior}, nil
 			}
 			reason := model.ExpireAttemptTimeout.String()
+			s.noteLease(e, model.LeaseNoticeTimedOut)
 			e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)
 			s.removeFromLane(e)
 			s.releaseLease(e, now, model.LeaseReleased, reason)
@@ -353,6 +366,7 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 		reason := model.ExpireExecutionDeadline.String()
 		s.removeFromLane(e)
 		if prior == model.PhaseActive {
+			s.noteLease(e, model.LeaseNoticeTimedOut)
 			s.releaseLease(e, now, model.LeaseReleased, reason)
 		}
 		e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)

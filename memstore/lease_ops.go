@@ -49,6 +49,7 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 		case e.lease.expiresAt > now:
 			return status(model.MarkExpiredNotYet)
 		}
+		s.noteLease(e, model.LeaseNoticeExpired)
 		e.setState(now, model.PhaseActive, model.OwnershipLeaseExpiredReclaimable, model.NotApplicable,
 			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
 		e.leaseExpiredAt = now
@@ -79,6 +80,7 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 		old := e.lease.id
 		pt, _ := s.indexesOf(e)
 		e.addHistory(now, model.LeaseRevoked, p.Reason)
+		s.noteLease(e, model.LeaseNoticeRevoked)
 		if w := pt.workerLeases[e.lease.workerInstanceID]; w != nil {
 			w.remove(e.id)
 			if w.len() == 0 {

@@ -32,14 +32,19 @@ type Store struct {
 	idemGC  *idemQueue
 	workers map[model.Namespace]map[model.WorkerInstanceID]*workerRec
 
-	watchMu  sync.Mutex
-	watchers map[model.LaneID]map[int]func()
-	watchSeq int
+	// leaseOut holds the lease notices of the transition in progress (mu).
+	leaseOut []leaseNote
+
+	watchMu       sync.Mutex
+	watchers      map[model.LaneID]map[int]func()
+	leaseWatchers map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)
+	watchSeq      int
 }
 
 var (
-	_ model.Store        = (*Store)(nil)
-	_ model.WorkNotifier = (*Store)(nil)
+	_ model.Store         = (*Store)(nil)
+	_ model.WorkNotifier  = (*Store)(nil)
+	_ model.LeaseNotifier = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,
@@ -61,6 +66,8 @@ func New(opts *Options) *Store {
 		idemGC:   newIdemQueue(),
 		workers:  make(map[model.Namespace]map[model.WorkerInstanceID]*workerRec),
 		watchers: make(map[model.LaneID]map[int]func()),
+
+		leaseWatchers: make(map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)),
 	}
 }
 
@@ -298,7 +305,7 @@ func withLock[R any](s *Store, ctx context.Context, invalid error, f func() (R, 
 	if err := s.lock(ctx); err != nil {
 		return zero, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return f()
 }
 

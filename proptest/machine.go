@@ -66,6 +66,8 @@ type machine struct {
 	acquired map[model.ExecutionID]int
 	calls    int
 	failed   int
+
+	leases *leaseWatch // Options.LeaseNotices
 }
 
 type refExec struct {
@@ -115,6 +117,7 @@ func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machi
 	for _, ns := range namespaces {
 		m.workers[ns] = map[model.WorkerInstanceID]*refWorker{}
 	}
+	m.watchLeases()
 	return m, nil
 }
 
@@ -143,8 +146,10 @@ func (m *machine) runStep(t *rapid.T, a *action) {
 	m.action = a.name
 	m.acquired = map[model.ExecutionID]int{}
 	m.calls, m.failed = 0, 0
+	before := m.obs[0]
 	a.run(m, t)
 	m.observe(t)
+	m.checkLeaseNotices(t, before, m.obs[0])
 }
 
 // observe reads every store, checks the invariants and the step properties,
@@ -274,6 +279,7 @@ func call[P, R any](m *machine, t *rapid.T, op string, p *P, f func(model.Store,
 	t.Helper()
 	var r0 R
 	var e0 error
+	m.noteCall(p)
 	for i, s := range m.stores {
 		q := *p
 		r, err := f(s, m.ctx, &q)

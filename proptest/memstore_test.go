@@ -92,7 +92,7 @@ func fencedAny(code string) string {
 // default budget, which is large enough to make a miss improbable).
 func TestStateMachineMemstore(t *testing.T) {
 	seen := map[string]int{}
-	opts := Options{KnownViolations: memstoreKnown}
+	opts := Options{KnownViolations: memstoreKnown, LeaseNotices: true}
 	opts.onCall = func(op string, res any, err error) { seen[outcomeKey(op, res, err)]++ }
 	RunStateMachine(t, newMemstore, opts)
 	if t.Failed() || testing.Short() {

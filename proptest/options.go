@@ -36,6 +36,11 @@ type Options struct {
 	// one of these substrings: for store bugs that are known and tracked,
 	// so that the rest stays checked until they are fixed. Keep them narrow.
 	KnownViolations []string
+	// LeaseNotices checks the lease notices of the first store after every
+	// step (see lease_notices.go). The first store must implement
+	// model.LeaseNotifier and deliver a notice before the call that caused
+	// it returns, as memstore does.
+	LeaseNotices bool
 
 	// onCall, when set, sees every call's answer (for the coverage test).
 	onCall func(op string, res any, err error)

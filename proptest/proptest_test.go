@@ -21,7 +21,7 @@ func newMemstore(testing.TB) model.Store {
 var memstoreKnown []string
 
 func TestDifferentialMemstoreMemstore(t *testing.T) {
-	proptest.RunDifferential(t, newMemstore, newMemstore, proptest.Options{Checks: 100, KnownViolations: memstoreKnown})
+	proptest.RunDifferential(t, newMemstore, newMemstore, proptest.Options{Checks: 100, KnownViolations: memstoreKnown, LeaseNotices: true})
 }
 
 func TestHostileInputMemstore(t *testing.T) {

@@ -56,6 +56,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Validation", testValidation},
 		{"HotPath", testHotPath},
 		{"Fix", testFixes},
+		{"LeaseNotices", testLeaseNotices},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -34,6 +34,6 @@ func TestDifferentialProperty(t *testing.T) {
 		proptest.RunDifferential(t,
 			func(testing.TB) model.Store { return memstore.New(&memstore.Options{Partitions: parts}) },
 			func(st testing.TB) model.Store { return newStoreWith(st, client, &Options{Partitions: parts}) },
-			proptest.Options{Checks: checks, CompareEvery: 25})
+			proptest.Options{Checks: checks, CompareEvery: 25, LeaseNotices: true})
 	})
 }

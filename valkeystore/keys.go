@@ -69,7 +69,8 @@ import (
 // and worker records also get a server TTL (their lifetime plus
 // Options.GCSlack) so abandoned ones are collected; nothing depends on it.
 //
-// Work notifications are published on the channel P:work:<lane>.
+// Work notifications are published on the channel P:work:<lane>, lease
+// notices for a worker instance on P:lease:<instance>.
 
 // keyspace builds the keys of one store.
 type keyspace struct {
@@ -125,4 +126,8 @@ func (k keyspace) workerKeys(ns model.Namespace, wi model.WorkerInstanceID) map[
 
 func (k keyspace) workChannel(lane model.LaneID) string {
 	return k.prefix + ":work:" + string(lane)
+}
+
+func (k keyspace) leaseChannel(wi model.WorkerInstanceID) string {
+	return k.prefix + ":lease:" + string(wi)
 }

@@ -112,7 +112,7 @@ func (s *Store) WatchWork(lane model.LaneID, f func()) (stop func()) {
 	}
 }
 
-// Close stops every watch of the store. It does not close the client.
+// Close stops every watch of the store (work and lease watches). It does not close the client.
 func (s *Store) Close() {
 	s.watchMu.Lock()
 	s.closed = true
@@ -126,6 +126,7 @@ func (s *Store) Close() {
 		w.cancel()
 		<-w.done
 	}
+	s.closeLeaseWatches()
 }
 
 // subscribe keeps lane's channel subscribed until ctx ends.

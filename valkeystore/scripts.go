@@ -279,7 +279,7 @@ var (
 
 	scriptLeaseHistory = declareRead("lease_history", "core history", "after limit")
 
-	scriptLeaseMarkExpired = declare("lease_mark_expired", "core history lease_expiry", "now id")
+	scriptLeaseMarkExpired = declare("lease_mark_expired", "core history lanes lease_expiry", "now id")
 
 	scriptLeaseRenew = declare("lease_renew", "core lease_expiry", "now id lease_id epoch attempt_id lease_ttl")
 

@@ -47,11 +47,14 @@ type Store struct {
 	watches  map[model.LaneID]*laneWatch
 	watchSeq int
 	closed   bool
+
+	leaseWatches map[model.WorkerInstanceID]*leaseWatch
 }
 
 var (
-	_ model.Store        = (*Store)(nil)
-	_ model.WorkNotifier = (*Store)(nil)
+	_ model.Store         = (*Store)(nil)
+	_ model.WorkNotifier  = (*Store)(nil)
+	_ model.LeaseNotifier = (*Store)(nil)
 )
 
 // New returns a store that keeps its state on client's server. It sends
@@ -85,6 +88,8 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 		keys:    keyspace{prefix: o.Prefix},
 		gcSlack: o.GCSlack.Milliseconds(),
 		watches: make(map[model.LaneID]*laneWatch),
+
+		leaseWatches: make(map[model.WorkerInstanceID]*leaseWatch),
 	}, nil
 }
 

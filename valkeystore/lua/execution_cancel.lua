@@ -20,7 +20,10 @@ end
 
 local prior = e.lifecycle_phase
 remove_from_lane(e)
-if prior == 'active' then release_lease(e, now, 'cancelled', A.reason) end
+if prior == 'active' then
+  if operator then notify_lease(e, 'cancelled') end
+  release_lease(e, now, 'cancelled', A.reason)
+end
 end_attempt(e, now, 'ended_cancelled', A.reason, '')
 terminate(e, now, 'cancelled')
 e.cancellation_reason = A.reason

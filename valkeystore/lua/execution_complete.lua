@@ -13,6 +13,7 @@ local replay, err = check_fenced_op(e, 'complete', operator, f, now)
 if err ~= nil then return err end
 
 if not replay then
+  if operator then notify_lease(e, 'overridden') end
   end_attempt(e, now, 'ended_success', '', '')
   redis.call('SET', K.result, A.result)
   remove_from_lane(e)

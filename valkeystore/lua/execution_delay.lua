@@ -13,6 +13,7 @@ if err ~= nil then return err end
 if replay then return { 'delay_until', e.op_delay_until, 'replayed', 1 } end
 
 local until_ms = N(A.delay_until)
+if operator then notify_lease(e, 'overridden') end
 if e.cur_attempt >= 0 then
   redis.call('HSET', attempt_key(e, e.cur_attempt), 'status', 'suspended')
 end

@@ -27,6 +27,7 @@ if A.reason == 'attempt_timeout' then
     return { 'status', 'not_yet_due', 'prior_phase', prior, 'delay_until', 0 }
   end
   local reason = 'attempt_timeout'
+  notify_lease(e, 'timed_out')
   end_attempt(e, now, 'ended_failure', reason, 'timeout')
   remove_from_lane(e)
   release_lease(e, now, 'released', reason)
@@ -51,7 +52,10 @@ if e.deadline > now then
 end
 local reason = 'execution_deadline'
 remove_from_lane(e)
-if prior == 'active' then release_lease(e, now, 'released', reason) end
+if prior == 'active' then
+  notify_lease(e, 'timed_out')
+  release_lease(e, now, 'released', reason)
+end
 end_attempt(e, now, 'ended_failure', reason, 'timeout')
 e.failure_reason = reason
 e.failure_category = 'timeout'

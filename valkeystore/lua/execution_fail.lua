@@ -15,6 +15,7 @@ if replay then
 end
 
 local cat = A.category
+if operator then notify_lease(e, 'overridden') end
 end_attempt(e, now, 'ended_failure', A.reason, cat)
 remove_from_lane(e)
 release_lease(e, now, 'released', 'failed')

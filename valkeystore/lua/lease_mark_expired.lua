@@ -1,6 +1,6 @@
 -- lease_mark_expired: mark an execution whose lease ran out as reclaimable;
 -- drop stale lease-expiry entries.
--- KEYS: core history lease_expiry
+-- KEYS: core history lanes lease_expiry
 -- ARGV: now id
 
 local now = now_ms()
@@ -21,6 +21,7 @@ end
 if e.ownership_state == 'lease_expired_reclaimable' then return status('already_expired') end
 if e.ownership_state == 'lease_revoked' then return status('already_revoked') end
 if e.lease_expires_at > now then return status('not_yet_expired') end
+notify_lease(e, 'expired')
 set_state(e, now, 'active', 'lease_expired_reclaimable', 'not_applicable', 'waiting_for_worker',
   'none', 'attempt_interrupted')
 e.lease_expired_at = now

@@ -18,6 +18,7 @@ if A.expected_lease_id ~= '' and A.expected_lease_id ~= e.lease_id then return f
 
 local old = e.lease_id
 add_history(e, now, 'revoked', A.reason)
+notify_lease(e, 'revoked')
 clear_lease(e)
 redis.call('ZADD', K.lease_expiry, S(now), e.id)
 set_state(e, now, 'active', 'lease_revoked', 'not_applicable', 'waiting_for_worker', 'none',

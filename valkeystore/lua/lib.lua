@@ -166,6 +166,10 @@ local function work_channel(lane)
   return ks().pfx .. ':work:' .. lane
 end
 
+local function lease_channel(wi)
+  return ks().pfx .. ':lease:' .. wi
+end
+
 -- exec_keys derives the keys a record uses from the execution's base
 -- "<prefix>:exec:<tag>:<id>"; its other keys are base .. ':payload',
 -- ':result' and ':tags' (keys.go's execKeys names the same).
@@ -315,6 +319,14 @@ end
 local function set_pending(e, typ, reason, requested_by)
   e.pending_type, e.pending_reason, e.pending_requested_by = typ, reason, requested_by
   e.pending_prev_index = e.cur_attempt
+end
+
+-- notify_lease tells the holder of e's lease that someone else took it
+-- ("<kind>|<epoch>|<id>" on P:lease:<instance>, lease_notify.go). Call it
+-- before the lease is cleared; the holder's own operations never call it.
+local function notify_lease(e, kind)
+  if e.lease_wi == '' then return end
+  redis.call('PUBLISH', lease_channel(e.lease_wi), kind .. '|' .. S(e.epoch) .. '|' .. e.id)
 end
 
 local function clear_lease(e)
