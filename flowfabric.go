@@ -77,8 +77,9 @@ var (
 	ErrWorkerAtCapacity = errors.New("flowfabric: worker at capacity")
 	// ErrWorkerStopped: the worker is stopping or stopped.
 	ErrWorkerStopped = errors.New("flowfabric: worker stopped")
-	// ErrLeaseLost is the cause of a task context cancelled because the
-	// lease could not be renewed (expired, revoked or taken over).
+	// ErrLeaseLost matches the cause of every task context cancelled
+	// because its lease was taken away (cancelled, revoked, timed out,
+	// expired, taken over); see Task for the specific causes.
 	ErrLeaseLost = errors.New("flowfabric: lease lost")
 )
 

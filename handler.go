@@ -31,8 +31,14 @@ func (f HandlerFunc[T]) Work(ctx context.Context, task *Task[T]) error { return 
 // later; Cancel(err) cancels it. A panic fails the attempt with category
 // "panic".
 //
-// The context is cancelled when the lease is lost (cause ErrLeaseLost) or
-// the worker stops past its drain deadline.
+// The context is cancelled when the lease is taken away, within
+// milliseconds on stores that notify (memstore, valkeystore) and at the
+// next renewal otherwise, or when the worker stops past its drain deadline
+// (cause ErrWorkerStopped). The cause of a lost lease matches ErrLeaseLost
+// and, with errors.Is, what happened: ErrExecutionCancelled (an operator
+// cancelled it), ErrLeaseRevoked, context.DeadlineExceeded (attempt
+// timeout or execution deadline), ErrNotActive (an operator completed,
+// failed or delayed it), ErrLeaseExpired.
 type Task[T Args] struct {
 	// Args is the decoded payload.
 	Args T

@@ -88,7 +88,9 @@ func (e *Engine) List(ctx context.Context, opts *ListOpts) (*ListResult, error) 
 func (e *Engine) Partitions() int { return e.parts.WithDefaults().FlowPartitions }
 
 // Cancel cancels an execution in any non-terminal phase, as an operator:
-// a running attempt's lease is taken away and its worker is fenced off.
+// a running attempt's lease is taken away and its worker is fenced off;
+// the handler's context is cancelled with cause ErrExecutionCancelled
+// (within milliseconds on stores that notify, see model.LeaseNotifier).
 // Cancelling an execution an operator already cancelled succeeds again.
 func (e *Engine) Cancel(ctx context.Context, id ExecutionID, reason string) error {
 	_, err := e.store.ExecutionCancel(ctx, &model.ExecutionCancelParams{
@@ -126,7 +128,8 @@ func (e *Engine) ChangePriority(ctx context.Context, id ExecutionID, priority in
 }
 
 // RevokeLease takes the lease of a running execution away from its worker
-// (which is fenced from then on). The lease-expiry scanner then recovers
+// (which is fenced from then on; its handler's context is cancelled with
+// cause ErrLeaseRevoked). The lease-expiry scanner then recovers
 // the execution as a new attempt; Reclaim does it at once.
 func (e *Engine) RevokeLease(ctx context.Context, id ExecutionID, reason string) error {
 	now := e.clock.Now()

@@ -90,6 +90,7 @@ type Worker struct {
 	drained  *model.Signal
 	crashed  bool // tests: the process "died"; nothing more reaches the store
 	nextLane int  // rotation of the lane asked for with a completion
+	leases   leaseWatch
 
 	// note is the wake the engine's hub gave this worker (guarded by the
 	// hub's lock).
@@ -225,6 +226,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	e.sched.Invalidate()
 	e.runner.Kick("unblock") // a new capability set may serve route-blocked work
+	w.watchLeases()
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -416,6 +418,7 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	if early {
 		w.renewWake.Notify()
 	}
+	w.checkEarlyNotice(r)
 	info := &TaskInfo{
 		ID: c.ID, Kind: c.Kind, Lane: c.Lane, Namespace: c.Namespace, Priority: c.Priority,
 		Tags: c.Tags, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
@@ -543,11 +546,8 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 		}
 		var me *model.Error
 		if errors.As(err, &me) || try == 5 {
-			level := slog.LevelWarn
-			if r.lost || r.released {
-				level = slog.LevelDebug // the lease was lost or released; the store fenced us off
-			}
-			w.log.Log(ctx, level, "recording task outcome failed", "execution", id.String(), "err", err)
+			level, msg := w.outcomeRefused(r, err)
+			w.log.Log(ctx, level, msg, "execution", id.String(), "err", err)
 			return nil, false
 		}
 		if e.clock.Wait(ctx, backoff, nil) != nil {
@@ -624,6 +624,12 @@ func (w *Worker) renew(ctx context.Context, r *running) {
 	res, err := e.store.LeaseRenew(ctx, &model.LeaseRenewParams{
 		ID: r.claim.ID, Fence: r.fence, LeaseTTL: w.cfg.LeaseTTL, Now: e.clock.Now(),
 	})
+	if loss, ok := lossOfError(err); ok {
+		// expired, revoked, taken over, or finished elsewhere: the lease is
+		// gone for good
+		w.leaseLost(r, loss)
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
@@ -633,11 +639,9 @@ func (w *Worker) renew(ctx context.Context, r *running) {
 	}
 	var me *model.Error
 	if errors.As(err, &me) {
-		// expired, revoked, taken over, or finished elsewhere: the lease is
-		// gone for good
 		r.lost = true
-		r.cancel(ErrLeaseLost)
-		w.log.Warn("lease lost", "execution", r.claim.ID.String(), "err", err)
+		r.cancel(&leaseLost{"lease renewal refused", me, slog.LevelWarn})
+		w.log.Warn("lease lost: renewal refused", "execution", r.claim.ID.String(), "err", err)
 		return
 	}
 	r.retryWait = min(cmp.Or(r.retryWait*2, 50*time.Millisecond), w.cfg.LeaseTTL/10)
@@ -738,6 +742,7 @@ func (w *Worker) stop(ctx context.Context) error {
 	}
 	w.renewCancel()
 	w.loops.Wait()
+	w.unwatchLeases()
 	if _, derr := e.store.WorkerDeregister(bg, &model.WorkerDeregisterParams{
 		Namespace: e.ns, WorkerInstanceID: w.cfg.InstanceID, SessionID: w.session, Now: e.clock.Now(),
 	}); derr != nil && err == nil {
@@ -782,6 +787,7 @@ func (w *Worker) crash() {
 	w.renewCancel()
 	w.taskCancel(ErrWorkerStopped)
 	w.engine.leave(w)
+	w.unwatchLeases()
 	w.loops.Wait()
 	w.tasks.Wait()
 	close(w.stopped)

@@ -58,7 +58,8 @@ type Options struct {
 	NoScanners bool
 	// WrapStore, when set, wraps the memstore the engine uses (fault
 	// injection, call counting). The wrapper should forward
-	// model.WorkNotifier so idle workers still wake at once.
+	// model.WorkNotifier and model.LeaseNotifier so idle workers still wake
+	// at once and handlers learn at once that their lease was taken away.
 	WrapStore func(*memstore.Store) model.Store
 }
 

@@ -78,8 +78,10 @@ type SimClock struct {
 type simWaiter struct {
 	deadline time.Time // zero: none
 	sig      *Signal
+	ctx      context.Context
 	wake     chan struct{}
 	woken    bool
+	ctxDone  bool // woken because ctx was done
 }
 
 // NewSimClock returns a clock stopped at start, in manual mode.
@@ -128,7 +130,7 @@ func (c *SimClock) Wait(ctx context.Context, d time.Duration, sig *Signal) error
 		c.mu.Unlock()
 		return err
 	}
-	w := &simWaiter{sig: sig, wake: make(chan struct{})}
+	w := &simWaiter{sig: sig, ctx: ctx, wake: make(chan struct{})}
 	if d > 0 {
 		w.deadline = c.now.Add(d)
 	}
@@ -138,6 +140,9 @@ func (c *SimClock) Wait(ctx context.Context, d time.Duration, sig *Signal) error
 	c.mu.Unlock()
 	select {
 	case <-w.wake:
+		if w.ctxDone {
+			return ctx.Err()
+		}
 		return nil
 	case <-ctx.Done():
 		c.mu.Lock()
@@ -233,6 +238,13 @@ func (c *SimClock) maybeAdvance() {
 	if !c.auto || c.busy > 0 {
 		return
 	}
+	// A waiter whose context was cancelled is about to run: it counts as
+	// busy from now on, so time does not jump before it has seen the
+	// cancellation (a cancel from a goroutine that then waits would
+	// otherwise race with the woken goroutine's own accounting).
+	if c.wakeCancelled() {
+		return
+	}
 	t, ok := c.nextDeadline()
 	if !ok {
 		return
@@ -273,6 +285,22 @@ func (c *SimClock) notify(s *Signal) {
 		default:
 		}
 	}
+}
+
+// wakeCancelled wakes the waiters whose context is done and reports
+// whether there were any.
+func (c *SimClock) wakeCancelled() bool {
+	woke := false
+	for i := 0; i < len(c.waiters); {
+		if w := c.waiters[i]; w.ctx.Err() != nil {
+			w.ctxDone = true
+			c.wakeAt(i)
+			woke = true
+			continue
+		}
+		i++
+	}
+	return woke
 }
 
 // wakeAt wakes waiter i and removes it from the list, keeping order.

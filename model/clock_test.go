@@ -306,3 +306,32 @@ func TestMillis(t *testing.T) {
 		t.Fatal("0 ms is the zero time")
 	}
 }
+
+// A waiter whose context is cancelled counts as busy before time may jump:
+// a goroutine that cancels it and then waits itself does not let the clock
+// move before the cancelled waiter has seen the cancellation.
+func TestSimClockCancelBeforeJump(t *testing.T) {
+	t.Parallel()
+	c := NewSimClock(clockStart)
+	c.SetAutoAdvance(true)
+	untrackMe := c.Track()
+	defer untrackMe()
+	ctx, cancel := context.WithCancel(context.Background())
+	untrackA := c.Track()
+	sawAt := make(chan time.Time, 1)
+	go func() {
+		defer untrackA()
+		if err := c.Wait(ctx, time.Hour, nil); !errors.Is(err, context.Canceled) {
+			t.Errorf("Wait = %v", err)
+		}
+		sawAt <- c.Now()
+	}()
+	waitFor(t, hasDeadline(c))
+	cancel()
+	if err := c.Wait(context.Background(), 10*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-sawAt; !got.Equal(clockStart) {
+		t.Fatalf("the cancelled waiter ran at %v, after the clock jumped", got.Sub(clockStart))
+	}
+}

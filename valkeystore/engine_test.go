@@ -288,3 +288,50 @@ func waitDescribe(_ context.Context, e *flowfabric.Engine, id model.ExecutionID)
 	})
 	return s, err
 }
+
+// An operator's cancel in one process reaches the handler running in
+// another at once, over the lease notice, with a cause the handler can
+// test; the lease (10 minutes, renewed after 6 minutes) plays no part.
+func TestCancelReachesHandlerAcrossProcesses(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		newClient := b.server(t)
+		prefix := fmt.Sprintf("cancel%d", prefixSeq.Add(1))
+		workerSide := fastEngine(t, newStoreWith(t, newClient(), &Options{Prefix: prefix}))
+		operatorSide := fastEngine(t, newStoreWith(t, newClient(), &Options{Prefix: prefix}))
+		started := make(chan model.ExecutionID, 1)
+		cause := make(chan error, 1)
+		w := flowfabric.NewWorker(workerSide, &flowfabric.WorkerConfig{Lanes: []model.LaneID{"c"}, LeaseTTL: 10 * time.Minute})
+		flowfabric.AddHandler(w, flowfabric.HandlerFunc[job](func(ctx context.Context, task *flowfabric.Task[job]) error {
+			started <- task.ID
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return ctx.Err()
+		}))
+		if err := w.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Stop(context.Background()) })
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds a failing test
+		defer cancel()
+		r, err := operatorSide.Submit(ctx, job{N: 1}, &flowfabric.SubmitOpts{Lane: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatal("the handler did not start")
+		}
+		if err := operatorSide.Cancel(ctx, r.ID, "no longer wanted"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-cause:
+			if !errors.Is(err, flowfabric.ErrExecutionCancelled) || !errors.Is(err, flowfabric.ErrLeaseLost) {
+				t.Fatalf("handler context cause = %v, want ErrExecutionCancelled and ErrLeaseLost", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("the cancel did not reach the handler")
+		}
+	})
+}

@@ -1,0 +1,134 @@
+package flowfabric_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// logRecorder is a slog handler that keeps every record.
+type logRecorder struct {
+	mu   sync.Mutex
+	recs []string // "LEVEL message key=value ..."
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	l.mu.Lock()
+	l.recs = append(l.recs, b.String())
+	l.mu.Unlock()
+	return nil
+}
+
+// at returns the records of level lvl and above.
+func (l *logRecorder) at(lvl slog.Level) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.recs {
+		for _, name := range []string{"DEBUG", "INFO", "WARN", "ERROR"} {
+			var v slog.Level
+			_ = v.UnmarshalText([]byte(name))
+			if strings.HasPrefix(r, name+" ") && v >= lvl {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// A running handler learns that its execution was taken away (operator
+// cancel, revoke, attempt timeout) at once, with a cause it can test with
+// errors.Is, and not at the lease's next renewal: simulated time does not
+// move between the operator's call and the handler seeing it. An operator
+// cancel or revoke is logged as what it is, at Info, with no warning.
+func TestWorkerLeaseTakenAway(t *testing.T) {
+	cases := []struct {
+		name    string
+		opts    *flowfabric.SubmitOpts
+		act     func(h *flowfabrictest.Harness, id model.ExecutionID) error
+		want    error
+		logged  string
+		instant bool // the handler sees it at the very instant of the act
+	}{
+		{"Cancel", nil, func(h *flowfabrictest.Harness, id model.ExecutionID) error {
+			return h.Engine.Cancel(h.Ctx, id, "no longer wanted")
+		}, flowfabric.ErrExecutionCancelled, "INFO execution cancelled by operator", true},
+		{"Revoke", nil, func(h *flowfabrictest.Harness, id model.ExecutionID) error {
+			return h.Engine.RevokeLease(h.Ctx, id, "maintenance")
+		}, flowfabric.ErrLeaseRevoked, "INFO lease revoked", true},
+		{"AttemptTimeout", &flowfabric.SubmitOpts{AttemptTimeout: 5 * time.Second}, nil,
+			context.DeadlineExceeded, "INFO attempt timed out", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			logs := &logRecorder{}
+			h := flowfabrictest.New(t, &flowfabrictest.Options{Engine: &flowfabric.Config{
+				Logger: slog.New(logs),
+				Scanners: flowfabric.ScannerConfig{
+					LeaseExpiry: flowfabric.LeaseExpiryConfig{NoRecover: true},
+				},
+			}})
+			cause := make(chan error, 1)
+			var seenAt time.Time
+			g := newGate(h.Clock)
+			w := h.NewWorker(&flowfabric.WorkerConfig{LeaseTTL: 30 * time.Second})
+			flowfabric.AddHandler(w, flowfabric.HandlerFunc[blocker](func(ctx context.Context, t *flowfabric.Task[blocker]) error {
+				err := g.hold(ctx, t.Args.Key)
+				seenAt = h.Clock.Now()
+				cause <- err
+				return err
+			}))
+			h.StartWorker(w)
+			id := mustSubmit(t, h, blocker{Key: "x"}, c.opts)
+			<-g.startedCh("x")
+			start := h.Clock.Now()
+			if c.act != nil {
+				if err := c.act(h, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.RunUntil(func() bool { return len(cause) == 1 })
+			err := <-cause
+			if !errors.Is(err, flowfabric.ErrLeaseLost) || !errors.Is(err, c.want) {
+				t.Fatalf("handler context cause = %v, want ErrLeaseLost and %v", err, c.want)
+			}
+			renewal := start.Add(20 * time.Second)
+
+			if c.instant && !seenAt.Equal(start) {
+				t.Fatalf("handler saw it %s after the act, want at once", seenAt.Sub(start))
+			}
+			if !seenAt.Before(renewal) {
+				t.Fatalf("handler saw it at %s, the lease's renewal time", seenAt.Sub(start))
+			}
+			h.RunUntil(func() bool { return w.Running() == 0 })
+			if warns := logs.at(slog.LevelWarn); len(warns) > 0 {
+				t.Errorf("warnings logged:\n%s", strings.Join(warns, "\n"))
+			}
+			found := false
+			for _, r := range logs.at(slog.LevelInfo) {
+				found = found || strings.HasPrefix(r, c.logged)
+			}
+			if !found {
+				t.Errorf("no %q log; logs at info:\n%s", c.logged, strings.Join(logs.at(slog.LevelInfo), "\n"))
+			}
+		})
+	}
+}
