@@ -27,6 +27,7 @@ type Report struct {
 	S3       *S3Result  `json:"s3,omitempty"`
 	S4       *S4Result  `json:"s4,omitempty"`
 	S5       *S5Result  `json:"s5,omitempty"`
+	S6       *S6Result  `json:"s6,omitempty"`
 	Targets  []Target   `json:"targets"`
 	Glossary []string   `json:"definitions"`
 	// OtherCPU is the share of the machine used by processes outside the
@@ -69,6 +70,7 @@ var glossary = []string{
 	"S3: commands/s over an idle window after a warm-up (engine scanners at default intervals, 4 idle Workers, 256 partitions); the full sweep every partition gets every 30 s is measured separately and amortised. Idle wake: submit → handler start of a job submitted while the workers idle.",
 	"S4: one unblock pass over every partition with route-blocked executions that no live worker can serve; lease recovery: the lease-expiry scanner (default batch) run pass after pass until no due work remains.",
 	"Other load: CPU used on the host by processes outside the bench's process tree (the bench and the servers it started) during the phase, as a share of all cores; from /proc. Anything above a few percent means the numbers were disturbed.",
+	"S6: cancel latency: start of an operator's Engine.Cancel of a running execution → its handler's context done (4 Workers, default 30 s lease, so a renewal would take 20 s), beside the idle wake (submit → handler start) of the same jobs in the same run; 20–60 ms pauses between steps.",
 	"S5: bytes per queued execution − payload: for memstore the median of the Go heap (after GC) growth per execution over 5 equal fill steps, for the server (after − before)/queued of used_memory; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
 }
 
@@ -131,6 +133,18 @@ func computeTargets(r *Report) {
 				t.Detail = fmt.Sprintf("%d recovered in %.2f s (batch %d)", rec.Recovered, rec.Secs, rec.Batch)
 			} else {
 				t.Detail = rec.Error
+			}
+			r.Targets = append(r.Targets, t)
+		}
+	}
+	if s := r.S6; s != nil {
+		for _, run := range s.Runs {
+			t := Target{Name: fmt.Sprintf("S6 cancel → handler p50 / idle-wake p50 (%s)", run.Store), Value: run.Ratio, Op: "≤", Limit: 2}
+			if run.Error == "" {
+				t.Pass = boolp(run.Ratio <= 2 && run.OtherCauses == 0)
+				t.Detail = fmt.Sprintf("cancel p50 %.3f ms, p99 %.3f ms; idle wake p50 %.3f ms (n=%d)", run.Cancel.P50, run.Cancel.P99, run.Wake.P50, run.Cancel.N)
+			} else {
+				t.Detail = run.Error
 			}
 			r.Targets = append(r.Targets, t)
 		}
@@ -377,6 +391,19 @@ func (r *Report) markdown() string {
 			}
 			w("\n")
 		}
+	}
+
+	if s := r.S6; s != nil {
+		w("## S6 cancel latency (Engine.Cancel → handler context done)\n\n| store | cancel → handler p50 / p95 / p99 | idle wake p50 / p99 | cancel p50 / wake p50 | Cancel call p50 | n |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, run := range s.Runs {
+			if run.Error != "" {
+				w("| %s | error: %s | | | | |\n", run.Store, run.Error)
+				continue
+			}
+			w("| %s | **%.3f** / %.3f / %.3f ms | %.3f / %.3f ms | %.2f | %.3f ms | %d |\n", run.Store, run.Cancel.P50, run.Cancel.P95, run.Cancel.P99,
+				run.Wake.P50, run.Wake.P99, run.Ratio, run.CancelCall.P50, run.Cancel.N)
+		}
+		w("\n")
 	}
 
 	if s := r.S5; s != nil {

@@ -62,6 +62,14 @@ func (c *countingStore) WatchWork(lane model.LaneID, f func()) func() {
 	return func() {}
 }
 
+// WatchLeases implements model.LeaseNotifier when the wrapped store does.
+func (c *countingStore) WatchLeases(wi model.WorkerInstanceID, f func(model.LeaseNotice)) func() {
+	if n, ok := c.Store.(model.LeaseNotifier); ok {
+		return n.WatchLeases(wi, f)
+	}
+	return func() {}
+}
+
 func (c *countingStore) ExecutionCreate(ctx context.Context, p *model.ExecutionCreateParams) (*model.ExecutionCreateResult, error) {
 	c.count("ExecutionCreate")
 	return c.Store.ExecutionCreate(ctx, p)
@@ -130,7 +138,10 @@ func (c *countingStore) ExecutionRecover(ctx context.Context, p *model.Execution
 	return c.Store.ExecutionRecover(ctx, p)
 }
 
-var _ model.WorkNotifier = (*countingStore)(nil)
+var (
+	_ model.WorkNotifier  = (*countingStore)(nil)
+	_ model.LeaseNotifier = (*countingStore)(nil)
+)
 
 // ffSystem is flowfabric: the real engine (flowfabric.New, scanners
 // started at default intervals) and the real worker runtime
