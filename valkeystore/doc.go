@@ -34,8 +34,9 @@
 // script's error to the *model.Error memstore returns. Client and server
 // failures come back wrapped as "valkeystore: <script>: ...".
 //
-// The store implements model.WorkNotifier with pub/sub on P:work:<lane>;
-// notify.go describes the trade-offs.
+// The store implements model.WorkNotifier with pub/sub on P:work:<lane>
+// (notify.go describes the trade-offs) and model.LeaseNotifier with pub/sub
+// on P:lease:<instance> (lease_notify.go).
 //
 // Reads run as read-only scripts (EVALSHA_RO), which the client may retry
 // after a connection failure; a write that fails on the connection may or
