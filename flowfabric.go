@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,88 +16,22 @@ import (
 	"github.com/flowfabric/flowfabric/scan"
 )
 
-// Types shared with the model package, re-exported so most programs import
-// only flowfabric.
-type (
-	// Store is the state behind an engine: memstore.New or valkeystore.New.
-	Store = model.Store
-	// Clock is the engine's source of time.
-	Clock = model.Clock
-	// ExecutionID identifies an execution ("{fp:N}:<uuid>").
-	ExecutionID = model.ExecutionID
-	// LaneID names a lane (a queue).
-	LaneID = model.LaneID
-	// WorkerID names a logical worker.
-	WorkerID = model.WorkerID
-	// Kind names what an execution does.
-	Kind = model.Kind
-	// Snapshot is the full state of one execution.
-	Snapshot = model.ExecutionSnapshot
-	// Attempt is one attempt of an execution.
-	Attempt = model.Attempt
-	// LeaseEvent is one entry of an execution's lease history.
-	LeaseEvent = model.LeaseEvent
-	// PublicState is an execution's one-word state.
-	PublicState = model.PublicState
-	// RetryPolicy decides retries and their backoff.
-	RetryPolicy = model.RetryPolicy
-	// FailureCategory classifies a failure.
-	FailureCategory = model.FailureCategory
-	// Error is the engine's coded error type.
-	Error = model.Error
-	// TimerConfig tunes a timer scanner (interval, batch, sweep).
-	TimerConfig = scan.TimerConfig
-	// LeaseExpiryConfig tunes the lease-expiry scanner.
-	LeaseExpiryConfig = scan.LeaseExpiryConfig
-	// UnblockConfig tunes the unblock scanner.
-	UnblockConfig = scan.UnblockConfig
-)
-
-// Errors, for errors.Is.
-var (
-	ErrValidation          = model.ErrValidation
-	ErrNotFound            = model.ErrNotFound
-	ErrNotActive           = model.ErrNotActive
-	ErrNotTerminal         = model.ErrNotTerminal
-	ErrNotEligible         = model.ErrNotEligible
-	ErrNotReclaimable      = model.ErrNotReclaimable
-	ErrStaleLease          = model.ErrStaleLease
-	ErrLeaseExpired        = model.ErrLeaseExpired
-	ErrLeaseRevoked        = model.ErrLeaseRevoked
-	ErrMaxReplaysExhausted = model.ErrMaxReplaysExhausted
-	ErrResultNotFound      = model.ErrResultNotFound
-	ErrDuplicateWorker     = model.ErrDuplicateWorker
-	ErrCapabilityMismatch  = model.ErrCapabilityMismatch
-	ErrInvalidClaimGrant   = model.ErrInvalidClaimGrant
-	ErrClaimGrantExpired   = model.ErrClaimGrantExpired
-
-	// ErrWorkerAtCapacity: the worker holds MaxConcurrent tasks; a grant
-	// offered to it is left untouched.
-	ErrWorkerAtCapacity = errors.New("flowfabric: worker at capacity")
-	// ErrWorkerStopped: the worker is stopping or stopped.
-	ErrWorkerStopped = errors.New("flowfabric: worker stopped")
-	// ErrLeaseLost matches the cause of every task context cancelled
-	// because its lease was taken away (cancelled, revoked, timed out,
-	// expired, taken over); see Task for the specific causes.
-	ErrLeaseLost = errors.New("flowfabric: lease lost")
-)
-
 // Config configures an Engine. The zero value (or nil) means the defaults.
 type Config struct {
 	// Clock is the engine's time source (nil: the wall clock). Tests pass a
 	// *model.SimClock.
-	Clock model.Clock
+	Clock Clock
 	// Logger receives the engine's logs (nil: discarded).
 	Logger *slog.Logger
 	// Namespace scopes idempotency keys and the worker registry (default
 	// "default").
-	Namespace model.Namespace
+	Namespace Namespace
 	// Entropy is the source of new ids (nil: crypto/rand). Tests pass a
 	// seeded reader for reproducible ids.
 	Entropy io.Reader
 	// Lanes configures lanes by name; unlisted lanes use the defaults.
 	// Every process sharing a store must configure lanes the same way.
-	Lanes map[model.LaneID]LaneConfig
+	Lanes map[LaneID]LaneConfig
 	// Claim tunes the claim scheduler.
 	Claim ClaimConfig
 	// Scanners tunes the background scanners.
@@ -150,10 +83,10 @@ type ScannerConfig struct {
 // Engine is the embedded engine: submit and manage executions, run
 // workers, and run the background scanners. Create it with New.
 type Engine struct {
-	store model.Store
-	clock model.Clock
+	store Store
+	clock Clock
 	log   *slog.Logger
-	ns    model.Namespace
+	ns    Namespace
 	parts model.PartitionConfig
 	cfg   Config
 
@@ -161,7 +94,7 @@ type Engine struct {
 	entropy io.Reader
 
 	lanesMu sync.RWMutex
-	lanes   map[model.LaneID]LaneConfig
+	lanes   map[LaneID]LaneConfig
 
 	sched    *claim.Scheduler
 	runner   *scan.Runner
@@ -180,7 +113,7 @@ type Engine struct {
 
 // New returns an engine over store. A nil cfg means the defaults. It
 // panics when cfg is invalid, which is a programming error.
-func New(store model.Store, cfg *Config) *Engine {
+func New(store Store, cfg *Config) *Engine {
 	if store == nil {
 		panic("flowfabric: New with a nil store")
 	}
@@ -203,7 +136,7 @@ func New(store model.Store, cfg *Config) *Engine {
 	}
 	e := &Engine{
 		store: store, clock: c.Clock, log: c.Logger, ns: c.Namespace, parts: store.Partitions(),
-		cfg: c, entropy: c.Entropy, lanes: make(map[model.LaneID]LaneConfig),
+		cfg: c, entropy: c.Entropy, lanes: make(map[LaneID]LaneConfig),
 		watchers: make(map[int]*model.Signal),
 	}
 	for l, lc := range c.Lanes {
@@ -268,13 +201,13 @@ func (c *Config) validate() error {
 }
 
 // Store returns the engine's store.
-func (e *Engine) Store() model.Store { return e.store }
+func (e *Engine) Store() Store { return e.store }
 
 // Clock returns the engine's clock.
-func (e *Engine) Clock() model.Clock { return e.clock }
+func (e *Engine) Clock() Clock { return e.clock }
 
 // Namespace returns the engine's namespace.
-func (e *Engine) Namespace() model.Namespace { return e.ns }
+func (e *Engine) Namespace() Namespace { return e.ns }
 
 // Start starts the background scanners and returns at once. Workers are
 // started separately (Worker.Start). Cancelling ctx does not stop the
@@ -302,7 +235,7 @@ func (e *Engine) Scanners() []scan.Scanner { return e.runner.Scanners() }
 
 // RegisterLane configures a lane (see LaneConfig). Register lanes before
 // submitting to them; every process must agree.
-func (e *Engine) RegisterLane(lane model.LaneID, cfg LaneConfig) error {
+func (e *Engine) RegisterLane(lane LaneID, cfg LaneConfig) error {
 	if err := lane.Validate(); err != nil {
 		return err
 	}
@@ -313,17 +246,17 @@ func (e *Engine) RegisterLane(lane model.LaneID, cfg LaneConfig) error {
 }
 
 // Lanes returns the registered lanes.
-func (e *Engine) Lanes() map[model.LaneID]LaneConfig {
+func (e *Engine) Lanes() map[LaneID]LaneConfig {
 	e.lanesMu.RLock()
 	defer e.lanesMu.RUnlock()
-	out := make(map[model.LaneID]LaneConfig, len(e.lanes))
+	out := make(map[LaneID]LaneConfig, len(e.lanes))
 	for l, c := range e.lanes {
 		out[l] = c
 	}
 	return out
 }
 
-func (e *Engine) spread(lane model.LaneID) bool {
+func (e *Engine) spread(lane LaneID) bool {
 	e.lanesMu.RLock()
 	defer e.lanesMu.RUnlock()
 	return e.lanes[lane].Spread
@@ -372,7 +305,7 @@ func (e *Engine) watchTerminal(sig *model.Signal) (stop func()) {
 }
 
 // hint tells the scanners about a time something becomes due.
-func (e *Engine) hint(s scan.Hinter, id model.ExecutionID, at time.Time) {
+func (e *Engine) hint(s scan.Hinter, id ExecutionID, at time.Time) {
 	if !at.IsZero() {
 		s.Hint(id.Partition(), at)
 	}

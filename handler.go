@@ -50,7 +50,7 @@ type TaskInfo struct {
 	ID        ExecutionID
 	Kind      Kind
 	Lane      LaneID
-	Namespace model.Namespace
+	Namespace Namespace
 	Priority  int
 	Tags      map[string]string
 	CreatedAt time.Time
@@ -60,7 +60,7 @@ type TaskInfo struct {
 	// Attempt is the attempt's index (0 for the first) and AttemptType why
 	// it started (initial, retry, replay, reclaim).
 	Attempt     int
-	AttemptType model.AttemptType
+	AttemptType AttemptType
 	// Resumed is true when this attempt resumed after a Snooze.
 	Resumed bool
 	// RetryCount is how many retries came before this attempt.
@@ -76,7 +76,7 @@ type TaskInfo struct {
 }
 
 // Fence returns the full fence (lease id, epoch, attempt id) of the task.
-func (t *TaskInfo) Fence() model.Fence { return t.run.fence }
+func (t *TaskInfo) Fence() Fence { return t.run.fence }
 
 // SetResult sets the bytes stored when the handler returns nil.
 func (t *TaskInfo) SetResult(b []byte) { t.result = b }
@@ -103,7 +103,7 @@ func (t *TaskInfo) Progress(ctx context.Context, percent int, message string) er
 type outcome struct {
 	kind     outcomeKind
 	err      error
-	category model.FailureCategory
+	category FailureCategory
 	delay    time.Duration
 }
 
@@ -135,7 +135,7 @@ func Permanent(err error) error {
 
 // Fail fails the attempt with an explicit category. Categories other than
 // permanent, cancelled and payload_invalid retry per the policy.
-func Fail(category model.FailureCategory, err error) error {
+func Fail(category FailureCategory, err error) error {
 	return &outcome{kind: outcomeFail, err: err, category: category}
 }
 

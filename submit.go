@@ -27,7 +27,7 @@ type ArgsWithOpts interface {
 // defaults: lane "default", priority 0, run now, no retries.
 type SubmitOpts struct {
 	// Lane to run on (default "default").
-	Lane model.LaneID
+	Lane LaneID
 	// Priority in [0, 9000]; higher runs first. Values outside are clamped.
 	Priority int
 	// RunAt makes the execution eligible from then on. Delay is the same,
@@ -35,7 +35,7 @@ type SubmitOpts struct {
 	RunAt time.Time
 	Delay time.Duration
 	// RetryPolicy decides retries after failures (nil: none).
-	RetryPolicy *model.RetryPolicy
+	RetryPolicy *RetryPolicy
 	// MaxReclaims caps automatic crash recoveries (0: 1000).
 	MaxReclaims int
 	// MaxReplays caps replays (0: 10).
@@ -225,7 +225,7 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 	if runAt.IsZero() && o.Delay > 0 {
 		runAt = now.Add(o.Delay)
 	}
-	var retry model.RetryPolicy
+	var retry RetryPolicy
 	if o.RetryPolicy != nil {
 		retry = *o.RetryPolicy
 	}

@@ -67,7 +67,7 @@ type Options struct {
 type Harness struct {
 	T      testing.TB
 	Ctx    context.Context
-	Clock  *model.SimClock
+	Clock  *flowfabric.SimClock
 	Store  *memstore.Store
 	Engine *flowfabric.Engine
 
@@ -222,9 +222,9 @@ func (h *Harness) Advance(d time.Duration) {
 
 // WaitTerminal runs until execution id is terminal and returns its
 // snapshot.
-func (h *Harness) WaitTerminal(id model.ExecutionID) *model.ExecutionSnapshot {
+func (h *Harness) WaitTerminal(id flowfabric.ExecutionID) *flowfabric.Snapshot {
 	h.T.Helper()
-	var snap *model.ExecutionSnapshot
+	var snap *flowfabric.Snapshot
 	h.RunUntil(func() bool {
 		s, err := h.Engine.Describe(h.Ctx, id)
 		if err != nil {
@@ -239,9 +239,9 @@ func (h *Harness) WaitTerminal(id model.ExecutionID) *model.ExecutionSnapshot {
 // RunUntilIdle runs until every execution in the store is terminal, or
 // blocked waiting for a capable worker, and returns their snapshots. On
 // failure it lists the executions still pending.
-func (h *Harness) RunUntilIdle() []*model.ExecutionSnapshot {
+func (h *Harness) RunUntilIdle() []*flowfabric.Snapshot {
 	h.T.Helper()
-	var all []*model.ExecutionSnapshot
+	var all []*flowfabric.Snapshot
 	var pending []string
 	err := h.runUntil(func() bool {
 		all = h.Executions()
@@ -260,7 +260,7 @@ func (h *Harness) RunUntilIdle() []*model.ExecutionSnapshot {
 }
 
 // describe is a one-line summary of an execution for failure messages.
-func describe(s *model.ExecutionSnapshot) string {
+func describe(s *flowfabric.Snapshot) string {
 	line := fmt.Sprintf("%s kind=%s lane=%s %s phase=%s ownership=%s eligibility=%s attempts=%d epoch=%d",
 		s.ID, s.Kind, s.Lane, s.PublicState, s.State.LifecyclePhase, s.State.OwnershipState,
 		s.State.EligibilityState, s.TotalAttempts, s.LeaseEpoch)
@@ -275,11 +275,11 @@ func describe(s *model.ExecutionSnapshot) string {
 
 // Executions returns a snapshot of every execution, in partition and id
 // order.
-func (h *Harness) Executions() []*model.ExecutionSnapshot {
+func (h *Harness) Executions() []*flowfabric.Snapshot {
 	h.T.Helper()
-	var out []*model.ExecutionSnapshot
+	var out []*flowfabric.Snapshot
 	for p := range h.Engine.Partitions() {
-		var after model.ExecutionID
+		var after flowfabric.ExecutionID
 		for {
 			page, err := h.Engine.List(h.Ctx, &flowfabric.ListOpts{Partition: p, After: after, Limit: 1000})
 			if err != nil {
@@ -304,7 +304,7 @@ func (h *Harness) Executions() []*model.ExecutionSnapshot {
 // Submitted is one submitted execution of kind T with its decoded args.
 type Submitted[T flowfabric.Args] struct {
 	Args     T
-	Snapshot *model.ExecutionSnapshot
+	Snapshot *flowfabric.Snapshot
 }
 
 // FindSubmitted returns every execution of T's kind whose args satisfy
