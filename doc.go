@@ -5,7 +5,7 @@
 //
 //	engine := flowfabric.New(memstore.New(nil), nil)
 //	w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{Lanes: []flowfabric.LaneID{"default"}})
-//	flowfabric.AddHandler(w, flowfabric.HandlerFunc[SendEmail](func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
+//	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
 //		return send(ctx, t.Args.To)
 //	}))
 //	_ = engine.Start(ctx) // background scanners

@@ -51,7 +51,7 @@ func ExampleNewWorker() {
 	defer stop()
 
 	w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{WorkerID: "mailer"})
-	flowfabric.AddHandler(w, flowfabric.HandlerFunc[SendEmail](func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
 		t.SetResult([]byte("sent to " + t.Args.To))
 		return nil
 	}))
@@ -74,7 +74,7 @@ func ExampleRetryPolicy() {
 
 	var calls atomic.Int32
 	w := flowfabric.NewWorker(engine, nil)
-	flowfabric.AddHandler(w, flowfabric.HandlerFunc[SendEmail](func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
 		if calls.Add(1) < 3 {
 			return errors.New("smtp: try again later")
 		}
@@ -118,7 +118,7 @@ func Example_capabilityRouting() {
 	}{{"cpu-box", []string{"linux"}}, {"gpu-box", []string{"linux", "gpu"}}} {
 		name := spec.id
 		w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{WorkerID: name, Capabilities: spec.caps})
-		flowfabric.AddHandler(w, flowfabric.HandlerFunc[Render](func(ctx context.Context, t *flowfabric.Task[Render]) error {
+		flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Render]) error {
 			t.SetResult([]byte(string(name)))
 			return nil
 		}))

@@ -22,6 +22,16 @@ type HandlerFunc[T Args] func(ctx context.Context, task *Task[T]) error
 // Work implements Handler.
 func (f HandlerFunc[T]) Work(ctx context.Context, task *Task[T]) error { return f(ctx, task) }
 
+// WorkFunc returns a Handler that calls f. Unlike the conversion
+// HandlerFunc[T](f), it infers T from f:
+//
+//	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
+//		return send(ctx, t.Args.To)
+//	}))
+func WorkFunc[T Args](f func(ctx context.Context, task *Task[T]) error) Handler[T] {
+	return HandlerFunc[T](f)
+}
+
 // Task is one claimed execution handed to a handler.
 //
 // The handler's return decides the outcome: nil completes the execution

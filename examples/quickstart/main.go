@@ -94,13 +94,13 @@ func run(store flowfabric.Store) error {
 		w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{
 			WorkerID: flowfabric.WorkerID(name), Capabilities: caps, MaxConcurrent: 4,
 		})
-		flowfabric.AddHandler(w, flowfabric.HandlerFunc[SendEmail](func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
+		flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
 			if t.Args.To == "flaky@example.com" && flaky.Add(1) == 1 {
 				return errors.New("smtp: connection reset") // fails once; the retry succeeds
 			}
 			return t.SetResultJSON(map[string]string{"sent_to": t.Args.To})
 		}))
-		flowfabric.AddHandler(w, flowfabric.HandlerFunc[Render](func(ctx context.Context, t *flowfabric.Task[Render]) error {
+		flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Render]) error {
 			t.SetResult([]byte("rendered " + t.Args.Scene + " on " + name))
 			return nil
 		}))
@@ -119,13 +119,14 @@ func run(store flowfabric.Store) error {
 		label string
 		args  flowfabric.Args
 		opts  *flowfabric.SubmitOpts
+		want  flowfabric.PublicState
 	}
 	jobs := []job{
-		{"welcome email", SendEmail{To: "ada@example.com", Subject: "welcome"}, nil},
-		{"flaky email (retried)", SendEmail{To: "flaky@example.com", Subject: "hi"}, &flowfabric.SubmitOpts{RetryPolicy: retry}},
-		{"reminder (delayed 300ms)", SendEmail{To: "bob@example.com", Subject: "reminder"}, &flowfabric.SubmitOpts{Delay: 300 * time.Millisecond}},
-		{"newsletter (cancelled)", SendEmail{To: "all@example.com", Subject: "news"}, &flowfabric.SubmitOpts{Delay: time.Hour}},
-		{"gpu render (routed)", Render{Scene: "teapot"}, &flowfabric.SubmitOpts{RequiredCapabilities: []string{"gpu"}}},
+		{"welcome email", SendEmail{To: "ada@example.com", Subject: "welcome"}, nil, flowfabric.PublicCompleted},
+		{"flaky email (retried)", SendEmail{To: "flaky@example.com", Subject: "hi"}, &flowfabric.SubmitOpts{RetryPolicy: retry}, flowfabric.PublicCompleted},
+		{"reminder (delayed 300ms)", SendEmail{To: "bob@example.com", Subject: "reminder"}, &flowfabric.SubmitOpts{Delay: 300 * time.Millisecond}, flowfabric.PublicCompleted},
+		{"newsletter (cancelled)", SendEmail{To: "all@example.com", Subject: "news"}, &flowfabric.SubmitOpts{Delay: time.Hour}, flowfabric.PublicCancelled},
+		{"gpu render (routed)", Render{Scene: "teapot"}, &flowfabric.SubmitOpts{RequiredCapabilities: []string{"gpu"}}, flowfabric.PublicCompleted},
 	}
 	ids := make([]flowfabric.ExecutionID, len(jobs))
 	for i, j := range jobs {
@@ -157,6 +158,9 @@ func run(store flowfabric.Store) error {
 			line += " reason=" + snap.CancellationReason
 		}
 		fmt.Println(line)
+		if snap.PublicState != j.want {
+			return fmt.Errorf("%s: %s, want %s", j.label, snap.PublicState, j.want)
+		}
 	}
 	return nil
 }
