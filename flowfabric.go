@@ -36,10 +36,28 @@ type Config struct {
 	Claim ClaimConfig
 	// Scanners tunes the background scanners.
 	Scanners ScannerConfig
+	// DefaultRetryPolicy is the retry policy of executions submitted
+	// without one (neither in SubmitOpts nor in the args' SubmitOpts).
+	// nil means DefaultRetryPolicy(): 25 retries, exponential from 1s,
+	// capped at 1h. NoRetries() turns retries off engine-wide.
+	DefaultRetryPolicy *RetryPolicy
 	// OnActivity, if set, is called after this engine's workers or scanners
 	// change an execution. It must not block. flowfabrictest uses it.
 	OnActivity func()
 }
+
+// DefaultRetryPolicy returns the retry policy an engine applies when
+// Config.DefaultRetryPolicy is nil: 25 retries (River's and Asynq's
+// default), exponential backoff from 1s doubling each time, capped at 1h
+// between attempts. The last retry runs about 14 hours after the first
+// failure. Handlers that should not be retried return Permanent(err).
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{MaxRetries: 25, InitialDelay: time.Second, Multiplier: 2, MaxDelay: time.Hour}
+}
+
+// NoRetries returns a policy that never retries, for SubmitOpts.RetryPolicy
+// or Config.DefaultRetryPolicy.
+func NoRetries() *RetryPolicy { return &RetryPolicy{} }
 
 // LaneConfig configures one lane.
 type LaneConfig struct {
@@ -131,6 +149,13 @@ func New(store Store, cfg *Config) *Engine {
 	if c.Entropy == nil {
 		c.Entropy = rand.Reader
 	}
+	if c.DefaultRetryPolicy == nil {
+		p := DefaultRetryPolicy()
+		c.DefaultRetryPolicy = &p
+	} else {
+		p := *c.DefaultRetryPolicy // the caller may reuse its pointer
+		c.DefaultRetryPolicy = &p
+	}
 	if err := c.validate(); err != nil {
 		panic("flowfabric: invalid config: " + err.Error())
 	}
@@ -169,6 +194,11 @@ func New(store Store, cfg *Config) *Engine {
 func (c *Config) validate() error {
 	if err := c.Namespace.Validate(); err != nil {
 		return err
+	}
+	if c.DefaultRetryPolicy != nil {
+		if err := c.DefaultRetryPolicy.Validate(); err != nil {
+			return err
+		}
 	}
 	for l := range c.Lanes {
 		if err := l.Validate(); err != nil {

@@ -24,7 +24,9 @@ type ArgsWithOpts interface {
 }
 
 // SubmitOpts are per-submission options. The zero value (or nil) means the
-// defaults: lane "default", priority 0, run now, no retries.
+// defaults: lane "default", priority 0, run now, the engine's
+// Config.DefaultRetryPolicy (25 retries with exponential backoff unless
+// configured otherwise).
 type SubmitOpts struct {
 	// Lane to run on (default "default").
 	Lane LaneID
@@ -34,7 +36,8 @@ type SubmitOpts struct {
 	// relative to now; RunAt wins when both are set.
 	RunAt time.Time
 	Delay time.Duration
-	// RetryPolicy decides retries after failures (nil: none).
+	// RetryPolicy decides retries after failures (nil: the engine's
+	// Config.DefaultRetryPolicy; NoRetries(): none).
 	RetryPolicy *RetryPolicy
 	// MaxReclaims caps automatic crash recoveries (0: 1000).
 	MaxReclaims int
@@ -225,7 +228,7 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 	if runAt.IsZero() && o.Delay > 0 {
 		runAt = now.Add(o.Delay)
 	}
-	var retry RetryPolicy
+	retry := *e.cfg.DefaultRetryPolicy
 	if o.RetryPolicy != nil {
 		retry = *o.RetryPolicy
 	}

@@ -1,0 +1,72 @@
+package flowfabric_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/flowfabrictest"
+)
+
+type withRetryOpts struct{}
+
+func (withRetryOpts) Kind() string { return "with_retry_opts" }
+
+func (withRetryOpts) SubmitOpts() flowfabric.SubmitOpts {
+	return flowfabric.SubmitOpts{RetryPolicy: &flowfabric.RetryPolicy{MaxRetries: 3}}
+}
+
+// TestDefaultRetryPolicy: an execution submitted without a policy gets the
+// engine's default (25 retries unless configured); the args' options and
+// the submit's options override it, and NoRetries turns retries off.
+func TestDefaultRetryPolicy(t *testing.T) {
+	submitPolicy := func(t *testing.T, cfg *flowfabric.Config, args flowfabric.Args, opts *flowfabric.SubmitOpts) flowfabric.RetryPolicy {
+		t.Helper()
+		h := flowfabrictest.New(t, &flowfabrictest.Options{Engine: cfg})
+		res, err := h.Engine.Submit(h.Ctx, args, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := h.Engine.Describe(h.Ctx, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap.RetryPolicy
+	}
+	def := flowfabric.DefaultRetryPolicy()
+	if def.MaxRetries != 25 {
+		t.Fatalf("DefaultRetryPolicy().MaxRetries = %d, want 25", def.MaxRetries)
+	}
+	custom := &flowfabric.RetryPolicy{MaxRetries: 7, InitialDelay: 2 * time.Second}
+	for _, tc := range []struct {
+		name string
+		cfg  *flowfabric.Config
+		args flowfabric.Args
+		opts *flowfabric.SubmitOpts
+		want int
+	}{
+		{"zero config", nil, greet{}, nil, 25},
+		{"engine default", &flowfabric.Config{DefaultRetryPolicy: custom}, greet{}, nil, 7},
+		{"engine no retries", &flowfabric.Config{DefaultRetryPolicy: flowfabric.NoRetries()}, greet{}, nil, 0},
+		{"per kind", &flowfabric.Config{DefaultRetryPolicy: custom}, withRetryOpts{}, nil, 3},
+		{"per submit", &flowfabric.Config{DefaultRetryPolicy: custom}, withRetryOpts{}, &flowfabric.SubmitOpts{RetryPolicy: &flowfabric.RetryPolicy{MaxRetries: 1}}, 1},
+		{"per submit none", nil, greet{}, &flowfabric.SubmitOpts{RetryPolicy: flowfabric.NoRetries()}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := submitPolicy(t, tc.cfg, tc.args, tc.opts); got.MaxRetries != tc.want {
+				t.Errorf("MaxRetries = %d, want %d (policy %+v)", got.MaxRetries, tc.want, got)
+			}
+		})
+	}
+	// The engine copies the configured policy: changing it later changes nothing.
+	cfg := &flowfabric.Config{DefaultRetryPolicy: &flowfabric.RetryPolicy{MaxRetries: 2}}
+	h := flowfabrictest.New(t, &flowfabrictest.Options{Engine: cfg})
+	cfg.DefaultRetryPolicy.MaxRetries = 9
+	res, err := h.Engine.Submit(h.Ctx, greet{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := h.Engine.Describe(h.Ctx, res.ID); snap.RetryPolicy.MaxRetries != 2 {
+		t.Errorf("MaxRetries = %d after changing the config's policy, want 2", snap.RetryPolicy.MaxRetries)
+	}
+}
