@@ -1,6 +1,10 @@
 package flowfabric_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,5 +72,29 @@ func TestDefaultRetryPolicy(t *testing.T) {
 	}
 	if snap, _ := h.Engine.Describe(h.Ctx, res.ID); snap.RetryPolicy.MaxRetries != 2 {
 		t.Errorf("MaxRetries = %d after changing the config's policy, want 2", snap.RetryPolicy.MaxRetries)
+	}
+}
+
+// TestTaskInfoLastAttempt: a handler sees the retry limit and knows when a
+// failure is final.
+func TestTaskInfoLastAttempt(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	w := h.NewWorker(nil)
+	var seen []string
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[flaky]) error {
+		seen = append(seen, fmt.Sprintf("%d/%d last=%v", t.RetryCount, t.MaxRetries, t.LastAttempt()))
+		return errors.New("boom")
+	}))
+	h.StartWorker(w)
+	res, err := h.Engine.Submit(h.Ctx, flaky{}, &flowfabric.SubmitOpts{RetryPolicy: &flowfabric.RetryPolicy{MaxRetries: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap := h.WaitTerminal(res.ID); snap.PublicState != flowfabric.PublicFailed {
+		t.Fatalf("state %s", snap.PublicState)
+	}
+	want := []string{"0/2 last=false", "1/2 last=false", "2/2 last=true"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("handler saw %q, want %q", seen, want)
 	}
 }

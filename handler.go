@@ -73,8 +73,11 @@ type TaskInfo struct {
 	AttemptType AttemptType
 	// Resumed is true when this attempt resumed after a Snooze.
 	Resumed bool
-	// RetryCount is how many retries came before this attempt.
+	// RetryCount is how many retries came before this attempt, and
+	// MaxRetries the limit of the execution's retry policy. See
+	// LastAttempt.
 	RetryCount int
+	MaxRetries int
 	// LeaseEpoch is the fencing token of this attempt's lease: it grows with
 	// every acquisition, so downstream systems can reject writes from an
 	// older holder.
@@ -84,6 +87,12 @@ type TaskInfo struct {
 	run    *running
 	result []byte
 }
+
+// LastAttempt reports whether a failure of this attempt fails the
+// execution for good: no retries are left (RetryCount >= MaxRetries). A
+// crash recovery (AttemptReclaim) does not use up a retry, so the last
+// attempt may still run again if its worker dies.
+func (t *TaskInfo) LastAttempt() bool { return t.RetryCount >= t.MaxRetries }
 
 // Fence returns the full fence (lease id, epoch, attempt id) of the task.
 func (t *TaskInfo) Fence() Fence { return t.run.fence }

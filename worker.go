@@ -422,7 +422,7 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	info := &TaskInfo{
 		ID: c.ID, Kind: c.Kind, Lane: c.Lane, Namespace: c.Namespace, Priority: c.Priority,
 		Tags: c.Tags, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
-		AttemptType: c.AttemptType, Resumed: c.Resumed, RetryCount: c.RetryCount,
+		AttemptType: c.AttemptType, Resumed: c.Resumed, RetryCount: c.RetryCount, MaxRetries: c.MaxRetries,
 		LeaseEpoch: c.Lease.Epoch, w: w, run: r,
 	}
 	w.mu.Lock()

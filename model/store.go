@@ -384,8 +384,11 @@ type ClaimResult struct {
 	Payload []byte
 	// Tags is nil when the execution has none.
 	Tags map[string]string
-	// RetryCount is how many retries came before this attempt.
+	// RetryCount is how many retries came before this attempt, and
+	// MaxRetries the retry policy's limit: the attempt is the last one a
+	// failure leaves when RetryCount == MaxRetries.
 	RetryCount int
+	MaxRetries int
 	CreatedAt  time.Time
 	// TimeoutAt is when the attempt times out (zero: no attempt timeout).
 	TimeoutAt time.Time

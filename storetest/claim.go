@@ -18,7 +18,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 	t.Run("GrantThenClaim", func(t *testing.T) {
 		t.Parallel()
 		h := setup(t, newStore)
-		id := h.create(at(0), withTimeout(time.Minute), withDeadline(at(time.Hour)))
+		id := h.create(at(0), withTimeout(time.Minute), withDeadline(at(time.Hour)), withRetry(model.RetryPolicy{MaxRetries: 4}))
 		created := h.describe(id)
 
 		g := h.grant(id, wA, at(time.Second))
@@ -43,7 +43,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 		wantCR := &model.ClaimResult{
 			ID: id, Lease: lease, AttemptID: req.AttemptID, AttemptIndex: 0, AttemptType: model.AttemptInitial,
 			Namespace: nsA, Lane: laneA, Kind: kindA, Payload: []byte("payload"), CreatedAt: at(0),
-			TimeoutAt: at(2*time.Second + time.Minute),
+			TimeoutAt: at(2*time.Second + time.Minute), MaxRetries: 4,
 		}
 		if d := cmp.Diff(wantCR, cr, cmpOpts...); d != "" {
 			t.Fatalf("claim result (-want +got):\n%s", d)

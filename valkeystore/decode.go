@@ -50,6 +50,7 @@ func claimResult(r *reply) *model.ClaimResult {
 		Payload:      r.bytes("payload"),
 		Tags:         nilIfEmpty(r.strMap("tags")),
 		RetryCount:   r.int("retry_count"),
+		MaxRetries:   r.int("retry_max"),
 		CreatedAt:    r.time("created_at"),
 		TimeoutAt:    r.time("timeout_at"),
 	}

@@ -655,6 +655,7 @@ local function claim(e, r, now)
     'payload', redis.call('GET', e.k.base .. ':payload') or '',
     'tags', redis.call('HGETALL', e.k.base .. ':tags'),
     'retry_count', e.retry_count,
+    'retry_max', e.retry_max,
     'created_at', e.created_at,
     'timeout_at', e.timeout_at,
   }
