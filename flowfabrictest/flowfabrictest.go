@@ -221,19 +221,45 @@ func (h *Harness) Advance(d time.Duration) {
 }
 
 // WaitTerminal runs until execution id is terminal and returns its
-// snapshot.
+// snapshot. On failure it says what the execution is waiting on.
 func (h *Harness) WaitTerminal(id flowfabric.ExecutionID) *flowfabric.Snapshot {
 	h.T.Helper()
 	var snap *flowfabric.Snapshot
-	h.RunUntil(func() bool {
+	err := h.runUntil(func() bool {
 		s, err := h.Engine.Describe(h.Ctx, id)
 		if err != nil {
-			h.T.Fatalf("flowfabrictest: describe %s: %v", id, err)
+			h.T.Fatalf("flowfabrictest: wait terminal: %v", err)
 		}
 		snap = s
 		return s.PublicState.IsTerminal()
 	})
+	if err != nil {
+		h.T.Fatalf("%v; execution not terminal at %s, %s:\n%s", err, h.Clock.Now().Format(time.RFC3339),
+			waitingOn(snap), describe(snap))
+	}
 	return snap
+}
+
+// waitingOn says in words what keeps a non-terminal execution from
+// finishing.
+func waitingOn(s *flowfabric.Snapshot) string {
+	switch s.State.EligibilityState {
+	case model.BlockedByRoute:
+		return fmt.Sprintf("waiting for a worker with capabilities %v", s.RequiredCapabilities)
+	case model.NotEligibleUntilTime:
+		return "delayed until " + s.DelayUntil.Format(time.RFC3339)
+	}
+	switch s.PublicState {
+	case flowfabric.PublicActive:
+		if s.CurrentLease != nil {
+			return fmt.Sprintf("running on worker %s (lease until %s)", s.CurrentLease.WorkerInstanceID,
+				s.CurrentLease.ExpiresAt.Format(time.RFC3339))
+		}
+		return "active"
+	case flowfabric.PublicWaiting:
+		return fmt.Sprintf("waiting for a worker on lane %q to claim kind %q (is one started with a handler for it?)", s.Lane, s.Kind)
+	}
+	return "in state " + s.PublicState.String()
 }
 
 // RunUntilIdle runs until every execution in the store is terminal, or
@@ -248,7 +274,7 @@ func (h *Harness) RunUntilIdle() []*flowfabric.Snapshot {
 		pending = pending[:0]
 		for _, s := range all {
 			if !s.PublicState.IsTerminal() && s.State.EligibilityState != model.BlockedByRoute {
-				pending = append(pending, describe(s))
+				pending = append(pending, waitingOn(s)+": "+describe(s))
 			}
 		}
 		return len(pending) == 0

@@ -2,6 +2,8 @@ package flowfabrictest_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,7 +65,7 @@ func (f *fakeTB) Fatal(args ...any) {
 }
 func (f *fakeTB) Fatalf(format string, args ...any) {
 	f.failed = true
-	f.msg = format
+	f.msg = fmt.Sprintf(format, args...)
 	panic(f)
 }
 
@@ -99,5 +101,42 @@ func TestRunUntilBounded(t *testing.T) {
 	}
 	if h.Clock.Now().Before(flowfabrictest.DefaultStart.Add(time.Hour)) {
 		t.Fatalf("gave up at %s", h.Clock.Now())
+	}
+}
+
+// WaitTerminal's failure says what the execution waits on.
+func TestWaitTerminalSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts *flowfabric.SubmitOpts
+		want string
+	}{
+		{"no worker", nil, `waiting for a worker on lane "default" to claim kind "ping"`},
+		{"capability", &flowfabric.SubmitOpts{RequiredCapabilities: []string{"gpu"}}, "waiting for a worker with capabilities [gpu]"},
+		{"delayed", &flowfabric.SubmitOpts{Delay: 48 * time.Hour}, "delayed until"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := flowfabrictest.New(t, &flowfabrictest.Options{MaxSimulated: time.Hour})
+			if tc.opts != nil && tc.opts.RequiredCapabilities != nil {
+				// a worker without the capability parks the execution as blocked by route
+				w := h.NewWorker(nil)
+				flowfabric.AddHandler(w, flowfabric.WorkFunc(func(context.Context, *flowfabric.Task[ping]) error { return nil }))
+				h.StartWorker(w)
+			}
+			res, err := h.Engine.Submit(h.Ctx, ping{N: 1}, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fake := &fakeTB{TB: t}
+			h.T = fake
+			func() {
+				defer func() { _ = recover() }()
+				h.WaitTerminal(res.ID)
+			}()
+			h.T = t
+			if !fake.failed || !strings.Contains(fake.msg, tc.want) {
+				t.Fatalf("WaitTerminal failed=%v with %q, want it to say %q", fake.failed, fake.msg, tc.want)
+			}
+		})
 	}
 }
