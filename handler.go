@@ -88,14 +88,30 @@ type TaskInfo struct {
 	result []byte
 }
 
+// newTaskInfo is what the handler of claim c, run by w as r, is told.
+func newTaskInfo(c *model.ClaimResult, w *Worker, r *running) *TaskInfo {
+	return &TaskInfo{
+		ID: c.ID, Kind: c.Kind, Lane: c.Lane, Namespace: c.Namespace, Priority: c.Priority,
+		Tags: c.Tags, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
+		AttemptType: c.AttemptType, Resumed: c.Resumed, RetryCount: c.RetryCount, MaxRetries: c.MaxRetries,
+		LeaseEpoch: c.Lease.Epoch, w: w, run: r,
+	}
+}
+
 // LastAttempt reports whether a failure of this attempt fails the
 // execution for good: no retries are left (RetryCount >= MaxRetries). A
 // crash recovery (AttemptReclaim) does not use up a retry, so the last
 // attempt may still run again if its worker dies.
 func (t *TaskInfo) LastAttempt() bool { return t.RetryCount >= t.MaxRetries }
 
-// Fence returns the full fence (lease id, epoch, attempt id) of the task.
-func (t *TaskInfo) Fence() Fence { return t.run.fence }
+// Fence returns the full fence (lease id, epoch, attempt id) of the task;
+// zero for a TaskInfo built by hand.
+func (t *TaskInfo) Fence() Fence {
+	if t.run == nil {
+		return Fence{}
+	}
+	return t.run.fence
+}
 
 // SetResult sets the bytes stored when the handler returns nil.
 func (t *TaskInfo) SetResult(b []byte) { t.result = b }
@@ -110,8 +126,13 @@ func (t *TaskInfo) SetResultJSON(v any) error {
 	return nil
 }
 
-// Progress records progress (0–100) and a message on the execution.
+// Progress records progress (0–100) and a message on the execution. On a
+// TaskInfo built by hand (a unit test that calls a handler directly, not
+// through a worker or Work) it records nothing and returns nil.
 func (t *TaskInfo) Progress(ctx context.Context, percent int, message string) error {
+	if t.w == nil || t.run == nil {
+		return nil
+	}
 	_, err := t.w.engine.store.ExecutionUpdateProgress(ctx, &model.ExecutionUpdateProgressParams{
 		ID: t.ID, Fence: t.run.fence, Percent: percent, Message: message, Now: t.w.engine.clock.Now(),
 	})
@@ -195,14 +216,18 @@ func AddHandler[T Args](w *Worker, h Handler[T]) {
 // AddHandlerSafe registers h for the kind of T on w.
 func AddHandlerSafe[T Args](w *Worker, h Handler[T]) error {
 	var zero T
-	kind := Kind(zero.Kind())
-	return w.addHandler(kind, func(ctx context.Context, info *TaskInfo) error {
+	return w.addHandler(Kind(zero.Kind()), typedEntry(h))
+}
+
+// typedEntry decodes the payload into T and calls h.
+func typedEntry[T Args](h Handler[T]) handlerEntry {
+	return func(ctx context.Context, info *TaskInfo) error {
 		var args T
 		if err := json.Unmarshal(info.Payload, &args); err != nil {
 			return errPayload{err}
 		}
 		return h.Work(ctx, &Task[T]{Args: args, TaskInfo: info})
-	})
+	}
 }
 
 // HandleRaw registers a handler for kind that receives the raw payload.

@@ -419,12 +419,7 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 		w.renewWake.Notify()
 	}
 	w.checkEarlyNotice(r)
-	info := &TaskInfo{
-		ID: c.ID, Kind: c.Kind, Lane: c.Lane, Namespace: c.Namespace, Priority: c.Priority,
-		Tags: c.Tags, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
-		AttemptType: c.AttemptType, Resumed: c.Resumed, RetryCount: c.RetryCount, MaxRetries: c.MaxRetries,
-		LeaseEpoch: c.Lease.Epoch, w: w, run: r,
-	}
+	info := newTaskInfo(c, w, r)
 	w.mu.Lock()
 	h := w.handlers[c.Kind]
 	w.mu.Unlock()

@@ -397,3 +397,20 @@ func argsOf[T flowfabric.Args](s []Submitted[T]) []any {
 	}
 	return out
 }
+
+// Work runs handler once, inline on the test goroutine, on a new
+// execution of args submitted with opts, with a real lease and TaskInfo,
+// records its outcome as a worker would, and returns it (see
+// flowfabric.Work). It fails the test when the run itself fails (a bad
+// submit, a claim refused); the handler's own error is WorkResult.Err.
+//
+//	res := flowfabrictest.Work(h, welcomeHandler, SendEmail{To: "ada@example.com"}, nil)
+//	if res.Err != nil { t.Fatal(res.Err) }
+func Work[T flowfabric.Args](h *Harness, handler flowfabric.Handler[T], args T, opts *flowfabric.SubmitOpts) *flowfabric.WorkResult {
+	h.T.Helper()
+	res, err := flowfabric.Work(h.Ctx, h.Engine, handler, args, opts)
+	if err != nil {
+		h.T.Fatalf("flowfabrictest: work: %v", err)
+	}
+	return res
+}

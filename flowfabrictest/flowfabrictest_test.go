@@ -2,6 +2,7 @@ package flowfabrictest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -138,5 +139,88 @@ func TestWaitTerminalSaysWhy(t *testing.T) {
 				t.Fatalf("WaitTerminal failed=%v with %q, want it to say %q", fake.failed, fake.msg, tc.want)
 			}
 		})
+	}
+}
+
+type mail struct {
+	To string `json:"to"`
+}
+
+func (mail) Kind() string { return "mail" }
+
+// Work runs one handler inline with a real TaskInfo and reports every kind
+// of outcome.
+func TestWork(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	handler := flowfabric.WorkFunc(func(ctx context.Context, task *flowfabric.Task[mail]) error {
+		if err := task.Progress(ctx, 50, "halfway"); err != nil {
+			return err
+		}
+		switch task.Args.To {
+		case "ok":
+			task.SetResult([]byte("sent"))
+			return nil
+		case "snooze":
+			return flowfabric.Snooze(time.Minute)
+		case "cancel":
+			return flowfabric.Cancel(errors.New("unsubscribed"))
+		case "permanent":
+			return flowfabric.Permanent(errors.New("bad address"))
+		case "panic":
+			panic("boom")
+		}
+		return fmt.Errorf("attempt %d/%d (epoch %d)", task.RetryCount, task.MaxRetries, task.LeaseEpoch)
+	})
+	for _, tc := range []struct {
+		to    string
+		check func(t *testing.T, r *flowfabric.WorkResult)
+	}{
+		{"ok", func(t *testing.T, r *flowfabric.WorkResult) {
+			if !r.Completed || r.Err != nil || string(r.Result) != "sent" || r.Snapshot.PublicState != flowfabric.PublicCompleted {
+				t.Fatalf("%+v", r)
+			}
+			if r.Snapshot.ProgressPercent != 50 || r.Snapshot.ProgressMessage != "halfway" {
+				t.Fatalf("progress %d %q", r.Snapshot.ProgressPercent, r.Snapshot.ProgressMessage)
+			}
+		}},
+		{"snooze", func(t *testing.T, r *flowfabric.WorkResult) {
+			if !r.Snoozed || r.SnoozeFor != time.Minute || r.Snapshot.PublicState != flowfabric.PublicDelayed {
+				t.Fatalf("%+v", r)
+			}
+		}},
+		{"cancel", func(t *testing.T, r *flowfabric.WorkResult) {
+			if !r.Cancelled || r.Snapshot.PublicState != flowfabric.PublicCancelled {
+				t.Fatalf("%+v", r)
+			}
+		}},
+		{"permanent", func(t *testing.T, r *flowfabric.WorkResult) {
+			if r.FailureCategory != flowfabric.FailurePermanent || r.Snapshot.PublicState != flowfabric.PublicFailed {
+				t.Fatalf("%+v", r)
+			}
+		}},
+		{"panic", func(t *testing.T, r *flowfabric.WorkResult) {
+			if r.FailureCategory != flowfabric.FailurePanic || r.Snapshot.PublicState != flowfabric.PublicDelayed {
+				t.Fatalf("%+v", r)
+			}
+		}},
+		{"transient", func(t *testing.T, r *flowfabric.WorkResult) {
+			if r.FailureCategory != flowfabric.FailureTransient || r.Err == nil || r.Err.Error() != "attempt 0/25 (epoch 1)" ||
+				r.Snapshot.PublicState != flowfabric.PublicDelayed || r.Snapshot.RetryCount != 1 {
+				t.Fatalf("%+v", r)
+			}
+		}},
+	} {
+		t.Run(tc.to, func(t *testing.T) { tc.check(t, flowfabrictest.Work(h, handler, mail{To: tc.to}, nil)) })
+	}
+}
+
+// A handler called directly with a hand-built Task can report progress.
+func TestHandBuiltTaskProgress(t *testing.T) {
+	task := &flowfabric.Task[mail]{Args: mail{To: "x"}, TaskInfo: &flowfabric.TaskInfo{}}
+	if err := task.Progress(context.Background(), 10, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if !task.Fence().IsZero() {
+		t.Fatal("fence of a hand-built task")
 	}
 }
