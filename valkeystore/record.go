@@ -63,8 +63,8 @@ var recordFields = []recordField{
 	sfield("blocking_reason"), sfield("blocking_detail"), sfield("terminal_outcome"), sfield("attempt_state"),
 	nfield("last_mutation_at"), nfield("last_transition_at"), nfield("started_at"), nfield("terminal_at"),
 	nfield("delay_until"),
-	// policy, limits and counters
-	cold(nfield("retry_max")), cold(sfield("retry_backoff")), cold(nfield("retry_delay_ms")),
+	// policy, limits and counters (retry_max is hot: every claim returns it)
+	nfield("retry_max"), cold(sfield("retry_backoff")), cold(nfield("retry_delay_ms")),
 	cold(nfield("retry_initial_ms")), cold(sfield("retry_multiplier")), cold(nfield("retry_max_delay_ms")),
 	nfield("retry_count"), cold(nfield("max_reclaims")), cold(nfield("reclaim_count")),
 	cold(nfield("max_replays")), cold(nfield("replay_count")), nfield("attempt_timeout"),
