@@ -576,11 +576,11 @@ func TestScenario11CapabilityIngress(t *testing.T) {
 		flowfabric.AddHandler(w, greetHandler())
 		err := w.Start(h.Ctx)
 		var me *model.Error
-		if !errors.Is(err, model.ErrValidation) || !errors.As(err, &me) || me.Field != "capabilities" {
+		if !errors.Is(err, model.ErrValidation) || !errors.As(err, &me) || me.Field != "Capabilities" {
 			t.Errorf("worker caps %q: %v", caps, err)
 		}
 		_, err = h.Engine.Submit(h.Ctx, greet{}, &flowfabric.SubmitOpts{RequiredCapabilities: caps})
-		if !errors.As(err, &me) || me.Field != "required_capabilities" {
+		if !errors.As(err, &me) || me.Field != "RequiredCapabilities" {
 			t.Errorf("required caps %q: %v", caps, err)
 		}
 	}

@@ -211,21 +211,21 @@ func (c *Config) validate() error {
 		return err
 	}
 	for name, tc := range map[string]scan.TimerConfig{
-		"scanners.lease_expiry": c.Scanners.LeaseExpiry.TimerConfig, "scanners.delayed_promoter": c.Scanners.DelayedPromoter,
-		"scanners.attempt_timeout": c.Scanners.AttemptTimeout, "scanners.execution_deadline": c.Scanners.ExecutionDeadline,
+		"Scanners.LeaseExpiry": c.Scanners.LeaseExpiry.TimerConfig, "Scanners.DelayedPromoter": c.Scanners.DelayedPromoter,
+		"Scanners.AttemptTimeout": c.Scanners.AttemptTimeout, "Scanners.ExecutionDeadline": c.Scanners.ExecutionDeadline,
 	} {
 		if err := tc.Validate(name); err != nil {
 			return err
 		}
 	}
 	if u := c.Scanners.Unblock; u.Interval < 0 || u.Batch < 0 || u.Batch > model.MaxPageSize {
-		return model.InvalidField("scanners.unblock", "out_of_range")
+		return model.InvalidField("Scanners.Unblock", "out_of_range")
 	}
 	if c.Scanners.WorkerExpiryInterval < 0 {
-		return model.InvalidField("scanners.worker_expiry_interval", "out_of_range")
+		return model.InvalidField("Scanners.WorkerExpiryInterval", "out_of_range")
 	}
 	if c.Scanners.SweepInterval < 0 {
-		return model.InvalidField("scanners.sweep_interval", "out_of_range")
+		return model.InvalidField("Scanners.SweepInterval", "out_of_range")
 	}
 	return nil
 }

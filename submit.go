@@ -179,11 +179,11 @@ func (e *Engine) SubmitMany(ctx context.Context, batch []SubmitParams) ([]*Submi
 
 func encodeArgs(args Args) (Kind, []byte, SubmitOpts, error) {
 	if args == nil {
-		return "", nil, SubmitOpts{}, model.InvalidField("args", "nil")
+		return "", nil, SubmitOpts{}, model.InvalidField("Args", "nil")
 	}
 	payload, err := json.Marshal(args)
 	if err != nil {
-		return "", nil, SubmitOpts{}, &model.Error{Code: model.CodeInvalidInput, Field: "args", Detail: "json: " + err.Error()}
+		return "", nil, SubmitOpts{}, &model.Error{Code: model.CodeInvalidInput, Field: "Args", Detail: "json: " + err.Error()}
 	}
 	var d SubmitOpts
 	if w, ok := args.(ArgsWithOpts); ok {
@@ -210,7 +210,7 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 	if err := lane.Validate(); err != nil {
 		return nil, err
 	}
-	caps, err := model.ParseCapabilities("required_capabilities", o.RequiredCapabilities)
+	caps, err := model.ParseCapabilities("RequiredCapabilities", o.RequiredCapabilities)
 	if err != nil {
 		return nil, err
 	}

@@ -164,22 +164,22 @@ func (w *Worker) validate() (model.Capabilities, error) {
 	}
 	for _, l := range c.Lanes {
 		if err := l.Validate(); err != nil {
-			return nil, &model.Error{Code: model.CodeInvalidInput, Field: "lanes", Detail: string(l)}
+			return nil, &model.Error{Code: model.CodeInvalidInput, Field: "Lanes", Detail: string(l)}
 		}
 	}
-	caps, err := model.ParseCapabilities("capabilities", c.Capabilities)
+	caps, err := model.ParseCapabilities("Capabilities", c.Capabilities)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case c.MaxConcurrent < 1:
-		return nil, model.InvalidField("max_concurrent", "out_of_range")
+		return nil, model.InvalidField("MaxConcurrent", "out_of_range")
 	case c.LeaseTTL < 10*time.Millisecond || 2*c.LeaseTTL > model.MaxLeaseTTL:
-		return nil, model.InvalidField("lease_ttl", "out_of_range")
+		return nil, model.InvalidField("LeaseTTL", "out_of_range")
 	case c.PollInterval < 0:
-		return nil, model.InvalidField("poll_interval", "out_of_range")
+		return nil, model.InvalidField("PollInterval", "out_of_range")
 	case c.DrainTimeout < 0:
-		return nil, model.InvalidField("drain_timeout", "out_of_range")
+		return nil, model.InvalidField("DrainTimeout", "out_of_range")
 	}
 	return caps, nil
 }

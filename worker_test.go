@@ -206,11 +206,11 @@ func TestWorkerDuplicateInstance(t *testing.T) {
 func TestWorkerConfigValidation(t *testing.T) {
 	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true})
 	for field, cfg := range map[string]*flowfabric.WorkerConfig{
-		"max_concurrent": {MaxConcurrent: -1},
-		"lease_ttl":      {LeaseTTL: time.Millisecond},
-		"lanes":          {Lanes: []model.LaneID{"bad lane"}},
-		"worker_id":      {WorkerID: "a{b}"},
-		"capabilities":   {Capabilities: []string{"x,y"}},
+		"MaxConcurrent": {MaxConcurrent: -1},
+		"LeaseTTL":      {LeaseTTL: time.Millisecond},
+		"Lanes":         {Lanes: []model.LaneID{"bad lane"}},
+		"WorkerID":      {WorkerID: "a{b}"},
+		"Capabilities":  {Capabilities: []string{"x,y"}},
 	} {
 		w := flowfabric.NewWorker(h.Engine, cfg)
 		flowfabric.AddHandler(w, greetHandler())

@@ -79,13 +79,13 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.ScanLimit < 1 || c.ScanLimit > model.MaxPageSize:
-		return model.InvalidField("claim.scan_limit", "out_of_range")
+		return model.InvalidField("Claim.ScanLimit", "out_of_range")
 	case c.ProbePartitions < 1:
-		return model.InvalidField("claim.probe_partitions", "out_of_range")
+		return model.InvalidField("Claim.ProbePartitions", "out_of_range")
 	case c.RotateEvery < 0:
-		return model.InvalidField("claim.rotate_every", "out_of_range")
+		return model.InvalidField("Claim.RotateEvery", "out_of_range")
 	case c.LiveCapsTTL < 0:
-		return model.InvalidField("claim.live_caps_ttl", "out_of_range")
+		return model.InvalidField("Claim.LiveCapsTTL", "out_of_range")
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (o *Outcome) LeftWork() bool { return o.Skipped > 0 || o.Partial }
 // hold a concurrency permit: the claim is made at once.
 func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 	if len(req.Lanes) == 0 {
-		return nil, model.InvalidField("lanes", "empty")
+		return nil, model.InvalidField("Lanes", "empty")
 	}
 	live, err := s.LiveCapabilities(ctx)
 	if err != nil {

@@ -42,7 +42,7 @@ func (f *fixture) ids() (model.LeaseID, model.AttemptID) {
 
 func (f *fixture) create(part int, lane model.LaneID, prio int, req ...string) model.ExecutionID {
 	f.t.Helper()
-	caps, _ := model.ParseCapabilities("required_capabilities", req)
+	caps, _ := model.ParseCapabilities("RequiredCapabilities", req)
 	id := model.NewExecutionID(part, f.uuid())
 	if _, err := f.store.ExecutionCreate(f.ctx, &model.ExecutionCreateParams{ID: id, Namespace: "default",
 		Lane: lane, Kind: "k", Priority: prio, RequiredCapabilities: caps, Now: f.clock.Now()}); err != nil {
@@ -54,7 +54,7 @@ func (f *fixture) create(part int, lane model.LaneID, prio int, req ...string) m
 
 func (f *fixture) register(instance string, caps ...string) {
 	f.t.Helper()
-	c, _ := model.ParseCapabilities("capabilities", caps)
+	c, _ := model.ParseCapabilities("Capabilities", caps)
 	if _, err := f.store.WorkerRegister(f.ctx, &model.WorkerRegisterParams{Namespace: "default", WorkerID: "w",
 		WorkerInstanceID: model.WorkerInstanceID(instance), SessionID: "s", Lanes: []model.LaneID{"l"},
 		Capabilities: c, TTL: time.Hour, Now: f.clock.Now()}); err != nil {
@@ -63,7 +63,7 @@ func (f *fixture) register(instance string, caps ...string) {
 }
 
 func (f *fixture) request(instance string, caps ...string) *claim.Request {
-	c, _ := model.ParseCapabilities("capabilities", caps)
+	c, _ := model.ParseCapabilities("Capabilities", caps)
 	return &claim.Request{Lanes: []model.LaneID{"l"}, WorkerID: "w",
 		WorkerInstanceID: model.WorkerInstanceID(instance), Capabilities: c, LeaseTTL: time.Minute, NewIDs: f.ids}
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -127,12 +128,17 @@ func ClassOf(c Code) Class {
 // work with errors.Is; ErrValidation matches every validation error.
 type Error struct {
 	Code Code
-	// Field names the offending input for validation errors ("lane",
-	// "retry_policy.max_retries", "required_capabilities").
+	// Field names the offending input of a validation error by its Go
+	// field path ("Lane", "RetryPolicy.InitialDelay",
+	// "RequiredCapabilities").
 	Field string
 	// Detail carries the spec's detail text: the reason of a validation
 	// error, the sorted missing capabilities of a mismatch, and so on.
 	Detail string
+	// Got is the rejected value of a validation error, when it can be
+	// shown; Want says what is accepted ("1ms..24h", "1..1000"). Both are
+	// for people: errors.Is ignores them.
+	Got, Want string
 	// State is set on execution_not_active: the execution's state when the
 	// operation was refused, so a caller can tell a replay of its own
 	// terminal operation from somebody else's.
@@ -158,6 +164,21 @@ func (e *Error) Error() string {
 	if e.Detail != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Detail)
+	}
+	if e.Got != "" || e.Want != "" {
+		b.WriteString(" (")
+		if e.Got != "" {
+			b.WriteString("got ")
+			b.WriteString(e.Got)
+		}
+		if e.Got != "" && e.Want != "" {
+			b.WriteString("; ")
+		}
+		if e.Want != "" {
+			b.WriteString("want ")
+			b.WriteString(e.Want)
+		}
+		b.WriteString(")")
 	}
 	if e.State != nil {
 		b.WriteString(" (phase=")
@@ -247,6 +268,12 @@ func invalidField(field, reason string) *Error {
 
 // InvalidField returns a validation error (code invalid_input) naming field.
 func InvalidField(field, reason string) *Error { return invalidField(field, reason) }
+
+// OutOfRange returns an invalid_input error for field with reason
+// out_of_range, the rejected value and the accepted range.
+func OutOfRange(field string, got any, want string) *Error {
+	return &Error{Code: CodeInvalidInput, Field: field, Detail: "out_of_range", Got: fmt.Sprint(got), Want: want}
+}
 
 // CodeOf returns the code of err if it wraps an *Error, else "".
 func CodeOf(err error) Code {

@@ -23,11 +23,11 @@ func TestErrorIs(t *testing.T) {
 		t.Fatal("a non-*Error target must not match")
 	}
 
-	lane := InvalidField("lane", "empty")
-	if !errors.Is(lane, ErrInvalidInput) || !errors.Is(lane, &Error{Code: CodeInvalidInput, Field: "lane"}) {
+	lane := InvalidField("Lane", "empty")
+	if !errors.Is(lane, ErrInvalidInput) || !errors.Is(lane, &Error{Code: CodeInvalidInput, Field: "Lane"}) {
 		t.Fatal("a target without a field matches any field; one with a field matches that field")
 	}
-	if errors.Is(lane, &Error{Code: CodeInvalidInput, Field: "kind"}) {
+	if errors.Is(lane, &Error{Code: CodeInvalidInput, Field: "Kind"}) {
 		t.Fatal("a target naming another field must not match")
 	}
 
@@ -60,11 +60,11 @@ func TestInvalidBlockingReasonIsValidation(t *testing.T) {
 	now := time.UnixMilli(1735689600000)
 	cfg := PartitionConfig{}
 	err := (&ExecutionBlockParams{ID: id, Reason: WaitingForWorker, Now: now}).Validate(cfg)
-	if e := requireValidation(t, err, "reason"); e.Code != CodeInvalidBlockingReason {
+	if e := requireValidation(t, err, "Reason"); e.Code != CodeInvalidBlockingReason {
 		t.Fatal(err)
 	}
 	err = (&ExecutionUnblockParams{ID: id, ExpectedReason: 0, Now: now}).Validate(cfg)
-	requireValidation(t, err, "expected_reason")
+	requireValidation(t, err, "ExpectedReason")
 }
 
 func TestErrorText(t *testing.T) {
@@ -74,7 +74,7 @@ func TestErrorText(t *testing.T) {
 		want string
 	}{
 		{&Error{Code: CodeExecutionNotFound}, "execution_not_found"},
-		{InvalidField("lane", "empty"), "invalid_input: lane: empty"},
+		{InvalidField("Lane", "empty"), "invalid_input: Lane: empty"},
 		{NewError(CodeCapabilityMismatch, "gpu"), "capability_mismatch: gpu"},
 		{&Error{Code: CodeExecutionNotActive, State: &NotActiveState{
 			LifecyclePhase: PhaseTerminal, TerminalOutcome: OutcomeSuccess, LeaseEpoch: 3}},

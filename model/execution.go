@@ -40,19 +40,19 @@ func CheckFence(src Source, f Fence) error {
 	switch src {
 	case SourceWorker:
 		if f.IsZero() {
-			return &Error{Code: CodeFenceRequired, Field: "fence"}
+			return &Error{Code: CodeFenceRequired, Field: "Fence"}
 		}
 		if !f.IsComplete() {
-			return &Error{Code: CodePartialFenceTriple, Field: "fence"}
+			return &Error{Code: CodePartialFenceTriple, Field: "Fence"}
 		}
 		return nil
 	case SourceOperator:
 		if !f.IsZero() {
-			return invalidField("fence", "not_allowed_for_operator")
+			return invalidField("Fence", "not_allowed_for_operator")
 		}
 		return nil
 	}
-	return invalidField("source", "unknown")
+	return invalidField("Source", "unknown")
 }
 
 // Lease is a worker's time-limited ownership of an execution.

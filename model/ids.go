@@ -16,7 +16,7 @@ type UUID [16]byte
 func ParseUUID(s string) (UUID, error) {
 	var u UUID
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return u, invalidField("uuid", "malformed")
+		return u, invalidField("UUID", "malformed")
 	}
 	j := 0
 	for i := 0; i < 36; {
@@ -27,14 +27,14 @@ func ParseUUID(s string) (UUID, error) {
 		hi, ok1 := fromHex(s[i])
 		lo, ok2 := fromHex(s[i+1])
 		if !ok1 || !ok2 {
-			return UUID{}, invalidField("uuid", "malformed")
+			return UUID{}, invalidField("UUID", "malformed")
 		}
 		u[j] = hi<<4 | lo
 		j++
 		i += 2
 	}
 	if u.IsZero() {
-		return UUID{}, invalidField("uuid", "malformed")
+		return UUID{}, invalidField("UUID", "malformed")
 	}
 	return u, nil
 }
@@ -101,20 +101,20 @@ func NewExecutionID(partition int, u UUID) ExecutionID {
 func ParseExecutionID(s string) (ExecutionID, error) {
 	rest, ok := strings.CutPrefix(s, "{fp:")
 	if !ok {
-		return ExecutionID{}, invalidField("execution_id", "malformed")
+		return ExecutionID{}, invalidField("ID", "malformed")
 	}
 	num, u, ok := strings.Cut(rest, "}:")
 	if !ok || num == "" || len(num) > 5 || (len(num) > 1 && num[0] == '0') ||
 		strings.IndexFunc(num, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
-		return ExecutionID{}, invalidField("execution_id", "malformed")
+		return ExecutionID{}, invalidField("ID", "malformed")
 	}
 	n, err := strconv.Atoi(num)
 	if err != nil || n < 0 || n >= MaxPartitions {
-		return ExecutionID{}, invalidField("execution_id", "partition_out_of_range")
+		return ExecutionID{}, invalidField("ID", "partition_out_of_range")
 	}
 	id, err := ParseUUID(u)
 	if err != nil {
-		return ExecutionID{}, invalidField("execution_id", "malformed")
+		return ExecutionID{}, invalidField("ID", "malformed")
 	}
 	return ExecutionID{uuid: id, part: uint16(n)}, nil
 }
@@ -295,30 +295,30 @@ func validName(field, s string, maxLen int, lowerOnly bool) error {
 }
 
 // Validate checks the lane alphabet and length.
-func (l LaneID) Validate() error { return validName("lane", string(l), 64, false) }
+func (l LaneID) Validate() error { return validName("Lane", string(l), 64, false) }
 
 // Validate checks the worker id alphabet and length.
-func (w WorkerID) Validate() error { return validName("worker_id", string(w), 128, false) }
+func (w WorkerID) Validate() error { return validName("WorkerID", string(w), 128, false) }
 
 // Validate checks the worker instance id alphabet and length.
 func (w WorkerInstanceID) Validate() error {
-	return validName("worker_instance_id", string(w), 128, false)
+	return validName("WorkerInstanceID", string(w), 128, false)
 }
 
 // Validate checks the namespace alphabet and length.
-func (n Namespace) Validate() error { return validName("namespace", string(n), 64, true) }
+func (n Namespace) Validate() error { return validName("Namespace", string(n), 64, true) }
 
 // Validate checks that the kind is 1–128 bytes of printable ASCII without spaces.
 func (k Kind) Validate() error {
 	if k == "" {
-		return invalidField("kind", "empty")
+		return invalidField("Kind", "empty")
 	}
 	if len(k) > 128 {
-		return invalidField("kind", "too_long")
+		return invalidField("Kind", "too_long")
 	}
 	for i := 0; i < len(k); i++ {
 		if k[i] <= ' ' || k[i] >= 0x7f {
-			return invalidField("kind", "bad_character")
+			return invalidField("Kind", "bad_character")
 		}
 	}
 	return nil

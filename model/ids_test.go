@@ -42,7 +42,7 @@ func TestParseUUID(t *testing.T) {
 		"0123abcd-4567-89ef-0123-456789abcde\u00e9"[:36], " 123abcd-4567-89ef-0123-456789abcdef",
 	} {
 		_, err := ParseUUID(s)
-		requireValidation(t, err, "uuid")
+		requireValidation(t, err, "UUID")
 	}
 	if (UUID{}).String() != "" || !(UUID{}).IsZero() {
 		t.Fatal("the zero UUID must print as empty and be zero")
@@ -117,7 +117,7 @@ func TestExecutionID(t *testing.T) {
 		{"{fp:7}:00000000-0000-0000-0000-000000000000", "malformed"},
 	} {
 		_, err := ParseExecutionID(tc.in)
-		e := requireValidation(t, err, "execution_id")
+		e := requireValidation(t, err, "ID")
 		if e.Detail != tc.detail {
 			t.Errorf("ParseExecutionID(%q): detail %q, want %q", tc.in, e.Detail, tc.detail)
 		}
@@ -171,11 +171,11 @@ var names = []struct {
 	re    *regexp.Regexp
 	parse func(string) error
 }{
-	{"lane", regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`), func(s string) error { _, err := ParseLaneID(s); return err }},
-	{"worker_id", regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`), func(s string) error { _, err := ParseWorkerID(s); return err }},
-	{"worker_instance_id", regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`), func(s string) error { _, err := ParseWorkerInstanceID(s); return err }},
-	{"namespace", regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`), func(s string) error { _, err := ParseNamespace(s); return err }},
-	{"kind", regexp.MustCompile(`^[!-~]{1,128}$`), func(s string) error { _, err := ParseKind(s); return err }},
+	{"Lane", regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`), func(s string) error { _, err := ParseLaneID(s); return err }},
+	{"WorkerID", regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`), func(s string) error { _, err := ParseWorkerID(s); return err }},
+	{"WorkerInstanceID", regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`), func(s string) error { _, err := ParseWorkerInstanceID(s); return err }},
+	{"Namespace", regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`), func(s string) error { _, err := ParseNamespace(s); return err }},
+	{"Kind", regexp.MustCompile(`^[!-~]{1,128}$`), func(s string) error { _, err := ParseKind(s); return err }},
 }
 
 func TestNames(t *testing.T) {
@@ -185,13 +185,13 @@ func TestNames(t *testing.T) {
 		ok   map[string]bool
 		desc string
 	}{
-		{"default", map[string]bool{"lane": true, "worker_id": true, "worker_instance_id": true, "namespace": true, "kind": true}, "plain"},
-		{"Emails.v2-x_y", map[string]bool{"lane": true, "worker_id": true, "worker_instance_id": true, "kind": true}, "upper case"},
-		{"email.send:v1", map[string]bool{"kind": true}, "colon"},
+		{"default", map[string]bool{"Lane": true, "WorkerID": true, "WorkerInstanceID": true, "Namespace": true, "Kind": true}, "plain"},
+		{"Emails.v2-x_y", map[string]bool{"Lane": true, "WorkerID": true, "WorkerInstanceID": true, "Kind": true}, "upper case"},
+		{"email.send:v1", map[string]bool{"Kind": true}, "colon"},
 		{"", nil, "empty"},
 		{"a b", nil, "space"},
-		{"{fp:1}", map[string]bool{"kind": true}, "braces"},
-		{strings.Repeat("a", 65), map[string]bool{"worker_id": true, "worker_instance_id": true, "kind": true}, "65 bytes"},
+		{"{fp:1}", map[string]bool{"Kind": true}, "braces"},
+		{strings.Repeat("a", 65), map[string]bool{"WorkerID": true, "WorkerInstanceID": true, "Kind": true}, "65 bytes"},
 		{strings.Repeat("a", 129), nil, "129 bytes"},
 		{"é", nil, "non-ASCII"},
 	} {
@@ -228,7 +228,7 @@ func FuzzParseExecutionID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := ParseExecutionID(s)
 		if err != nil {
-			requireValidation(t, err, "execution_id")
+			requireValidation(t, err, "ID")
 			return
 		}
 		// The only non-canonical form accepted is an upper-case uuid.
@@ -265,7 +265,7 @@ func FuzzParseUUID(f *testing.F) {
 			}
 		}
 		if err != nil {
-			requireValidation(t, err, "uuid")
+			requireValidation(t, err, "UUID")
 			return
 		}
 		if u.IsZero() || u.String() != strings.ToLower(s) {

@@ -105,10 +105,10 @@ func (c PartitionConfig) QuotaPartition(q QuotaID) int {
 // CheckExecutionID verifies that id's partition exists in this config.
 func (c PartitionConfig) CheckExecutionID(id ExecutionID) error {
 	if id.IsZero() {
-		return invalidField("execution_id", "empty")
+		return invalidField("ID", "empty")
 	}
 	if id.Partition() >= c.WithDefaults().FlowPartitions {
-		return invalidField("execution_id", "partition_out_of_range")
+		return invalidField("ID", "partition_out_of_range")
 	}
 	return nil
 }

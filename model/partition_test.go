@@ -110,10 +110,10 @@ func TestCheckExecutionID(t *testing.T) {
 	if err := c.CheckExecutionID(NewExecutionID(3, u)); err != nil {
 		t.Fatal(err)
 	}
-	if e := requireValidation(t, c.CheckExecutionID(NewExecutionID(4, u)), "execution_id"); e.Detail != "partition_out_of_range" {
+	if e := requireValidation(t, c.CheckExecutionID(NewExecutionID(4, u)), "ID"); e.Detail != "partition_out_of_range" {
 		t.Fatal(e)
 	}
-	if e := requireValidation(t, c.CheckExecutionID(ExecutionID{}), "execution_id"); e.Detail != "empty" {
+	if e := requireValidation(t, c.CheckExecutionID(ExecutionID{}), "ID"); e.Detail != "empty" {
 		t.Fatal(e)
 	}
 }

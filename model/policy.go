@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -113,19 +114,19 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 // Validate checks the policy and names the first bad field.
 func (p RetryPolicy) Validate() error {
 	bad := func(field, reason string) error {
-		return &Error{Code: CodeInvalidPolicy, Field: "retry_policy." + field, Detail: reason}
+		return &Error{Code: CodeInvalidPolicy, Field: "RetryPolicy." + field, Detail: reason}
 	}
 	if p.MaxRetries < 0 || p.MaxRetries > MaxRetries {
-		return bad("max_retries", "out_of_range")
+		return bad("MaxRetries", "out_of_range")
 	}
 	if p.Backoff > BackoffFixed {
-		return bad("backoff", "unknown")
+		return bad("Backoff", "unknown")
 	}
 	d := p.WithDefaults()
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"delay_ms", p.Delay}, {"initial_delay_ms", p.InitialDelay}, {"max_delay_ms", p.MaxDelay}} {
+	}{{"Delay", p.Delay}, {"InitialDelay", p.InitialDelay}, {"MaxDelay", p.MaxDelay}} {
 		if f.v < 0 || f.v > MaxPolicyDelay {
 			return bad(f.name, "out_of_range")
 		}
@@ -134,10 +135,10 @@ func (p RetryPolicy) Validate() error {
 		}
 	}
 	if p.Multiplier != p.Multiplier || p.Multiplier < 0 || (p.Multiplier != 0 && p.Multiplier < 1) || p.Multiplier > 100 {
-		return bad("multiplier", "out_of_range")
+		return bad("Multiplier", "out_of_range")
 	}
 	if d.MaxDelay < d.InitialDelay {
-		return bad("max_delay_ms", "below_initial_delay")
+		return bad("MaxDelay", "below_initial_delay")
 	}
 	return nil
 }
@@ -173,6 +174,12 @@ type retryPolicyJSON struct {
 	MaxDelayMs     *int64   `json:"max_delay_ms"`
 }
 
+// retryPolicyGoNames maps the JSON keys to the Go fields errors name.
+var retryPolicyGoNames = map[string]string{
+	"max_retries": "MaxRetries", "backoff": "Backoff", "delay_ms": "Delay",
+	"initial_delay_ms": "InitialDelay", "multiplier": "Multiplier", "max_delay_ms": "MaxDelay",
+}
+
 // ParseRetryPolicyJSON parses the JSON form
 //
 //	{"max_retries":3,"backoff":"exponential","initial_delay_ms":1000,"multiplier":2,"max_delay_ms":60000}
@@ -185,17 +192,17 @@ func ParseRetryPolicyJSON(b []byte) (RetryPolicy, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		field := "retry_policy"
+		field := "RetryPolicy"
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			field += "." + te.Field
+			field += "." + cmp.Or(retryPolicyGoNames[te.Field], te.Field)
 		} else if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			field += "." + strings.Trim(f, `"`)
 		}
 		return RetryPolicy{}, &Error{Code: CodeInvalidPolicy, Field: field, Detail: "malformed"}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return RetryPolicy{}, &Error{Code: CodeInvalidPolicy, Field: "retry_policy", Detail: "trailing_data"}
+		return RetryPolicy{}, &Error{Code: CodeInvalidPolicy, Field: "RetryPolicy", Detail: "trailing_data"}
 	}
 	var p RetryPolicy
 	ms := func(field string, v *int64) (time.Duration, error) {
@@ -203,7 +210,7 @@ func ParseRetryPolicyJSON(b []byte) (RetryPolicy, error) {
 			return 0, nil
 		}
 		if *v < 0 || *v > MaxPolicyDelay.Milliseconds() {
-			return 0, &Error{Code: CodeInvalidPolicy, Field: "retry_policy." + field, Detail: "out_of_range"}
+			return 0, &Error{Code: CodeInvalidPolicy, Field: "RetryPolicy." + field, Detail: "out_of_range"}
 		}
 		return time.Duration(*v) * time.Millisecond, nil
 	}
@@ -217,17 +224,17 @@ func ParseRetryPolicyJSON(b []byte) (RetryPolicy, error) {
 		case "fixed":
 			p.Backoff = BackoffFixed
 		default:
-			return RetryPolicy{}, &Error{Code: CodeInvalidPolicy, Field: "retry_policy.backoff", Detail: "unknown"}
+			return RetryPolicy{}, &Error{Code: CodeInvalidPolicy, Field: "RetryPolicy.Backoff", Detail: "unknown"}
 		}
 	}
 	var err error
-	if p.Delay, err = ms("delay_ms", w.DelayMs); err != nil {
+	if p.Delay, err = ms("Delay", w.DelayMs); err != nil {
 		return RetryPolicy{}, err
 	}
-	if p.InitialDelay, err = ms("initial_delay_ms", w.InitialDelayMs); err != nil {
+	if p.InitialDelay, err = ms("InitialDelay", w.InitialDelayMs); err != nil {
 		return RetryPolicy{}, err
 	}
-	if p.MaxDelay, err = ms("max_delay_ms", w.MaxDelayMs); err != nil {
+	if p.MaxDelay, err = ms("MaxDelay", w.MaxDelayMs); err != nil {
 		return RetryPolicy{}, err
 	}
 	if w.Multiplier != nil {
@@ -364,7 +371,7 @@ func (c Capabilities) SubsetOf(have Capabilities) bool { return len(c.Missing(ha
 // printable ASCII without spaces) and the size limits.
 func ValidateTags(tags map[string]string) error {
 	if len(tags) > MaxTags {
-		return &Error{Code: CodeInvalidInput, Field: "tags", Detail: "too_many_tags"}
+		return &Error{Code: CodeInvalidInput, Field: "Tags", Detail: "too_many_tags"}
 	}
 	// Keys in sorted order, so that the error (which names the key) does not
 	// depend on map iteration order.
@@ -379,10 +386,10 @@ func ValidateTags(tags map[string]string) error {
 			return err
 		}
 		if len(v) > MaxTagValueBytes {
-			return &Error{Code: CodeInvalidInput, Field: "tags", Detail: "value_too_long:" + k}
+			return &Error{Code: CodeInvalidInput, Field: "Tags", Detail: "value_too_long:" + k}
 		}
 		if !utf8.ValidString(v) {
-			return &Error{Code: CodeInvalidInput, Field: "tags", Detail: "value_invalid_utf8:" + k}
+			return &Error{Code: CodeInvalidInput, Field: "Tags", Detail: "value_invalid_utf8:" + k}
 		}
 	}
 	return nil
@@ -395,7 +402,7 @@ func ValidateTagKey(k string) error {
 		if len(d) > 64 || !utf8.ValidString(d) {
 			d = "<invalid>"
 		}
-		return &Error{Code: CodeInvalidTagKey, Field: "tags", Detail: d}
+		return &Error{Code: CodeInvalidTagKey, Field: "Tags", Detail: d}
 	}
 	if len(k) > MaxTagKeyBytes || len(k) < 3 || k[0] < 'a' || k[0] > 'z' {
 		return bad()
@@ -434,14 +441,14 @@ func ValidateIdempotencyKey(k string) error {
 		return nil
 	}
 	if len(k) > MaxIdempotencyKeyBytes {
-		return invalidField("idempotency_key", "too_long")
+		return invalidField("IdempotencyKey", "too_long")
 	}
 	if !utf8.ValidString(k) {
-		return invalidField("idempotency_key", "invalid_utf8")
+		return invalidField("IdempotencyKey", "invalid_utf8")
 	}
 	for _, r := range k {
 		if unicode.IsControl(r) {
-			return invalidField("idempotency_key", "control_character")
+			return invalidField("IdempotencyKey", "control_character")
 		}
 	}
 	return nil
@@ -482,12 +489,12 @@ func (c FailureCategory) Retryable() bool {
 // [a-z0-9_]. Unknown well-formed categories are accepted and retried.
 func ValidateFailureCategory(c FailureCategory) error {
 	if len(c) > 64 {
-		return invalidField("failure_category", "too_long")
+		return invalidField("FailureCategory", "too_long")
 	}
 	for i := 0; i < len(c); i++ {
 		ch := c[i]
 		if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '_') {
-			return invalidField("failure_category", "bad_character")
+			return invalidField("FailureCategory", "bad_character")
 		}
 	}
 	return nil

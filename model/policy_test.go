@@ -102,19 +102,19 @@ func TestRetryPolicyValidate(t *testing.T) {
 		p             RetryPolicy
 		field, detail string
 	}{
-		{RetryPolicy{MaxRetries: -1}, "retry_policy.max_retries", "out_of_range"},
-		{RetryPolicy{MaxRetries: MaxRetries + 1}, "retry_policy.max_retries", "out_of_range"},
-		{RetryPolicy{Backoff: 2}, "retry_policy.backoff", "unknown"},
-		{RetryPolicy{Delay: -time.Millisecond}, "retry_policy.delay_ms", "out_of_range"},
-		{RetryPolicy{Delay: 1500 * time.Microsecond}, "retry_policy.delay_ms", "not_whole_milliseconds"},
-		{RetryPolicy{InitialDelay: MaxPolicyDelay + time.Millisecond}, "retry_policy.initial_delay_ms", "out_of_range"},
-		{RetryPolicy{MaxDelay: time.Nanosecond}, "retry_policy.max_delay_ms", "not_whole_milliseconds"},
-		{RetryPolicy{Multiplier: 0.5}, "retry_policy.multiplier", "out_of_range"},
-		{RetryPolicy{Multiplier: 100.5}, "retry_policy.multiplier", "out_of_range"},
-		{RetryPolicy{Multiplier: -1}, "retry_policy.multiplier", "out_of_range"},
-		{RetryPolicy{Multiplier: math.NaN()}, "retry_policy.multiplier", "out_of_range"},
-		{RetryPolicy{InitialDelay: 2 * time.Second, MaxDelay: time.Second}, "retry_policy.max_delay_ms", "below_initial_delay"},
-		{RetryPolicy{InitialDelay: 2 * time.Minute}, "retry_policy.max_delay_ms", "below_initial_delay"},
+		{RetryPolicy{MaxRetries: -1}, "RetryPolicy.MaxRetries", "out_of_range"},
+		{RetryPolicy{MaxRetries: MaxRetries + 1}, "RetryPolicy.MaxRetries", "out_of_range"},
+		{RetryPolicy{Backoff: 2}, "RetryPolicy.Backoff", "unknown"},
+		{RetryPolicy{Delay: -time.Millisecond}, "RetryPolicy.Delay", "out_of_range"},
+		{RetryPolicy{Delay: 1500 * time.Microsecond}, "RetryPolicy.Delay", "not_whole_milliseconds"},
+		{RetryPolicy{InitialDelay: MaxPolicyDelay + time.Millisecond}, "RetryPolicy.InitialDelay", "out_of_range"},
+		{RetryPolicy{MaxDelay: time.Nanosecond}, "RetryPolicy.MaxDelay", "not_whole_milliseconds"},
+		{RetryPolicy{Multiplier: 0.5}, "RetryPolicy.Multiplier", "out_of_range"},
+		{RetryPolicy{Multiplier: 100.5}, "RetryPolicy.Multiplier", "out_of_range"},
+		{RetryPolicy{Multiplier: -1}, "RetryPolicy.Multiplier", "out_of_range"},
+		{RetryPolicy{Multiplier: math.NaN()}, "RetryPolicy.Multiplier", "out_of_range"},
+		{RetryPolicy{InitialDelay: 2 * time.Second, MaxDelay: time.Second}, "RetryPolicy.MaxDelay", "below_initial_delay"},
+		{RetryPolicy{InitialDelay: 2 * time.Minute}, "RetryPolicy.MaxDelay", "below_initial_delay"},
 	} {
 		err := tc.p.Validate()
 		e := requireValidation(t, err, tc.field)
@@ -147,20 +147,20 @@ func TestParseRetryPolicyJSON(t *testing.T) {
 		t.Fatalf("empty object: %+v %v", p, err)
 	}
 	for _, tc := range []struct{ in, field, detail string }{
-		{`{"max_retries":3,"jitter":true}`, "retry_policy.jitter", "malformed"},
-		{`{"max_retries":"3"}`, "retry_policy.max_retries", "malformed"},
-		{`{"max_retries":1.5}`, "retry_policy.max_retries", "malformed"},
-		{`{"delay_ms":-1}`, "retry_policy.delay_ms", "out_of_range"},
-		{`{"initial_delay_ms":2592000001}`, "retry_policy.initial_delay_ms", "out_of_range"},
-		{`{"max_delay_ms":true}`, "retry_policy.max_delay_ms", "malformed"},
-		{`{"max_retries":1001}`, "retry_policy.max_retries", "out_of_range"},
-		{`{"backoff":"linear"}`, "retry_policy.backoff", "unknown"},
-		{`{"multiplier":0.5}`, "retry_policy.multiplier", "out_of_range"},
-		{`{"initial_delay_ms":5000,"max_delay_ms":1000}`, "retry_policy.max_delay_ms", "below_initial_delay"},
-		{`{"max_retries":1} {}`, "retry_policy", "trailing_data"},
-		{`{"max_retries":1`, "retry_policy", "malformed"},
-		{`[1]`, "retry_policy", "malformed"},
-		{``, "retry_policy", "malformed"},
+		{`{"max_retries":3,"jitter":true}`, "RetryPolicy.jitter", "malformed"},
+		{`{"max_retries":"3"}`, "RetryPolicy.MaxRetries", "malformed"},
+		{`{"max_retries":1.5}`, "RetryPolicy.MaxRetries", "malformed"},
+		{`{"delay_ms":-1}`, "RetryPolicy.Delay", "out_of_range"},
+		{`{"initial_delay_ms":2592000001}`, "RetryPolicy.InitialDelay", "out_of_range"},
+		{`{"max_delay_ms":true}`, "RetryPolicy.MaxDelay", "malformed"},
+		{`{"max_retries":1001}`, "RetryPolicy.MaxRetries", "out_of_range"},
+		{`{"backoff":"linear"}`, "RetryPolicy.Backoff", "unknown"},
+		{`{"multiplier":0.5}`, "RetryPolicy.Multiplier", "out_of_range"},
+		{`{"initial_delay_ms":5000,"max_delay_ms":1000}`, "RetryPolicy.MaxDelay", "below_initial_delay"},
+		{`{"max_retries":1} {}`, "RetryPolicy", "trailing_data"},
+		{`{"max_retries":1`, "RetryPolicy", "malformed"},
+		{`[1]`, "RetryPolicy", "malformed"},
+		{``, "RetryPolicy", "malformed"},
 	} {
 		_, err := ParseRetryPolicyJSON([]byte(tc.in))
 		e := requireValidation(t, err, tc.field)
@@ -186,7 +186,7 @@ func TestRetryPolicyJSON(t *testing.T) {
 		t.Fatalf("UnmarshalJSON: %+v %v", holder.P, err)
 	}
 	err = json.Unmarshal([]byte(`{"P":{"max_retries":-4}}`), &holder)
-	requireValidation(t, err, "retry_policy.max_retries")
+	requireValidation(t, err, "RetryPolicy.MaxRetries")
 }
 
 // relevant clears the fields the policy's backoff kind does not use, which
@@ -213,7 +213,7 @@ func FuzzParseRetryPolicyJSON(f *testing.F) {
 		p, err := ParseRetryPolicyJSON(b)
 		if err != nil {
 			e := requireValidation(t, err, "")
-			if e.Code != CodeInvalidPolicy || !strings.HasPrefix(e.Field, "retry_policy") {
+			if e.Code != CodeInvalidPolicy || !strings.HasPrefix(e.Field, "RetryPolicy") {
 				t.Fatalf("%q: %v", b, err)
 			}
 			return
@@ -242,24 +242,24 @@ func FuzzParseRetryPolicyJSON(f *testing.F) {
 
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
-	c, err := ParseCapabilities("capabilities", []string{"x86", "gpu", "x86", "é-ok", "gpu"})
+	c, err := ParseCapabilities("Capabilities", []string{"x86", "gpu", "x86", "é-ok", "gpu"})
 	if err != nil || !slices.Equal(c, Capabilities{"gpu", "x86", "é-ok"}) {
 		t.Fatalf("sort and dedupe: %q %v", c, err)
 	}
 	if c.CSV() != "gpu,x86,é-ok" {
 		t.Fatalf("CSV() = %q", c.CSV())
 	}
-	if c, err := ParseCapabilities("capabilities", nil); err != nil || c != nil {
+	if c, err := ParseCapabilities("Capabilities", nil); err != nil || c != nil {
 		t.Fatalf("empty: %q %v", c, err)
 	}
 	many := make([]string, MaxCapabilityTokens)
 	for i := range many {
 		many[i] = string(rune('a'+i%26)) + string(rune('a'+i/26))
 	}
-	if _, err := ParseCapabilities("capabilities", many); err != nil {
+	if _, err := ParseCapabilities("Capabilities", many); err != nil {
 		t.Fatalf("%d distinct tokens: %v", len(many), err)
 	}
-	if _, err := ParseCapabilities("capabilities", append(slices.Clone(many), many...)); err != nil {
+	if _, err := ParseCapabilities("Capabilities", append(slices.Clone(many), many...)); err != nil {
 		t.Fatalf("duplicates count once: %v", err)
 	}
 	// 4096 bytes joined: 8 tokens of 511 bytes and 7 commas = 4095; one more byte is 4096.
@@ -268,7 +268,7 @@ func TestCapabilities(t *testing.T) {
 		exact[i] = strings.Repeat(string(rune('a'+i)), 511)
 	}
 	exact[0] += "z"
-	if _, err := ParseCapabilities("capabilities", exact); err != nil {
+	if _, err := ParseCapabilities("Capabilities", exact); err != nil {
 		t.Fatalf("exactly %d bytes: %v", MaxCapabilityBytes, err)
 	}
 	for _, tc := range []struct {
@@ -288,24 +288,24 @@ func TestCapabilities(t *testing.T) {
 		{append(slices.Clone(exact), "q"), "too_many_bytes"},
 		{[]string{strings.Repeat("a", MaxCapabilityBytes+1)}, "too_many_bytes"},
 	} {
-		_, err := ParseCapabilities("required_capabilities", tc.tokens)
-		e := requireValidation(t, err, "required_capabilities")
+		_, err := ParseCapabilities("RequiredCapabilities", tc.tokens)
+		e := requireValidation(t, err, "RequiredCapabilities")
 		if e.Code != CodeInvalidCapabilities || e.Detail != tc.detail {
 			t.Errorf("%.40q: %v, want %s", tc.tokens, err, tc.detail)
 		}
 	}
-	if c, err := ParseCapabilityCSV("capabilities", ""); err != nil || c != nil {
+	if c, err := ParseCapabilityCSV("Capabilities", ""); err != nil || c != nil {
 		t.Fatalf("empty CSV: %q %v", c, err)
 	}
-	if c, err := ParseCapabilityCSV("capabilities", "b,a,b"); err != nil || !slices.Equal(c, Capabilities{"a", "b"}) {
+	if c, err := ParseCapabilityCSV("Capabilities", "b,a,b"); err != nil || !slices.Equal(c, Capabilities{"a", "b"}) {
 		t.Fatalf("CSV: %q %v", c, err)
 	}
-	_, err = ParseCapabilityCSV("capabilities", "a,,b")
-	if e := requireValidation(t, err, "capabilities"); e.Detail != "empty_token" {
+	_, err = ParseCapabilityCSV("Capabilities", "a,,b")
+	if e := requireValidation(t, err, "Capabilities"); e.Detail != "empty_token" {
 		t.Fatalf("a,,b: %v", err)
 	}
-	_, err = ParseCapabilityCSV("capabilities", strings.Repeat("a,", 2049))
-	if e := requireValidation(t, err, "capabilities"); e.Detail != "too_many_bytes" {
+	_, err = ParseCapabilityCSV("Capabilities", strings.Repeat("a,", 2049))
+	if e := requireValidation(t, err, "Capabilities"); e.Detail != "too_many_bytes" {
 		t.Fatalf("long CSV: %v", err)
 	}
 }
@@ -351,7 +351,7 @@ func FuzzParseCapabilityCSV(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, csv string) {
-		c, err := ParseCapabilityCSV("capabilities", csv)
+		c, err := ParseCapabilityCSV("Capabilities", csv)
 		valid := csv == ""
 		if csv != "" && len(csv) <= MaxCapabilityBytes {
 			valid = true
@@ -363,7 +363,7 @@ func FuzzParseCapabilityCSV(f *testing.F) {
 			t.Fatalf("%q: valid by the rules %v, error %v", csv, valid, err)
 		}
 		if err != nil {
-			if e := requireValidation(t, err, "capabilities"); e.Code != CodeInvalidCapabilities {
+			if e := requireValidation(t, err, "Capabilities"); e.Code != CodeInvalidCapabilities {
 				t.Fatalf("%q: %v", csv, err)
 			}
 			return
@@ -371,7 +371,7 @@ func FuzzParseCapabilityCSV(f *testing.F) {
 		if !slices.IsSorted(c) || len(slices.Compact(slices.Clone(c))) != len(c) {
 			t.Fatalf("%q -> %q: not sorted and distinct", csv, c)
 		}
-		back, err := ParseCapabilityCSV("capabilities", c.CSV())
+		back, err := ParseCapabilityCSV("Capabilities", c.CSV())
 		if err != nil || !slices.Equal(back, c) {
 			t.Fatalf("round trip of %q: %q %v", csv, back, err)
 		}
@@ -387,9 +387,9 @@ func FuzzParseCapabilities(f *testing.F) {
 	f.Add("\n")
 	f.Fuzz(func(t *testing.T, list string) {
 		tokens := strings.Split(list, "\n")
-		c, err := ParseCapabilities("capabilities", tokens)
+		c, err := ParseCapabilities("Capabilities", tokens)
 		if err != nil {
-			if e := requireValidation(t, err, "capabilities"); e.Code != CodeInvalidCapabilities {
+			if e := requireValidation(t, err, "Capabilities"); e.Code != CodeInvalidCapabilities {
 				t.Fatalf("%q: %v", tokens, err)
 			}
 			for _, tok := range tokens {
@@ -406,7 +406,7 @@ func FuzzParseCapabilities(f *testing.F) {
 		if !slices.Equal(c, want) {
 			t.Fatalf("%q -> %q, want %q", tokens, c, want)
 		}
-		again, err := ParseCapabilities("capabilities", c)
+		again, err := ParseCapabilities("Capabilities", c)
 		if err != nil || !slices.Equal(again, c) {
 			t.Fatalf("not idempotent: %q %v", again, err)
 		}
@@ -422,7 +422,7 @@ func TestValidateTags(t *testing.T) {
 	}
 	for _, k := range []string{"", "ab", "a.", ".ab", "A.b", "1a.b", "a..b", "a-b.c", "a.b c", "a.é", "ab", strings.Repeat("a", 126) + ".bc"} {
 		err := ValidateTagKey(k)
-		e := requireValidation(t, err, "tags")
+		e := requireValidation(t, err, "Tags")
 		if e.Code != CodeInvalidTagKey {
 			t.Errorf("%q: %v", k, err)
 		}
@@ -434,11 +434,11 @@ func TestValidateTags(t *testing.T) {
 	for i := range MaxTags + 1 {
 		big["app.k"+strings.Repeat("x", i)] = ""
 	}
-	if e := requireValidation(t, ValidateTags(big), "tags"); e.Detail != "too_many_tags" {
+	if e := requireValidation(t, ValidateTags(big), "Tags"); e.Detail != "too_many_tags" {
 		t.Fatalf("too many: %v", e)
 	}
 	for v, detail := range map[string]string{strings.Repeat("v", MaxTagValueBytes+1): "value_too_long:app.k", "\xff": "value_invalid_utf8:app.k"} {
-		if e := requireValidation(t, ValidateTags(map[string]string{"app.k": v}), "tags"); e.Detail != detail {
+		if e := requireValidation(t, ValidateTags(map[string]string{"app.k": v}), "Tags"); e.Detail != detail {
 			t.Errorf("value: %v, want %s", e, detail)
 		}
 	}
@@ -451,7 +451,7 @@ func TestValidateTagsDeterministic(t *testing.T) {
 	tags := map[string]string{"Bad": "", "alsoBad": "", "zz": "", "app.ok": "", "Z": "", "_x": "", "9.a": "", "a..": ""}
 	for range 50 {
 		err := ValidateTags(tags)
-		if e := requireValidation(t, err, "tags"); e.Detail != "9.a" {
+		if e := requireValidation(t, err, "Tags"); e.Detail != "9.a" {
 			t.Fatalf("ValidateTags names %q, want the smallest bad key", e.Detail)
 		}
 	}
@@ -467,7 +467,7 @@ func FuzzValidateTags(f *testing.F) {
 		if err := ValidateTagKey(k); keyOK != (err == nil) {
 			t.Fatalf("key %q: valid by the rule %v, error %v", k, keyOK, err)
 		} else if err != nil {
-			requireValidation(t, err, "tags")
+			requireValidation(t, err, "Tags")
 		}
 		ok := keyOK && len(v) <= MaxTagValueBytes && utf8.ValidString(v)
 		err := ValidateTags(map[string]string{k: v})
@@ -475,7 +475,7 @@ func FuzzValidateTags(f *testing.F) {
 			t.Fatalf("tag %q=%q: valid %v, error %v", k, v, ok, err)
 		}
 		if err != nil {
-			requireValidation(t, err, "tags")
+			requireValidation(t, err, "Tags")
 		}
 	})
 }
@@ -486,14 +486,14 @@ func TestValidateText(t *testing.T) {
 		"": "", "ok": "", "ünïcødé\n\t": "", strings.Repeat("x", MaxReasonBytes): "",
 		strings.Repeat("x", MaxReasonBytes+1): "too_long", "\xff": "invalid_utf8",
 	} {
-		err := ValidateText("reason", s)
+		err := ValidateText("Reason", s)
 		if detail == "" {
 			if err != nil {
 				t.Errorf("%.20q: %v", s, err)
 			}
 			continue
 		}
-		if e := requireValidation(t, err, "reason"); e.Detail != detail {
+		if e := requireValidation(t, err, "Reason"); e.Detail != detail {
 			t.Errorf("%.20q: %v, want %s", s, err, detail)
 		}
 	}
@@ -504,12 +504,12 @@ func FuzzValidateText(f *testing.F) {
 	f.Add("\xff")
 	f.Add(strings.Repeat("x", MaxReasonBytes+1))
 	f.Fuzz(func(t *testing.T, s string) {
-		err := ValidateText("message", s)
+		err := ValidateText("Message", s)
 		if ok := len(s) <= MaxReasonBytes && utf8.ValidString(s); ok != (err == nil) {
 			t.Fatalf("%q: valid %v, error %v", s, ok, err)
 		}
 		if err != nil {
-			requireValidation(t, err, "message")
+			requireValidation(t, err, "Message")
 		}
 	})
 }
@@ -527,7 +527,7 @@ func TestValidateIdempotencyKey(t *testing.T) {
 			}
 			continue
 		}
-		if e := requireValidation(t, err, "idempotency_key"); e.Detail != detail {
+		if e := requireValidation(t, err, "IdempotencyKey"); e.Detail != detail {
 			t.Errorf("%q: %v, want %s", k, err, detail)
 		}
 	}
@@ -545,7 +545,7 @@ func FuzzValidateIdempotencyKey(f *testing.F) {
 			t.Fatalf("%q: valid %v, error %v", k, ok, err)
 		}
 		if err != nil {
-			requireValidation(t, err, "idempotency_key")
+			requireValidation(t, err, "IdempotencyKey")
 		}
 	})
 }
@@ -565,7 +565,7 @@ func TestFailureCategory(t *testing.T) {
 		}
 	}
 	for c, detail := range map[FailureCategory]string{"Bad": "bad_character", "a-b": "bad_character", FailureCategory(strings.Repeat("a", 65)): "too_long"} {
-		if e := requireValidation(t, ValidateFailureCategory(c), "failure_category"); e.Detail != detail {
+		if e := requireValidation(t, ValidateFailureCategory(c), "FailureCategory"); e.Detail != detail {
 			t.Errorf("%q: %v", c, e)
 		}
 	}
@@ -581,7 +581,7 @@ func FuzzValidateFailureCategory(f *testing.F) {
 			t.Fatalf("%q: valid %v, error %v", s, ok, err)
 		}
 		if err != nil {
-			requireValidation(t, err, "failure_category")
+			requireValidation(t, err, "FailureCategory")
 		}
 	})
 }

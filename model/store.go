@@ -753,7 +753,7 @@ func (r *WorkerListResult) LiveCapabilities() Capabilities {
 	for _, w := range r.Workers {
 		all = append(all, w.Capabilities...)
 	}
-	c, _ := ParseCapabilities("capabilities", all)
+	c, _ := ParseCapabilities("Capabilities", all)
 	return c
 }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -12,12 +13,15 @@ import (
 // maxTimestamp bounds stored times (year 9999), far below 2^53 ms.
 const maxTimestampMs = 253402300799999
 
+// timeRange is the accepted range of a stored time.
+const timeRange = "a time after 1970-01-01 and before year 10000"
+
 func checkNow(now time.Time) error {
 	if now.IsZero() {
-		return invalidField("now", "missing")
+		return invalidField("Now", "missing")
 	}
 	if ms := now.UnixMilli(); ms <= 0 || ms > maxTimestampMs {
-		return invalidField("now", "out_of_range")
+		return OutOfRange("Now", now.UTC().Format(time.RFC3339Nano), timeRange)
 	}
 	return nil
 }
@@ -27,21 +31,21 @@ func checkOptionalTime(field string, t time.Time) error {
 		return nil
 	}
 	if ms := t.UnixMilli(); ms <= 0 || ms > maxTimestampMs {
-		return invalidField(field, "out_of_range")
+		return OutOfRange(field, t.UTC().Format(time.RFC3339Nano), timeRange)
 	}
 	return nil
 }
 
 func checkDuration(field string, d, lo, hi time.Duration) error {
 	if d < lo || d > hi {
-		return invalidField(field, "out_of_range")
+		return OutOfRange(field, d, lo.String()+".."+hi.String())
 	}
 	return nil
 }
 
 func checkLimit(field string, n int) error {
 	if n < 1 || n > MaxPageSize {
-		return invalidField(field, "out_of_range")
+		return OutOfRange(field, n, "1.."+strconv.Itoa(MaxPageSize))
 	}
 	return nil
 }
@@ -60,12 +64,12 @@ func (r LeaseRequest) validate() error {
 		return err
 	}
 	if r.LeaseID.IsZero() {
-		return invalidField("lease_id", "empty")
+		return invalidField("LeaseID", "empty")
 	}
 	if r.AttemptID.IsZero() {
-		return invalidField("attempt_id", "empty")
+		return invalidField("AttemptID", "empty")
 	}
-	return checkDuration("lease_ttl", r.LeaseTTL, time.Millisecond, MaxLeaseTTL)
+	return checkDuration("LeaseTTL", r.LeaseTTL, time.Millisecond, MaxLeaseTTL)
 }
 
 func checkFenced(cfg PartitionConfig, id ExecutionID, src Source, f Fence, now time.Time) error {
@@ -93,40 +97,40 @@ func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if len(p.Payload) > MaxPayloadBytes {
-		return invalidField("payload", "too_large")
+		return invalidField("Payload", "too_large")
 	}
 	if err := ValidateTags(p.Tags); err != nil {
 		return err
 	}
-	if _, err := NormalizeCapabilities("required_capabilities", p.RequiredCapabilities); err != nil {
+	if _, err := NormalizeCapabilities("RequiredCapabilities", p.RequiredCapabilities); err != nil {
 		return err
 	}
 	if err := p.RetryPolicy.Validate(); err != nil {
 		return err
 	}
 	if p.MaxReclaims < 0 || p.MaxReclaims > 1_000_000 {
-		return invalidField("max_reclaims", "out_of_range")
+		return invalidField("MaxReclaims", "out_of_range")
 	}
 	if p.MaxReplays < 0 || p.MaxReplays > 1_000_000 {
-		return invalidField("max_replays", "out_of_range")
+		return invalidField("MaxReplays", "out_of_range")
 	}
-	if err := checkDuration("attempt_timeout", p.AttemptTimeout, 0, MaxPolicyDelay); err != nil {
+	if err := checkDuration("AttemptTimeout", p.AttemptTimeout, 0, MaxPolicyDelay); err != nil {
 		return err
 	}
 	if p.AttemptTimeout > 0 && p.AttemptTimeout < time.Millisecond {
-		return invalidField("attempt_timeout", "out_of_range")
+		return invalidField("AttemptTimeout", "out_of_range")
 	}
-	if err := checkOptionalTime("deadline", p.Deadline); err != nil {
+	if err := checkOptionalTime("Deadline", p.Deadline); err != nil {
 		return err
 	}
-	if err := checkOptionalTime("delay_until", p.DelayUntil); err != nil {
+	if err := checkOptionalTime("DelayUntil", p.DelayUntil); err != nil {
 		return err
 	}
 	if err := ValidateIdempotencyKey(p.IdempotencyKey); err != nil {
 		return err
 	}
 	if p.IdempotencyTTL != 0 {
-		if err := checkDuration("idempotency_ttl", p.IdempotencyTTL, time.Second, MaxIdempotencyTTL); err != nil {
+		if err := checkDuration("IdempotencyTTL", p.IdempotencyTTL, time.Second, MaxIdempotencyTTL); err != nil {
 			return err
 		}
 	}
@@ -135,7 +139,7 @@ func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
 
 // Validate checks every field.
 func (p *ExecutionCancelParams) Validate(cfg PartitionConfig) error {
-	if err := ValidateText("reason", p.Reason); err != nil {
+	if err := ValidateText("Reason", p.Reason); err != nil {
 		return err
 	}
 	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
@@ -152,7 +156,7 @@ func (p *ExecutionChangePriorityParams) Validate(cfg PartitionConfig) error {
 // Validate checks every field.
 func (p *ExecutionCompleteParams) Validate(cfg PartitionConfig) error {
 	if len(p.Result) > MaxResultBytes {
-		return invalidField("result", "too_large")
+		return invalidField("Result", "too_large")
 	}
 	if p.Next != nil {
 		if err := p.Next.validate(); err != nil {
@@ -167,7 +171,7 @@ func (n *NextClaim) validate() error {
 		var e *Error
 		if errors.As(err, &e) {
 			c := *e
-			c.Field = "next." + c.Field
+			c.Field = "Next." + c.Field
 			return &c
 		}
 		return err
@@ -175,13 +179,13 @@ func (n *NextClaim) validate() error {
 	if err := n.Lane.Validate(); err != nil {
 		return prefix(err)
 	}
-	if _, err := NormalizeCapabilities("capabilities", n.Capabilities); err != nil {
+	if _, err := NormalizeCapabilities("Capabilities", n.Capabilities); err != nil {
 		return prefix(err)
 	}
-	if _, err := NormalizeCapabilities("live_capabilities", n.LiveCapabilities); err != nil {
+	if _, err := NormalizeCapabilities("LiveCapabilities", n.LiveCapabilities); err != nil {
 		return prefix(err)
 	}
-	if err := checkLimit("scan_limit", n.ScanLimit); err != nil {
+	if err := checkLimit("ScanLimit", n.ScanLimit); err != nil {
 		return prefix(err)
 	}
 	return prefix(n.LeaseRequest.validate())
@@ -195,9 +199,9 @@ func (p *PartitionDueParams) Validate(cfg PartitionConfig) error {
 // Validate checks every field.
 func (p *ExecutionDelayParams) Validate(cfg PartitionConfig) error {
 	if p.DelayUntil.IsZero() {
-		return invalidField("delay_until", "missing")
+		return invalidField("DelayUntil", "missing")
 	}
-	if err := checkOptionalTime("delay_until", p.DelayUntil); err != nil {
+	if err := checkOptionalTime("DelayUntil", p.DelayUntil); err != nil {
 		return err
 	}
 	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
@@ -209,14 +213,14 @@ func (p *ExecutionExpireParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if p.Reason != ExpireAttemptTimeout && p.Reason != ExpireExecutionDeadline {
-		return invalidField("reason", "unknown")
+		return invalidField("Reason", "unknown")
 	}
 	return checkNow(p.Now)
 }
 
 // Validate checks every field.
 func (p *ExecutionFailParams) Validate(cfg PartitionConfig) error {
-	if err := ValidateText("reason", p.Reason); err != nil {
+	if err := ValidateText("Reason", p.Reason); err != nil {
 		return err
 	}
 	if err := ValidateFailureCategory(p.Category); err != nil {
@@ -230,10 +234,10 @@ func (p *ExecutionReplayParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
 	}
-	if err := ValidateText("reason", p.Reason); err != nil {
+	if err := ValidateText("Reason", p.Reason); err != nil {
 		return err
 	}
-	if err := ValidateText("requested_by", p.RequestedBy); err != nil {
+	if err := ValidateText("RequestedBy", p.RequestedBy); err != nil {
 		return err
 	}
 	return checkNow(p.Now)
@@ -242,9 +246,9 @@ func (p *ExecutionReplayParams) Validate(cfg PartitionConfig) error {
 // Validate checks every field.
 func (p *ExecutionUpdateProgressParams) Validate(cfg PartitionConfig) error {
 	if p.Percent < 0 || p.Percent > 100 {
-		return invalidField("percent", "out_of_range")
+		return invalidField("Percent", "out_of_range")
 	}
-	if err := ValidateText("message", p.Message); err != nil {
+	if err := ValidateText("Message", p.Message); err != nil {
 		return err
 	}
 	return checkFenced(cfg, p.ID, SourceWorker, p.Fence, p.Now)
@@ -270,10 +274,10 @@ func validateGrant(cfg PartitionConfig, id ExecutionID, w WorkerID, wi WorkerIns
 	if err := wi.Validate(); err != nil {
 		return err
 	}
-	if _, err := NormalizeCapabilities("capabilities", caps); err != nil {
+	if _, err := NormalizeCapabilities("Capabilities", caps); err != nil {
 		return err
 	}
-	if err := checkDuration("grant_ttl", ttl, time.Millisecond, MaxGrantTTL); err != nil {
+	if err := checkDuration("GrantTTL", ttl, time.Millisecond, MaxGrantTTL); err != nil {
 		return err
 	}
 	return checkNow(now)
@@ -285,9 +289,9 @@ func (p *ExecutionBlockParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if _, ok := BlockedEligibility(p.Reason); !ok {
-		return &Error{Code: CodeInvalidBlockingReason, Field: "reason", Detail: p.Reason.String()}
+		return &Error{Code: CodeInvalidBlockingReason, Field: "Reason", Detail: p.Reason.String()}
 	}
-	if err := ValidateText("detail", p.Detail); err != nil {
+	if err := ValidateText("Detail", p.Detail); err != nil {
 		return err
 	}
 	return checkNow(p.Now)
@@ -309,7 +313,7 @@ func (p *ExecutionGrantAndClaimParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
 	}
-	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
 		return err
 	}
 	if err := p.LeaseRequest.validate(); err != nil {
@@ -321,18 +325,18 @@ func (p *ExecutionGrantAndClaimParams) Validate(cfg PartitionConfig) error {
 // Validate checks every field.
 func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
 	if p.Partition < 0 || p.Partition >= cfg.WithDefaults().FlowPartitions {
-		return invalidField("partition", "out_of_range")
+		return invalidField("Partition", "out_of_range")
 	}
 	if err := p.Lane.Validate(); err != nil {
 		return err
 	}
-	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
 		return err
 	}
-	if _, err := NormalizeCapabilities("live_capabilities", p.LiveCapabilities); err != nil {
+	if _, err := NormalizeCapabilities("LiveCapabilities", p.LiveCapabilities); err != nil {
 		return err
 	}
-	if err := checkLimit("scan_limit", p.ScanLimit); err != nil {
+	if err := checkLimit("ScanLimit", p.ScanLimit); err != nil {
 		return err
 	}
 	if err := p.LeaseRequest.validate(); err != nil {
@@ -347,14 +351,14 @@ func (p *ExecutionUnblockParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if _, ok := BlockedEligibility(p.ExpectedReason); !ok {
-		return &Error{Code: CodeInvalidBlockingReason, Field: "expected_reason", Detail: p.ExpectedReason.String()}
+		return &Error{Code: CodeInvalidBlockingReason, Field: "ExpectedReason", Detail: p.ExpectedReason.String()}
 	}
 	return checkNow(p.Now)
 }
 
 // Validate checks every field.
 func (p *LeaseRenewParams) Validate(cfg PartitionConfig) error {
-	if err := checkDuration("lease_ttl", p.LeaseTTL, time.Millisecond, MaxLeaseTTL); err != nil {
+	if err := checkDuration("LeaseTTL", p.LeaseTTL, time.Millisecond, MaxLeaseTTL); err != nil {
 		return err
 	}
 	return checkFenced(cfg, p.ID, SourceWorker, p.Fence, p.Now)
@@ -373,7 +377,7 @@ func (p *LeaseRevokeParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
 	}
-	if err := ValidateText("reason", p.Reason); err != nil {
+	if err := ValidateText("Reason", p.Reason); err != nil {
 		return err
 	}
 	return checkNow(p.Now)
@@ -411,7 +415,7 @@ func (p *ExecutionPromoteDelayedParams) Validate(cfg PartitionConfig) error {
 
 func checkPartition(cfg PartitionConfig, n int) error {
 	if n < 0 || n >= cfg.WithDefaults().FlowPartitions {
-		return invalidField("partition", "out_of_range")
+		return invalidField("Partition", "out_of_range")
 	}
 	return nil
 }
@@ -437,16 +441,16 @@ func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if p.Index < IndexLeaseExpiry || p.Index > IndexDelayed {
-		return invalidField("index", "unknown")
+		return invalidField("Index", "unknown")
 	}
-	if err := checkLimit("limit", p.Limit); err != nil {
+	if err := checkLimit("Limit", p.Limit); err != nil {
 		return err
 	}
 	if p.After != nil {
-		if err := checkCursor(cfg, "after.id", p.After.ID, p.Partition); err != nil {
+		if err := checkCursor(cfg, "After.ID", p.After.ID, p.Partition); err != nil {
 			return err
 		}
-		if err := checkOptionalTime("after.due_at", p.After.DueAt); err != nil {
+		if err := checkOptionalTime("After.DueAt", p.After.DueAt); err != nil {
 			return err
 		}
 	}
@@ -458,10 +462,10 @@ func (p *RouteUnblockParams) Validate(cfg PartitionConfig) error {
 	if err := checkPartition(cfg, p.Partition); err != nil {
 		return err
 	}
-	if _, err := NormalizeCapabilities("live", p.Live); err != nil {
+	if _, err := NormalizeCapabilities("Live", p.Live); err != nil {
 		return err
 	}
-	if err := checkLimit("limit", p.Limit); err != nil {
+	if err := checkLimit("Limit", p.Limit); err != nil {
 		return err
 	}
 	return checkNow(p.Now)
@@ -469,10 +473,10 @@ func (p *RouteUnblockParams) Validate(cfg PartitionConfig) error {
 
 func checkSession(s string) error {
 	if s == "" {
-		return invalidField("session_id", "empty")
+		return invalidField("SessionID", "empty")
 	}
 	if len(s) > 128 || !utf8.ValidString(s) {
-		return invalidField("session_id", "malformed")
+		return invalidField("SessionID", "malformed")
 	}
 	return nil
 }
@@ -492,20 +496,20 @@ func (p *WorkerRegisterParams) Validate() error {
 		return err
 	}
 	if len(p.Lanes) == 0 {
-		return invalidField("lanes", "empty")
+		return invalidField("Lanes", "empty")
 	}
 	if len(p.Lanes) > 256 {
-		return invalidField("lanes", "too_many")
+		return invalidField("Lanes", "too_many")
 	}
 	for _, l := range p.Lanes {
-		if err := validName("lanes", string(l), 64, false); err != nil {
+		if err := validName("Lanes", string(l), 64, false); err != nil {
 			return err
 		}
 	}
-	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
 		return err
 	}
-	if err := checkDuration("ttl", p.TTL, time.Millisecond, MaxLeaseTTL); err != nil {
+	if err := checkDuration("TTL", p.TTL, time.Millisecond, MaxLeaseTTL); err != nil {
 		return err
 	}
 	return checkNow(p.Now)
@@ -522,7 +526,7 @@ func (p *WorkerHeartbeatParams) Validate() error {
 	if err := checkSession(p.SessionID); err != nil {
 		return err
 	}
-	if err := checkDuration("ttl", p.TTL, time.Millisecond, MaxLeaseTTL); err != nil {
+	if err := checkDuration("TTL", p.TTL, time.Millisecond, MaxLeaseTTL); err != nil {
 		return err
 	}
 	return checkNow(p.Now)
@@ -547,7 +551,7 @@ func (p *WorkerExpireParams) Validate() error {
 	if err := p.Namespace.Validate(); err != nil {
 		return err
 	}
-	if err := checkLimit("limit", p.Limit); err != nil {
+	if err := checkLimit("Limit", p.Limit); err != nil {
 		return err
 	}
 	return checkNow(p.Now)
@@ -567,11 +571,11 @@ func (p *ExecutionListParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if !p.After.IsZero() {
-		if err := checkCursor(cfg, "after", p.After, p.Partition); err != nil {
+		if err := checkCursor(cfg, "After", p.After, p.Partition); err != nil {
 			return err
 		}
 	}
-	return checkLimit("limit", p.Limit)
+	return checkLimit("Limit", p.Limit)
 }
 
 // Validate checks every field.
@@ -579,5 +583,5 @@ func (p *LeaseHistoryParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
 	}
-	return checkLimit("limit", p.Limit)
+	return checkLimit("Limit", p.Limit)
 }

@@ -198,7 +198,7 @@ func (s *countingWorkers) WorkerList(ctx context.Context, p *model.WorkerListPar
 
 func (f *fixture) blockRoute(part int, req ...string) model.ExecutionID {
 	f.t.Helper()
-	caps, _ := model.ParseCapabilities("required_capabilities", req)
+	caps, _ := model.ParseCapabilities("RequiredCapabilities", req)
 	id := f.create(part, "l", func(p *model.ExecutionCreateParams) { p.RequiredCapabilities = caps })
 	if _, err := f.store.ExecutionBlock(f.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForCapableWorker, Now: f.clock.Now()}); err != nil {
 		f.t.Fatal(err)
@@ -208,7 +208,7 @@ func (f *fixture) blockRoute(part int, req ...string) model.ExecutionID {
 
 func (f *fixture) register(instance string, caps ...string) {
 	f.t.Helper()
-	c, _ := model.ParseCapabilities("capabilities", caps)
+	c, _ := model.ParseCapabilities("Capabilities", caps)
 	if _, err := f.store.WorkerRegister(f.ctx, &model.WorkerRegisterParams{Namespace: "default", WorkerID: "w",
 		WorkerInstanceID: model.WorkerInstanceID(instance), SessionID: "s-" + instance, Lanes: []model.LaneID{"l"},
 		Capabilities: c, TTL: time.Hour, Now: f.clock.Now()}); err != nil {

@@ -38,10 +38,10 @@ func (c TimerConfig) withDefaults(interval time.Duration) TimerConfig {
 // Validate checks the config.
 func (c TimerConfig) Validate(name string) error {
 	if c.Interval < 0 {
-		return model.InvalidField(name+".interval", "out_of_range")
+		return model.InvalidField(name+".Interval", "out_of_range")
 	}
 	if c.Batch < 0 || c.Batch > model.MaxPageSize {
-		return model.InvalidField(name+".batch", "out_of_range")
+		return model.InvalidField(name+".Batch", "out_of_range")
 	}
 	return nil
 }

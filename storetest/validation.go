@@ -163,13 +163,13 @@ var (
 
 func idCases[P any](mk caseMaker[P], out model.ExecutionID, set func(*P, model.ExecutionID)) []badInput {
 	return []badInput{
-		mk("id_zero", "execution_id", model.ErrInvalidInput, func(p *P) { set(p, model.ExecutionID{}) }),
-		mk("id_partition_out_of_range", "execution_id", model.ErrInvalidInput, func(p *P) { set(p, out) }),
+		mk("id_zero", "ID", model.ErrInvalidInput, func(p *P) { set(p, model.ExecutionID{}) }),
+		mk("id_partition_out_of_range", "ID", model.ErrInvalidInput, func(p *P) { set(p, out) }),
 	}
 }
 
 func nowCases[P any](mk caseMaker[P], set func(*P, time.Time)) []badInput {
-	return timeCases(mk, "now", true, set)
+	return timeCases(mk, "Now", true, set)
 }
 
 // timeCases are the bad values of a time input; required adds the zero time.
@@ -205,20 +205,20 @@ func nameCases[P any](mk caseMaker[P], field string, maxLen int, set func(*P, st
 }
 
 func namespaceCases[P any](mk caseMaker[P], set func(*P, model.Namespace)) []badInput {
-	cs := nameCases(mk, "namespace", 64, func(p *P, s string) { set(p, model.Namespace(s)) })
-	return append(cs, mk("namespace_upper_case", "namespace", model.ErrInvalidInput, func(p *P) { set(p, "Tenant") }))
+	cs := nameCases(mk, "Namespace", 64, func(p *P, s string) { set(p, model.Namespace(s)) })
+	return append(cs, mk("namespace_upper_case", "Namespace", model.ErrInvalidInput, func(p *P) { set(p, "Tenant") }))
 }
 
 func laneCases[P any](mk caseMaker[P], set func(*P, model.LaneID)) []badInput {
-	return nameCases(mk, "lane", 64, func(p *P, s string) { set(p, model.LaneID(s)) })
+	return nameCases(mk, "Lane", 64, func(p *P, s string) { set(p, model.LaneID(s)) })
 }
 
 func workerIDCases[P any](mk caseMaker[P], set func(*P, model.WorkerID)) []badInput {
-	return nameCases(mk, "worker_id", 128, func(p *P, s string) { set(p, model.WorkerID(s)) })
+	return nameCases(mk, "WorkerID", 128, func(p *P, s string) { set(p, model.WorkerID(s)) })
 }
 
 func instanceCases[P any](mk caseMaker[P], set func(*P, model.WorkerInstanceID)) []badInput {
-	return nameCases(mk, "worker_instance_id", 128, func(p *P, s string) { set(p, model.WorkerInstanceID(s)) })
+	return nameCases(mk, "WorkerInstanceID", 128, func(p *P, s string) { set(p, model.WorkerInstanceID(s)) })
 }
 
 // capCases are the bad capability sets of every kind.
@@ -255,23 +255,23 @@ func capCases[P any](mk caseMaker[P], field string, set func(*P, model.Capabilit
 // be nil for methods only workers call.
 func fenceCases[P any](mk caseMaker[P], good model.Fence, setFence func(*P, model.Fence), setSource func(*P, model.Source)) []badInput {
 	cs := []badInput{
-		mk("fence_missing", "fence", model.ErrFenceRequired, func(p *P) { setFence(p, model.Fence{}) }),
-		mk("fence_lease_id_only", "fence", model.ErrPartialFenceTriple, func(p *P) { setFence(p, model.Fence{LeaseID: good.LeaseID}) }),
-		mk("fence_epoch_only", "fence", model.ErrPartialFenceTriple, func(p *P) { setFence(p, model.Fence{LeaseEpoch: good.LeaseEpoch}) }),
-		mk("fence_no_epoch", "fence", model.ErrPartialFenceTriple, func(p *P) {
+		mk("fence_missing", "Fence", model.ErrFenceRequired, func(p *P) { setFence(p, model.Fence{}) }),
+		mk("fence_lease_id_only", "Fence", model.ErrPartialFenceTriple, func(p *P) { setFence(p, model.Fence{LeaseID: good.LeaseID}) }),
+		mk("fence_epoch_only", "Fence", model.ErrPartialFenceTriple, func(p *P) { setFence(p, model.Fence{LeaseEpoch: good.LeaseEpoch}) }),
+		mk("fence_no_epoch", "Fence", model.ErrPartialFenceTriple, func(p *P) {
 			setFence(p, model.Fence{LeaseID: good.LeaseID, AttemptID: good.AttemptID})
 		}),
-		mk("fence_no_attempt_id", "fence", model.ErrPartialFenceTriple, func(p *P) {
+		mk("fence_no_attempt_id", "Fence", model.ErrPartialFenceTriple, func(p *P) {
 			setFence(p, model.Fence{LeaseID: good.LeaseID, LeaseEpoch: good.LeaseEpoch})
 		}),
-		mk("fence_no_lease_id", "fence", model.ErrPartialFenceTriple, func(p *P) {
+		mk("fence_no_lease_id", "Fence", model.ErrPartialFenceTriple, func(p *P) {
 			setFence(p, model.Fence{LeaseEpoch: good.LeaseEpoch, AttemptID: good.AttemptID})
 		}),
 	}
 	if setSource != nil {
 		cs = append(cs,
-			mk("operator_with_fence", "fence", model.ErrInvalidInput, func(p *P) { setSource(p, model.SourceOperator) }),
-			mk("unknown_source", "source", model.ErrInvalidInput, func(p *P) { setSource(p, "flow_cascade") }),
+			mk("operator_with_fence", "Fence", model.ErrInvalidInput, func(p *P) { setSource(p, model.SourceOperator) }),
+			mk("unknown_source", "Source", model.ErrInvalidInput, func(p *P) { setSource(p, "flow_cascade") }),
 		)
 	}
 	return cs
@@ -282,12 +282,12 @@ func leaseRequestCases[P any](mk caseMaker[P], get func(*P) *model.LeaseRequest)
 	cs := workerIDCases(mk, func(p *P, w model.WorkerID) { get(p).WorkerID = w })
 	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { get(p).WorkerInstanceID = w })...)
 	return append(cs,
-		mk("lease_id_zero", "lease_id", model.ErrInvalidInput, func(p *P) { get(p).LeaseID = model.LeaseID{} }),
-		mk("attempt_id_zero", "attempt_id", model.ErrInvalidInput, func(p *P) { get(p).AttemptID = model.AttemptID{} }),
-		mk("lease_ttl_zero", "lease_ttl", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = 0 }),
-		mk("lease_ttl_below_1ms", "lease_ttl", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = time.Microsecond }),
-		mk("lease_ttl_negative", "lease_ttl", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = -time.Second }),
-		mk("lease_ttl_too_long", "lease_ttl", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = model.MaxLeaseTTL + time.Millisecond }),
+		mk("lease_id_zero", "LeaseID", model.ErrInvalidInput, func(p *P) { get(p).LeaseID = model.LeaseID{} }),
+		mk("attempt_id_zero", "AttemptID", model.ErrInvalidInput, func(p *P) { get(p).AttemptID = model.AttemptID{} }),
+		mk("lease_ttl_zero", "LeaseTTL", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = 0 }),
+		mk("lease_ttl_below_1ms", "LeaseTTL", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = time.Microsecond }),
+		mk("lease_ttl_negative", "LeaseTTL", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = -time.Second }),
+		mk("lease_ttl_too_long", "LeaseTTL", model.ErrInvalidInput, func(p *P) { get(p).LeaseTTL = model.MaxLeaseTTL + time.Millisecond }),
 	)
 }
 
@@ -301,31 +301,31 @@ func limitCases[P any](mk caseMaker[P], field string, set func(*P, int)) []badIn
 
 func partitionCases[P any](mk caseMaker[P], n int, set func(*P, int)) []badInput {
 	return []badInput{
-		mk("partition_negative", "partition", model.ErrInvalidInput, func(p *P) { set(p, -1) }),
-		mk("partition_out_of_range", "partition", model.ErrInvalidInput, func(p *P) { set(p, n) }),
+		mk("partition_negative", "Partition", model.ErrInvalidInput, func(p *P) { set(p, -1) }),
+		mk("partition_out_of_range", "Partition", model.ErrInvalidInput, func(p *P) { set(p, n) }),
 	}
 }
 
 func grantTTLCases[P any](mk caseMaker[P], set func(*P, time.Duration)) []badInput {
 	return []badInput{
-		mk("grant_ttl_zero", "grant_ttl", model.ErrInvalidInput, func(p *P) { set(p, 0) }),
-		mk("grant_ttl_below_1ms", "grant_ttl", model.ErrInvalidInput, func(p *P) { set(p, time.Microsecond) }),
-		mk("grant_ttl_too_long", "grant_ttl", model.ErrInvalidInput, func(p *P) { set(p, model.MaxGrantTTL+time.Millisecond) }),
+		mk("grant_ttl_zero", "GrantTTL", model.ErrInvalidInput, func(p *P) { set(p, 0) }),
+		mk("grant_ttl_below_1ms", "GrantTTL", model.ErrInvalidInput, func(p *P) { set(p, time.Microsecond) }),
+		mk("grant_ttl_too_long", "GrantTTL", model.ErrInvalidInput, func(p *P) { set(p, model.MaxGrantTTL+time.Millisecond) }),
 	}
 }
 
 func sessionCases[P any](mk caseMaker[P], set func(*P, string)) []badInput {
 	return []badInput{
-		mk("session_empty", "session_id", model.ErrInvalidInput, func(p *P) { set(p, "") }),
-		mk("session_too_long", "session_id", model.ErrInvalidInput, func(p *P) { set(p, strings.Repeat("s", 129)) }),
-		mk("session_invalid_utf8", "session_id", model.ErrInvalidInput, func(p *P) { set(p, invalidUTF8) }),
+		mk("session_empty", "SessionID", model.ErrInvalidInput, func(p *P) { set(p, "") }),
+		mk("session_too_long", "SessionID", model.ErrInvalidInput, func(p *P) { set(p, strings.Repeat("s", 129)) }),
+		mk("session_invalid_utf8", "SessionID", model.ErrInvalidInput, func(p *P) { set(p, invalidUTF8) }),
 	}
 }
 
 func workerTTLCases[P any](mk caseMaker[P], set func(*P, time.Duration)) []badInput {
 	return []badInput{
-		mk("ttl_zero", "ttl", model.ErrInvalidInput, func(p *P) { set(p, 0) }),
-		mk("ttl_too_long", "ttl", model.ErrInvalidInput, func(p *P) { set(p, model.MaxLeaseTTL+time.Millisecond) }),
+		mk("ttl_zero", "TTL", model.ErrInvalidInput, func(p *P) { set(p, 0) }),
+		mk("ttl_too_long", "TTL", model.ErrInvalidInput, func(p *P) { set(p, model.MaxLeaseTTL+time.Millisecond) }),
 	}
 }
 
@@ -340,78 +340,78 @@ func (f *fixture) createCases() []badInput {
 	cs = append(cs, namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })...)
 	cs = append(cs, laneCases(mk, func(p *P, l model.LaneID) { p.Lane = l })...)
 	cs = append(cs,
-		mk("kind_empty", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = "" }),
-		mk("kind_space", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = "send email" }),
-		mk("kind_control", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = "send\x7f" }),
-		mk("kind_non_ascii", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = "envoyé" }),
-		mk("kind_too_long", "kind", model.ErrInvalidInput, func(p *P) { p.Kind = model.Kind(strings.Repeat("k", 129)) }),
-		mk("payload_too_large", "payload", model.ErrInvalidInput, func(p *P) { p.Payload = make([]byte, model.MaxPayloadBytes+1) }),
+		mk("kind_empty", "Kind", model.ErrInvalidInput, func(p *P) { p.Kind = "" }),
+		mk("kind_space", "Kind", model.ErrInvalidInput, func(p *P) { p.Kind = "send email" }),
+		mk("kind_control", "Kind", model.ErrInvalidInput, func(p *P) { p.Kind = "send\x7f" }),
+		mk("kind_non_ascii", "Kind", model.ErrInvalidInput, func(p *P) { p.Kind = "envoyé" }),
+		mk("kind_too_long", "Kind", model.ErrInvalidInput, func(p *P) { p.Kind = model.Kind(strings.Repeat("k", 129)) }),
+		mk("payload_too_large", "Payload", model.ErrInvalidInput, func(p *P) { p.Payload = make([]byte, model.MaxPayloadBytes+1) }),
 	)
 	for _, k := range []string{"nodot", "A.b", "a..b", "a.", ".b", "1a.b", "a.b c", "a-b.c", "ab", "a.b\x7f", "a.é", "_a.b", strings.Repeat("a", 127) + ".b"} {
-		cs = append(cs, mk("tag_key_"+strconv.Quote(k), "tags", model.ErrInvalidTagKey, func(p *P) { p.Tags = map[string]string{"app.ok": "1", k: "v"} }))
+		cs = append(cs, mk("tag_key_"+strconv.Quote(k), "Tags", model.ErrInvalidTagKey, func(p *P) { p.Tags = map[string]string{"app.ok": "1", k: "v"} }))
 	}
 	manyTags := map[string]string{}
 	for i := range model.MaxTags + 1 {
 		manyTags["app.t"+strconv.Itoa(i)] = "v"
 	}
 	cs = append(cs,
-		mk("tags_too_many", "tags", model.ErrInvalidInput, func(p *P) { p.Tags = manyTags }),
-		mk("tag_value_too_long", "tags", model.ErrInvalidInput, func(p *P) {
+		mk("tags_too_many", "Tags", model.ErrInvalidInput, func(p *P) { p.Tags = manyTags }),
+		mk("tag_value_too_long", "Tags", model.ErrInvalidInput, func(p *P) {
 			p.Tags = map[string]string{"app.v": strings.Repeat("v", model.MaxTagValueBytes+1)}
 		}),
-		mk("tag_value_invalid_utf8", "tags", model.ErrInvalidInput, func(p *P) { p.Tags = map[string]string{"app.v": invalidUTF8} }),
+		mk("tag_value_invalid_utf8", "Tags", model.ErrInvalidInput, func(p *P) { p.Tags = map[string]string{"app.v": invalidUTF8} }),
 	)
-	cs = append(cs, capCases(mk, "required_capabilities", func(p *P, c model.Capabilities) { p.RequiredCapabilities = c })...)
+	cs = append(cs, capCases(mk, "RequiredCapabilities", func(p *P, c model.Capabilities) { p.RequiredCapabilities = c })...)
 	policies := []struct {
 		name   string
 		field  string
 		policy model.RetryPolicy
 	}{
-		{"max_retries_negative", "max_retries", model.RetryPolicy{MaxRetries: -1}},
-		{"max_retries_too_many", "max_retries", model.RetryPolicy{MaxRetries: model.MaxRetries + 1}},
-		{"backoff_unknown", "backoff", model.RetryPolicy{Backoff: model.BackoffFixed + 1}},
-		{"delay_negative", "delay_ms", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: -time.Millisecond}},
-		{"delay_fractional", "delay_ms", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: 1500 * time.Microsecond}},
-		{"delay_too_long", "delay_ms", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: model.MaxPolicyDelay + time.Millisecond}},
-		{"initial_delay_negative", "initial_delay_ms", model.RetryPolicy{InitialDelay: -time.Second}},
-		{"initial_delay_fractional", "initial_delay_ms", model.RetryPolicy{InitialDelay: 2500 * time.Microsecond}},
-		{"initial_delay_too_long", "initial_delay_ms", model.RetryPolicy{InitialDelay: model.MaxPolicyDelay + time.Millisecond}},
-		{"max_delay_negative", "max_delay_ms", model.RetryPolicy{MaxDelay: -time.Second}},
-		{"max_delay_fractional", "max_delay_ms", model.RetryPolicy{MaxDelay: time.Minute + time.Microsecond}},
-		{"max_delay_too_long", "max_delay_ms", model.RetryPolicy{MaxDelay: model.MaxPolicyDelay + time.Millisecond}},
-		{"max_delay_below_initial", "max_delay_ms", model.RetryPolicy{InitialDelay: 10 * time.Second, MaxDelay: 5 * time.Second}},
-		{"max_delay_below_default_initial", "max_delay_ms", model.RetryPolicy{MaxDelay: 500 * time.Millisecond}},
-		{"multiplier_below_one", "multiplier", model.RetryPolicy{Multiplier: 0.5}},
-		{"multiplier_negative", "multiplier", model.RetryPolicy{Multiplier: -2}},
-		{"multiplier_too_large", "multiplier", model.RetryPolicy{Multiplier: 100.5}},
-		{"multiplier_nan", "multiplier", model.RetryPolicy{Multiplier: math.NaN()}},
-		{"multiplier_inf", "multiplier", model.RetryPolicy{Multiplier: math.Inf(1)}},
+		{"max_retries_negative", "MaxRetries", model.RetryPolicy{MaxRetries: -1}},
+		{"max_retries_too_many", "MaxRetries", model.RetryPolicy{MaxRetries: model.MaxRetries + 1}},
+		{"backoff_unknown", "Backoff", model.RetryPolicy{Backoff: model.BackoffFixed + 1}},
+		{"delay_negative", "Delay", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: -time.Millisecond}},
+		{"delay_fractional", "Delay", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: 1500 * time.Microsecond}},
+		{"delay_too_long", "Delay", model.RetryPolicy{Backoff: model.BackoffFixed, Delay: model.MaxPolicyDelay + time.Millisecond}},
+		{"initial_delay_negative", "InitialDelay", model.RetryPolicy{InitialDelay: -time.Second}},
+		{"initial_delay_fractional", "InitialDelay", model.RetryPolicy{InitialDelay: 2500 * time.Microsecond}},
+		{"initial_delay_too_long", "InitialDelay", model.RetryPolicy{InitialDelay: model.MaxPolicyDelay + time.Millisecond}},
+		{"max_delay_negative", "MaxDelay", model.RetryPolicy{MaxDelay: -time.Second}},
+		{"max_delay_fractional", "MaxDelay", model.RetryPolicy{MaxDelay: time.Minute + time.Microsecond}},
+		{"max_delay_too_long", "MaxDelay", model.RetryPolicy{MaxDelay: model.MaxPolicyDelay + time.Millisecond}},
+		{"max_delay_below_initial", "MaxDelay", model.RetryPolicy{InitialDelay: 10 * time.Second, MaxDelay: 5 * time.Second}},
+		{"max_delay_below_default_initial", "MaxDelay", model.RetryPolicy{MaxDelay: 500 * time.Millisecond}},
+		{"multiplier_below_one", "Multiplier", model.RetryPolicy{Multiplier: 0.5}},
+		{"multiplier_negative", "Multiplier", model.RetryPolicy{Multiplier: -2}},
+		{"multiplier_too_large", "Multiplier", model.RetryPolicy{Multiplier: 100.5}},
+		{"multiplier_nan", "Multiplier", model.RetryPolicy{Multiplier: math.NaN()}},
+		{"multiplier_inf", "Multiplier", model.RetryPolicy{Multiplier: math.Inf(1)}},
 	}
 	for _, b := range policies {
-		cs = append(cs, mk("retry_policy_"+b.name, "retry_policy."+b.field, model.ErrInvalidPolicy, func(p *P) { p.RetryPolicy = b.policy }))
+		cs = append(cs, mk("retry_policy_"+b.name, "RetryPolicy."+b.field, model.ErrInvalidPolicy, func(p *P) { p.RetryPolicy = b.policy }))
 	}
 	cs = append(cs,
-		mk("max_reclaims_negative", "max_reclaims", model.ErrInvalidInput, func(p *P) { p.MaxReclaims = -1 }),
-		mk("max_reclaims_too_many", "max_reclaims", model.ErrInvalidInput, func(p *P) { p.MaxReclaims = 1_000_001 }),
-		mk("max_replays_negative", "max_replays", model.ErrInvalidInput, func(p *P) { p.MaxReplays = -1 }),
-		mk("max_replays_too_many", "max_replays", model.ErrInvalidInput, func(p *P) { p.MaxReplays = 1_000_001 }),
-		mk("attempt_timeout_negative", "attempt_timeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = -time.Second }),
-		mk("attempt_timeout_below_1ms", "attempt_timeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = 500 * time.Microsecond }),
-		mk("attempt_timeout_too_long", "attempt_timeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = model.MaxPolicyDelay + time.Millisecond }),
-		mk("idempotency_key_too_long", "idempotency_key", model.ErrInvalidInput, func(p *P) {
+		mk("max_reclaims_negative", "MaxReclaims", model.ErrInvalidInput, func(p *P) { p.MaxReclaims = -1 }),
+		mk("max_reclaims_too_many", "MaxReclaims", model.ErrInvalidInput, func(p *P) { p.MaxReclaims = 1_000_001 }),
+		mk("max_replays_negative", "MaxReplays", model.ErrInvalidInput, func(p *P) { p.MaxReplays = -1 }),
+		mk("max_replays_too_many", "MaxReplays", model.ErrInvalidInput, func(p *P) { p.MaxReplays = 1_000_001 }),
+		mk("attempt_timeout_negative", "AttemptTimeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = -time.Second }),
+		mk("attempt_timeout_below_1ms", "AttemptTimeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = 500 * time.Microsecond }),
+		mk("attempt_timeout_too_long", "AttemptTimeout", model.ErrInvalidInput, func(p *P) { p.AttemptTimeout = model.MaxPolicyDelay + time.Millisecond }),
+		mk("idempotency_key_too_long", "IdempotencyKey", model.ErrInvalidInput, func(p *P) {
 			p.IdempotencyKey = strings.Repeat("k", model.MaxIdempotencyKeyBytes+1)
 		}),
-		mk("idempotency_key_invalid_utf8", "idempotency_key", model.ErrInvalidInput, func(p *P) { p.IdempotencyKey = invalidUTF8 }),
-		mk("idempotency_key_control", "idempotency_key", model.ErrInvalidInput, func(p *P) { p.IdempotencyKey = "a\nb" }),
-		mk("idempotency_ttl_below_1s", "idempotency_ttl", model.ErrInvalidInput, func(p *P) {
+		mk("idempotency_key_invalid_utf8", "IdempotencyKey", model.ErrInvalidInput, func(p *P) { p.IdempotencyKey = invalidUTF8 }),
+		mk("idempotency_key_control", "IdempotencyKey", model.ErrInvalidInput, func(p *P) { p.IdempotencyKey = "a\nb" }),
+		mk("idempotency_ttl_below_1s", "IdempotencyTTL", model.ErrInvalidInput, func(p *P) {
 			p.IdempotencyKey, p.IdempotencyTTL = "k", 999*time.Millisecond
 		}),
-		mk("idempotency_ttl_too_long", "idempotency_ttl", model.ErrInvalidInput, func(p *P) {
+		mk("idempotency_ttl_too_long", "IdempotencyTTL", model.ErrInvalidInput, func(p *P) {
 			p.IdempotencyKey, p.IdempotencyTTL = "k", model.MaxIdempotencyTTL+time.Second
 		}),
 	)
-	cs = append(cs, timeCases(mk, "deadline", false, func(p *P, t time.Time) { p.Deadline = t })...)
-	cs = append(cs, timeCases(mk, "delay_until", false, func(p *P, t time.Time) { p.DelayUntil = t })...)
+	cs = append(cs, timeCases(mk, "Deadline", false, func(p *P, t time.Time) { p.Deadline = t })...)
+	cs = append(cs, timeCases(mk, "DelayUntil", false, func(p *P, t time.Time) { p.DelayUntil = t })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
@@ -420,7 +420,7 @@ func (f *fixture) cancelCases() []badInput {
 	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, Reason: "r", Now: f.now} }, f.s.ExecutionCancel)
 	op := maker(f.ctx, func() *P { return &P{ID: f.eligible, Source: model.SourceOperator, Now: f.now} }, f.s.ExecutionCancel)
 	cs := idCases(op, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
-	cs = append(cs, textCases(mk, "reason", func(p *P, s string) { p.Reason = s })...)
+	cs = append(cs, textCases(mk, "Reason", func(p *P, s string) { p.Reason = s })...)
 	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
 	return append(cs, nowCases(op, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -436,28 +436,28 @@ func (f *fixture) completeCases() []badInput {
 	type P = model.ExecutionCompleteParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, Result: []byte("r"), Now: f.now} }, f.s.ExecutionComplete)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
-	cs = append(cs, mk("result_too_large", "result", model.ErrInvalidInput, func(p *P) { p.Result = make([]byte, model.MaxResultBytes+1) }))
+	cs = append(cs, mk("result_too_large", "Result", model.ErrInvalidInput, func(p *P) { p.Result = make([]byte, model.MaxResultBytes+1) }))
 	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
-	// the next claim's inputs are checked too, named under "next."
+	// the next claim's inputs are checked too, named under "Next."
 	withNext := func(p *P) *model.NextClaim {
 		if p.Next == nil {
 			p.Next = &model.NextClaim{Lane: laneA, ScanLimit: 10, LeaseRequest: f.leaseReq(wA, leaseTTL)}
 		}
 		return p.Next
 	}
-	nk := prefixed(mk, "next.")
+	nk := prefixed(mk, "Next.")
 	cs = append(cs, laneCases(nk, func(p *P, l model.LaneID) { withNext(p).Lane = l })...)
-	cs = append(cs, capCases(nk, "capabilities", func(p *P, c model.Capabilities) { withNext(p).Capabilities = c })...)
-	cs = append(cs, capCases(nk, "live_capabilities", func(p *P, c model.Capabilities) { withNext(p).LiveCapabilities = c })...)
-	cs = append(cs, limitCases(nk, "scan_limit", func(p *P, n int) { withNext(p).ScanLimit = n })...)
+	cs = append(cs, capCases(nk, "Capabilities", func(p *P, c model.Capabilities) { withNext(p).Capabilities = c })...)
+	cs = append(cs, capCases(nk, "LiveCapabilities", func(p *P, c model.Capabilities) { withNext(p).LiveCapabilities = c })...)
+	cs = append(cs, limitCases(nk, "ScanLimit", func(p *P, n int) { withNext(p).ScanLimit = n })...)
 	cs = append(cs, leaseRequestCases(nk, func(p *P) *model.LeaseRequest { return &withNext(p).LeaseRequest })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
-// prefixed is mk for inputs nested under prefix ("next.").
+// prefixed is mk for inputs nested under prefix ("Next.").
 func prefixed[P any](mk caseMaker[P], prefix string) caseMaker[P] {
 	return func(name, field string, code *model.Error, mut func(*P)) badInput {
-		return mk(prefix+name, prefix+field, code, mut)
+		return mk(strings.ToLower(prefix)+name, prefix+field, code, mut)
 	}
 }
 
@@ -471,7 +471,7 @@ func (f *fixture) delayCases() []badInput {
 	type P = model.ExecutionDelayParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, DelayUntil: at(time.Hour), Now: f.now} }, f.s.ExecutionDelay)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
-	cs = append(cs, timeCases(mk, "delay_until", true, func(p *P, t time.Time) { p.DelayUntil = t })...)
+	cs = append(cs, timeCases(mk, "DelayUntil", true, func(p *P, t time.Time) { p.DelayUntil = t })...)
 	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -481,8 +481,8 @@ func (f *fixture) expireCases() []badInput {
 	mk := maker(f.ctx, func() *P { return &P{ID: f.eligible, Reason: model.ExpireExecutionDeadline, Now: f.now} }, f.s.ExecutionExpire)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	cs = append(cs,
-		mk("reason_zero", "reason", model.ErrInvalidInput, func(p *P) { p.Reason = 0 }),
-		mk("reason_unknown", "reason", model.ErrInvalidInput, func(p *P) { p.Reason = model.ExpireExecutionDeadline + 1 }),
+		mk("reason_zero", "Reason", model.ErrInvalidInput, func(p *P) { p.Reason = 0 }),
+		mk("reason_unknown", "Reason", model.ErrInvalidInput, func(p *P) { p.Reason = model.ExpireExecutionDeadline + 1 }),
 	)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -493,12 +493,12 @@ func (f *fixture) failCases() []badInput {
 		return &P{ID: f.active, Fence: f.fence, Reason: "r", Category: model.FailurePermanent, Now: f.now}
 	}, f.s.ExecutionFail)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
-	cs = append(cs, textCases(mk, "reason", func(p *P, s string) { p.Reason = s })...)
+	cs = append(cs, textCases(mk, "Reason", func(p *P, s string) { p.Reason = s })...)
 	cs = append(cs,
-		mk("category_upper_case", "failure_category", model.ErrInvalidInput, func(p *P) { p.Category = "Permanent" }),
-		mk("category_dash", "failure_category", model.ErrInvalidInput, func(p *P) { p.Category = "infra-crash" }),
-		mk("category_space", "failure_category", model.ErrInvalidInput, func(p *P) { p.Category = "a b" }),
-		mk("category_too_long", "failure_category", model.ErrInvalidInput, func(p *P) { p.Category = model.FailureCategory(strings.Repeat("c", 65)) }),
+		mk("category_upper_case", "FailureCategory", model.ErrInvalidInput, func(p *P) { p.Category = "Permanent" }),
+		mk("category_dash", "FailureCategory", model.ErrInvalidInput, func(p *P) { p.Category = "infra-crash" }),
+		mk("category_space", "FailureCategory", model.ErrInvalidInput, func(p *P) { p.Category = "a b" }),
+		mk("category_too_long", "FailureCategory", model.ErrInvalidInput, func(p *P) { p.Category = model.FailureCategory(strings.Repeat("c", 65)) }),
 	)
 	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, func(p *P, s model.Source) { p.Source = s })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
@@ -508,8 +508,8 @@ func (f *fixture) replayCases() []badInput {
 	type P = model.ExecutionReplayParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.terminal, Reason: "r", RequestedBy: "me", Now: f.now} }, f.s.ExecutionReplay)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
-	cs = append(cs, textCases(mk, "reason", func(p *P, s string) { p.Reason = s })...)
-	cs = append(cs, textCases(mk, "requested_by", func(p *P, s string) { p.RequestedBy = s })...)
+	cs = append(cs, textCases(mk, "Reason", func(p *P, s string) { p.Reason = s })...)
+	cs = append(cs, textCases(mk, "RequestedBy", func(p *P, s string) { p.RequestedBy = s })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
@@ -518,10 +518,10 @@ func (f *fixture) progressCases() []badInput {
 	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, Percent: 50, Message: "m", Now: f.now} }, f.s.ExecutionUpdateProgress)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	cs = append(cs,
-		mk("percent_negative", "percent", model.ErrInvalidInput, func(p *P) { p.Percent = -1 }),
-		mk("percent_over_100", "percent", model.ErrInvalidInput, func(p *P) { p.Percent = 101 }),
+		mk("percent_negative", "Percent", model.ErrInvalidInput, func(p *P) { p.Percent = -1 }),
+		mk("percent_over_100", "Percent", model.ErrInvalidInput, func(p *P) { p.Percent = 101 }),
 	)
-	cs = append(cs, textCases(mk, "message", func(p *P, s string) { p.Message = s })...)
+	cs = append(cs, textCases(mk, "Message", func(p *P, s string) { p.Message = s })...)
 	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, nil)...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -534,7 +534,7 @@ func (f *fixture) claimGrantCases() []badInput {
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	cs = append(cs, workerIDCases(mk, func(p *P, w model.WorkerID) { p.WorkerID = w })...)
 	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { p.WorkerInstanceID = w })...)
-	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, capCases(mk, "Capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
 	cs = append(cs, grantTTLCases(mk, func(p *P, d time.Duration) { p.GrantTTL = d })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -550,7 +550,7 @@ func (f *fixture) reclaimGrantCases() []badInput {
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	cs = append(cs, workerIDCases(mk, func(p *P, w model.WorkerID) { p.WorkerID = w })...)
 	cs = append(cs, instanceCases(mk, func(p *P, w model.WorkerInstanceID) { p.WorkerInstanceID = w })...)
-	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, capCases(mk, "Capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
 	cs = append(cs, grantTTLCases(mk, func(p *P, d time.Duration) { p.GrantTTL = d })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -560,9 +560,9 @@ func (f *fixture) blockCases() []badInput {
 	mk := maker(f.ctx, func() *P { return &P{ID: f.eligible, Reason: model.WaitingForBudget, Detail: "d", Now: f.now} }, f.s.ExecutionBlock)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	for _, r := range []model.BlockingReason{0, model.BlockingNone, model.WaitingForWorker, model.WaitingForDelay, model.WaitingForChildren, model.PausedByPolicy + 1} {
-		cs = append(cs, mk("reason_"+strconv.Itoa(int(r)), "reason", model.ErrInvalidBlockingReason, func(p *P) { p.Reason = r }))
+		cs = append(cs, mk("reason_"+strconv.Itoa(int(r)), "Reason", model.ErrInvalidBlockingReason, func(p *P) { p.Reason = r }))
 	}
-	cs = append(cs, textCases(mk, "detail", func(p *P, s string) { p.Detail = s })...)
+	cs = append(cs, textCases(mk, "Detail", func(p *P, s string) { p.Detail = s })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
@@ -571,7 +571,7 @@ func (f *fixture) unblockCases() []badInput {
 	mk := maker(f.ctx, func() *P { return &P{ID: f.routed, ExpectedReason: model.WaitingForCapableWorker, Now: f.now} }, f.s.ExecutionUnblock)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	for _, r := range []model.BlockingReason{0, model.BlockingNone, model.WaitingForDelay, model.PausedByPolicy + 1} {
-		cs = append(cs, mk("expected_reason_"+strconv.Itoa(int(r)), "expected_reason", model.ErrInvalidBlockingReason, func(p *P) { p.ExpectedReason = r }))
+		cs = append(cs, mk("expected_reason_"+strconv.Itoa(int(r)), "ExpectedReason", model.ErrInvalidBlockingReason, func(p *P) { p.ExpectedReason = r }))
 	}
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -588,7 +588,7 @@ func (f *fixture) grantAndClaimCases() []badInput {
 	type P = model.ExecutionGrantAndClaimParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.eligible, LeaseRequest: f.leaseReq(wA, leaseTTL), Now: f.now} }, f.s.ExecutionGrantAndClaim)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
-	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, capCases(mk, "Capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
 	cs = append(cs, leaseRequestCases(mk, func(p *P) *model.LeaseRequest { return &p.LeaseRequest })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -600,9 +600,9 @@ func (f *fixture) claimNextCases() []badInput {
 	}, f.s.ExecutionClaimNext)
 	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
 	cs = append(cs, laneCases(mk, func(p *P, l model.LaneID) { p.Lane = l })...)
-	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
-	cs = append(cs, capCases(mk, "live_capabilities", func(p *P, c model.Capabilities) { p.LiveCapabilities = c })...)
-	cs = append(cs, limitCases(mk, "scan_limit", func(p *P, n int) { p.ScanLimit = n })...)
+	cs = append(cs, capCases(mk, "Capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, capCases(mk, "LiveCapabilities", func(p *P, c model.Capabilities) { p.LiveCapabilities = c })...)
+	cs = append(cs, limitCases(mk, "ScanLimit", func(p *P, n int) { p.ScanLimit = n })...)
 	cs = append(cs, leaseRequestCases(mk, func(p *P) *model.LeaseRequest { return &p.LeaseRequest })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -634,9 +634,9 @@ func (f *fixture) renewCases() []badInput {
 	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, LeaseTTL: time.Hour, Now: f.now} }, f.s.LeaseRenew)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	cs = append(cs,
-		mk("lease_ttl_zero", "lease_ttl", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = 0 }),
-		mk("lease_ttl_below_1ms", "lease_ttl", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = time.Microsecond }),
-		mk("lease_ttl_too_long", "lease_ttl", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = model.MaxLeaseTTL + time.Millisecond }),
+		mk("lease_ttl_zero", "LeaseTTL", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = 0 }),
+		mk("lease_ttl_below_1ms", "LeaseTTL", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = time.Microsecond }),
+		mk("lease_ttl_too_long", "LeaseTTL", model.ErrInvalidInput, func(p *P) { p.LeaseTTL = model.MaxLeaseTTL + time.Millisecond }),
 	)
 	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, nil)...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
@@ -646,7 +646,7 @@ func (f *fixture) revokeCases() []badInput {
 	type P = model.LeaseRevokeParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Reason: "r", Now: f.now} }, f.s.LeaseRevoke)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
-	cs = append(cs, textCases(mk, "reason", func(p *P, s string) { p.Reason = s })...)
+	cs = append(cs, textCases(mk, "Reason", func(p *P, s string) { p.Reason = s })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
@@ -663,18 +663,18 @@ func (f *fixture) scanCases() []badInput {
 	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Index: model.IndexDelayed, Limit: 10, Now: f.now} }, f.s.IndexScanDue)
 	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
 	cs = append(cs,
-		mk("index_zero", "index", model.ErrInvalidInput, func(p *P) { p.Index = 0 }),
-		mk("index_unknown", "index", model.ErrInvalidInput, func(p *P) { p.Index = model.IndexDelayed + 1 }),
-		mk("after_id_zero", "after.id", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now} }),
-		mk("after_id_partition_out_of_range", "after.id", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now, ID: f.out} }),
+		mk("index_zero", "Index", model.ErrInvalidInput, func(p *P) { p.Index = 0 }),
+		mk("index_unknown", "Index", model.ErrInvalidInput, func(p *P) { p.Index = model.IndexDelayed + 1 }),
+		mk("after_id_zero", "After.ID", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now} }),
+		mk("after_id_partition_out_of_range", "After.ID", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now, ID: f.out} }),
 	)
 	if f.p1 != f.p0 {
-		cs = append(cs, mk("after_id_other_partition", "after.id", model.ErrInvalidInput, func(p *P) {
+		cs = append(cs, mk("after_id_other_partition", "After.ID", model.ErrInvalidInput, func(p *P) {
 			p.After = &model.DueCursor{DueAt: f.now, ID: model.NewExecutionID(f.p1, f.uuid())}
 		}))
 	}
-	cs = append(cs, timeCases(mk, "after.due_at", false, func(p *P, t time.Time) { p.After = &model.DueCursor{DueAt: t, ID: f.delayed} })...)
-	cs = append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+	cs = append(cs, timeCases(mk, "After.DueAt", false, func(p *P, t time.Time) { p.After = &model.DueCursor{DueAt: t, ID: f.delayed} })...)
+	cs = append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
@@ -682,8 +682,8 @@ func (f *fixture) routeUnblockCases() []badInput {
 	type P = model.RouteUnblockParams
 	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Limit: 10, Now: f.now} }, f.s.RouteUnblock)
 	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
-	cs = append(cs, capCases(mk, "live", func(p *P, c model.Capabilities) { p.Live = c })...)
-	cs = append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+	cs = append(cs, capCases(mk, "Live", func(p *P, c model.Capabilities) { p.Live = c })...)
+	cs = append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
@@ -702,12 +702,12 @@ func (f *fixture) registerCases() []badInput {
 		manyLanes[i] = model.LaneID("lane-" + strconv.Itoa(i))
 	}
 	cs = append(cs,
-		mk("lanes_empty", "lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = nil }),
-		mk("lanes_too_many", "lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = manyLanes }),
-		mk("lanes_bad_lane", "lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = []model.LaneID{laneA, "bad lane"} }),
-		mk("lanes_empty_lane", "lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = []model.LaneID{""} }),
+		mk("lanes_empty", "Lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = nil }),
+		mk("lanes_too_many", "Lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = manyLanes }),
+		mk("lanes_bad_lane", "Lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = []model.LaneID{laneA, "bad lane"} }),
+		mk("lanes_empty_lane", "Lanes", model.ErrInvalidInput, func(p *P) { p.Lanes = []model.LaneID{""} }),
 	)
-	cs = append(cs, capCases(mk, "capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
+	cs = append(cs, capCases(mk, "Capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
 	cs = append(cs, workerTTLCases(mk, func(p *P, d time.Duration) { p.TTL = d })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -738,7 +738,7 @@ func (f *fixture) workerExpireCases() []badInput {
 	// A valid call at this time would drop the fixture's registration.
 	mk := maker(f.ctx, func() *P { return &P{Namespace: nsA, Limit: 10, Now: at(time.Hour)} }, f.s.WorkerExpire)
 	cs := namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })
-	cs = append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+	cs = append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
@@ -753,18 +753,18 @@ func (f *fixture) listCases() []badInput {
 	type P = model.ExecutionListParams
 	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Limit: 10} }, f.s.ExecutionList)
 	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
-	cs = append(cs, mk("after_partition_out_of_range", "after", model.ErrInvalidInput, func(p *P) { p.After = f.out }))
+	cs = append(cs, mk("after_partition_out_of_range", "After", model.ErrInvalidInput, func(p *P) { p.After = f.out }))
 	if f.p1 != f.p0 {
-		cs = append(cs, mk("after_other_partition", "after", model.ErrInvalidInput, func(p *P) { p.After = model.NewExecutionID(f.p1, f.uuid()) }))
+		cs = append(cs, mk("after_other_partition", "After", model.ErrInvalidInput, func(p *P) { p.After = model.NewExecutionID(f.p1, f.uuid()) }))
 	}
-	return append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+	return append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 }
 
 func (f *fixture) historyCases() []badInput {
 	type P = model.LeaseHistoryParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Limit: 10} }, f.s.LeaseHistory)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
-	return append(cs, limitCases(mk, "limit", func(p *P, n int) { p.Limit = n })...)
+	return append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 }
 
 // readCases covers the reads that take only an execution id.
@@ -796,8 +796,8 @@ func (f *fixture) readCases() []badInput {
 		}},
 	} {
 		cs = append(cs,
-			badInput{r.name + "_id_zero", "execution_id", model.ErrInvalidInput, func() error { return r.do(model.ExecutionID{}) }},
-			badInput{r.name + "_id_partition_out_of_range", "execution_id", model.ErrInvalidInput, func() error { return r.do(f.out) }},
+			badInput{r.name + "_id_zero", "ID", model.ErrInvalidInput, func() error { return r.do(model.ExecutionID{}) }},
+			badInput{r.name + "_id_partition_out_of_range", "ID", model.ErrInvalidInput, func() error { return r.do(f.out) }},
 		)
 	}
 	return cs
