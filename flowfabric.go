@@ -110,6 +110,10 @@ type Engine struct {
 
 	idMu    sync.Mutex
 	entropy io.Reader
+	// idMs and idSeq are the millisecond and sequence of the last execution
+	// id (guarded by idMu): ids grow with every submission.
+	idMs  int64
+	idSeq uint64
 
 	lanesMu sync.RWMutex
 	lanes   map[LaneID]LaneConfig
@@ -302,6 +306,32 @@ func (e *Engine) newUUID() model.UUID {
 		panic("flowfabric: reading entropy: " + err.Error())
 	}
 	return model.NewUUIDv4(b)
+}
+
+// newExecutionUUID returns the uuid of a new execution: a version-7 UUID
+// greater than every one this engine made before, so that executions of
+// equal priority submitted in the same millisecond (every submission
+// between two harness calls under a SimClock) still run in submission
+// order.
+func (e *Engine) newExecutionUUID(now time.Time) model.UUID {
+	var r [4]byte
+	e.idMu.Lock()
+	ms := max(now.UnixMilli(), 0)
+	switch {
+	case ms > e.idMs:
+		e.idMs, e.idSeq = ms, 0
+	case e.idSeq < model.MaxUUIDv7Seq:
+		e.idSeq++
+	default:
+		e.idMs, e.idSeq = e.idMs+1, 0
+	}
+	ms, seq := e.idMs, e.idSeq
+	_, err := io.ReadFull(e.entropy, r[:])
+	e.idMu.Unlock()
+	if err != nil {
+		panic("flowfabric: reading entropy: " + err.Error())
+	}
+	return model.NewUUIDv7(ms, seq, r)
 }
 
 func (e *Engine) newLeaseIDs() (model.LeaseID, model.AttemptID) {

@@ -98,3 +98,38 @@ func TestTaskInfoLastAttempt(t *testing.T) {
 		t.Fatalf("handler saw %q, want %q", seen, want)
 	}
 }
+
+type seqJob struct {
+	N int `json:"n"`
+}
+
+func (seqJob) Kind() string { return "seq_job" }
+
+// TestFIFOWithinOneInstant: executions of equal priority submitted at the
+// same instant (every submission between two harness calls shares one
+// simulated instant) run in submission order.
+func TestFIFOWithinOneInstant(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	w := h.NewWorker(&flowfabric.WorkerConfig{MaxConcurrent: 1})
+	var order []int
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(_ context.Context, t *flowfabric.Task[seqJob]) error {
+		order = append(order, t.Args.N)
+		return nil
+	}))
+	const n = 200
+	for i := range n {
+		if _, err := h.Engine.Submit(h.Ctx, seqJob{N: i}, &flowfabric.SubmitOpts{Priority: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.StartWorker(w)
+	h.RunUntilIdle()
+	if len(order) != n {
+		t.Fatalf("ran %d of %d", len(order), n)
+	}
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("run order %v, want 0..%d in order", order, n-1)
+		}
+	}
+}

@@ -215,7 +215,7 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		return nil, err
 	}
 	now := e.clock.Now()
-	u := e.newUUID()
+	u := e.newExecutionUUID(now)
 	part := e.parts.SoloPartition(lane)
 	if e.spread(lane) {
 		part = e.parts.SpreadPartition(u)
