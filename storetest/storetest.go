@@ -48,6 +48,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 	}{
 		{"Create", testCreate},
 		{"Claim", testClaim},
+		{"FIFO", testFIFO},
 		{"Lease", testLease},
 		{"Terminal", testTerminal},
 		{"Scan", testScan},
