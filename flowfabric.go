@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -222,14 +223,16 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	if u := c.Scanners.Unblock; u.Interval < 0 || u.Batch < 0 || u.Batch > model.MaxPageSize {
-		return model.InvalidField("Scanners.Unblock", "out_of_range")
+	if u := c.Scanners.Unblock; u.Interval < 0 {
+		return model.OutOfRange("Scanners.Unblock.Interval", u.Interval, "0 (the default) or more")
+	} else if u.Batch < 0 || u.Batch > model.MaxPageSize {
+		return model.OutOfRange("Scanners.Unblock.Batch", u.Batch, "0 (the default) to "+strconv.Itoa(model.MaxPageSize))
 	}
 	if c.Scanners.WorkerExpiryInterval < 0 {
-		return model.InvalidField("Scanners.WorkerExpiryInterval", "out_of_range")
+		return model.OutOfRange("Scanners.WorkerExpiryInterval", c.Scanners.WorkerExpiryInterval, "0 (the default) or more")
 	}
 	if c.Scanners.SweepInterval < 0 {
-		return model.InvalidField("Scanners.SweepInterval", "out_of_range")
+		return model.OutOfRange("Scanners.SweepInterval", c.Scanners.SweepInterval, "0 (the default) or more")
 	}
 	return nil
 }

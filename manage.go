@@ -171,15 +171,15 @@ func (e *Engine) Wait(ctx context.Context, id ExecutionID, poll time.Duration) (
 	stop := e.watchTerminal(sig)
 	defer stop()
 	for {
-		s, err := e.Describe(ctx, id)
+		s, err := e.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: id})
 		if err != nil {
-			return nil, err
+			return nil, wrap("wait", err)
 		}
 		if s.PublicState.IsTerminal() {
 			return s, nil
 		}
 		if err := e.clock.Wait(ctx, poll, sig); err != nil {
-			return s, err
+			return s, wrap("wait", err)
 		}
 	}
 }

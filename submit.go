@@ -125,7 +125,7 @@ type SubmitResult struct {
 func (e *Engine) Submit(ctx context.Context, args Args, opts *SubmitOpts) (*SubmitResult, error) {
 	kind, payload, defaults, err := encodeArgs(args)
 	if err != nil {
-		return nil, err
+		return nil, wrap("submit", err)
 	}
 	return e.submit(ctx, kind, payload, defaults.merge(opts))
 }
@@ -156,13 +156,13 @@ func (e *Engine) SubmitMany(ctx context.Context, batch []SubmitParams) ([]*Submi
 		if b.Args != nil {
 			k, p, d, err := encodeArgs(b.Args)
 			if err != nil {
-				return nil, fmt.Errorf("flowfabric: batch entry %d: %w", i, err)
+				return nil, fmt.Errorf("flowfabric: submit many: entry %d: %w", i, err)
 			}
 			kind, payload, opts = k, p, d.merge(b.Opts)
 		}
 		p, err := e.createParams(kind, payload, opts)
 		if err != nil {
-			return nil, fmt.Errorf("flowfabric: batch entry %d: %w", i, err)
+			return nil, fmt.Errorf("flowfabric: submit many: entry %d: %w", i, err)
 		}
 		params[i] = p
 	}
@@ -195,7 +195,7 @@ func encodeArgs(args Args) (Kind, []byte, SubmitOpts, error) {
 func (e *Engine) submit(ctx context.Context, kind Kind, payload []byte, opts SubmitOpts) (*SubmitResult, error) {
 	p, err := e.createParams(kind, payload, opts)
 	if err != nil {
-		return nil, err
+		return nil, wrap("submit", err)
 	}
 	return e.create(ctx, p)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +165,8 @@ func (w *Worker) validate() (model.Capabilities, error) {
 	}
 	for _, l := range c.Lanes {
 		if err := l.Validate(); err != nil {
-			return nil, &model.Error{Code: model.CodeInvalidInput, Field: "Lanes", Detail: string(l)}
+			return nil, &model.Error{Code: model.CodeInvalidInput, Field: "Lanes", Detail: string(l), Got: strconv.Quote(string(l)),
+				Want: "1..64 bytes of letters, digits, '_', '.' or '-'"}
 		}
 	}
 	caps, err := model.ParseCapabilities("Capabilities", c.Capabilities)
@@ -173,13 +175,13 @@ func (w *Worker) validate() (model.Capabilities, error) {
 	}
 	switch {
 	case c.MaxConcurrent < 1:
-		return nil, model.InvalidField("MaxConcurrent", "out_of_range")
+		return nil, model.OutOfRange("MaxConcurrent", c.MaxConcurrent, "at least 1 (0 means the default)")
 	case c.LeaseTTL < 10*time.Millisecond || 2*c.LeaseTTL > model.MaxLeaseTTL:
-		return nil, model.InvalidField("LeaseTTL", "out_of_range")
+		return nil, model.OutOfRange("LeaseTTL", c.LeaseTTL, "10ms.."+(model.MaxLeaseTTL/2).String()+" (0 means the default)")
 	case c.PollInterval < 0:
-		return nil, model.InvalidField("PollInterval", "out_of_range")
+		return nil, model.OutOfRange("PollInterval", c.PollInterval, "0 (the default) or more")
 	case c.DrainTimeout < 0:
-		return nil, model.InvalidField("DrainTimeout", "out_of_range")
+		return nil, model.OutOfRange("DrainTimeout", c.DrainTimeout, "0 (the default) or more")
 	}
 	return caps, nil
 }

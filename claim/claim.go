@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,13 +80,13 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.ScanLimit < 1 || c.ScanLimit > model.MaxPageSize:
-		return model.InvalidField("Claim.ScanLimit", "out_of_range")
+		return model.OutOfRange("Claim.ScanLimit", c.ScanLimit, "1.."+strconv.Itoa(model.MaxPageSize)+" (0 means the default)")
 	case c.ProbePartitions < 1:
-		return model.InvalidField("Claim.ProbePartitions", "out_of_range")
+		return model.OutOfRange("Claim.ProbePartitions", c.ProbePartitions, "at least 1 (0 means the default)")
 	case c.RotateEvery < 0:
-		return model.InvalidField("Claim.RotateEvery", "out_of_range")
+		return model.OutOfRange("Claim.RotateEvery", c.RotateEvery, "0 (the default) or more")
 	case c.LiveCapsTTL < 0:
-		return model.InvalidField("Claim.LiveCapsTTL", "out_of_range")
+		return model.OutOfRange("Claim.LiveCapsTTL", c.LiveCapsTTL, "0 (the default) or more")
 	}
 	return nil
 }

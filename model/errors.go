@@ -283,3 +283,12 @@ func CodeOf(err error) Code {
 	}
 	return ""
 }
+
+// showValue quotes a rejected string for an error message, cut short when
+// long.
+func showValue(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	}
+	return strconv.Quote(s)
+}

@@ -304,11 +304,18 @@ const DefaultLane LaneID = "default"
 const DefaultNamespace Namespace = "default"
 
 func validName(field, s string, maxLen int, lowerOnly bool) error {
+	bad := func(reason string) error {
+		want := "1.." + strconv.Itoa(maxLen) + " bytes of letters, digits, '_', '.' or '-'"
+		if lowerOnly {
+			want = "1.." + strconv.Itoa(maxLen) + " bytes of lowercase letters, digits, '_', '.' or '-'"
+		}
+		return &Error{Code: CodeInvalidInput, Field: field, Detail: reason, Got: showValue(s), Want: want}
+	}
 	if s == "" {
-		return invalidField(field, "empty")
+		return bad("empty")
 	}
 	if len(s) > maxLen {
-		return invalidField(field, "too_long")
+		return bad("too_long")
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -316,7 +323,7 @@ func validName(field, s string, maxLen int, lowerOnly bool) error {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
 		case c >= 'A' && c <= 'Z' && !lowerOnly:
 		default:
-			return invalidField(field, "bad_character")
+			return bad("bad_character")
 		}
 	}
 	return nil

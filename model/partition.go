@@ -46,12 +46,12 @@ func (c PartitionConfig) Validate() error {
 		name string
 		n    int
 	}{
-		{"partitions.flow", c.FlowPartitions},
-		{"partitions.budget", c.BudgetPartitions},
-		{"partitions.quota", c.QuotaPartitions},
+		{"Partitions.FlowPartitions", c.FlowPartitions},
+		{"Partitions.BudgetPartitions", c.BudgetPartitions},
+		{"Partitions.QuotaPartitions", c.QuotaPartitions},
 	} {
 		if f.n < 1 || f.n > MaxPartitions {
-			return invalidField(f.name, "out_of_range")
+			return OutOfRange(f.name, f.n, "1.."+strconv.Itoa(MaxPartitions))
 		}
 	}
 	return nil

@@ -64,10 +64,10 @@ func TestPartitionConfig(t *testing.T) {
 		c     PartitionConfig
 		field string
 	}{
-		{PartitionConfig{FlowPartitions: -1}, "partitions.flow"},
-		{PartitionConfig{FlowPartitions: MaxPartitions + 1}, "partitions.flow"},
-		{PartitionConfig{BudgetPartitions: -1}, "partitions.budget"},
-		{PartitionConfig{QuotaPartitions: MaxPartitions + 1}, "partitions.quota"},
+		{PartitionConfig{FlowPartitions: -1}, "Partitions.FlowPartitions"},
+		{PartitionConfig{FlowPartitions: MaxPartitions + 1}, "Partitions.FlowPartitions"},
+		{PartitionConfig{BudgetPartitions: -1}, "Partitions.BudgetPartitions"},
+		{PartitionConfig{QuotaPartitions: MaxPartitions + 1}, "Partitions.QuotaPartitions"},
 	} {
 		requireValidation(t, tc.c.Validate(), tc.field)
 	}

@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -113,14 +115,14 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 
 // Validate checks the policy and names the first bad field.
 func (p RetryPolicy) Validate() error {
-	bad := func(field, reason string) error {
-		return &Error{Code: CodeInvalidPolicy, Field: "RetryPolicy." + field, Detail: reason}
+	bad := func(field, reason string, got any, want string) error {
+		return &Error{Code: CodeInvalidPolicy, Field: "RetryPolicy." + field, Detail: reason, Got: fmt.Sprint(got), Want: want}
 	}
 	if p.MaxRetries < 0 || p.MaxRetries > MaxRetries {
-		return bad("MaxRetries", "out_of_range")
+		return bad("MaxRetries", "out_of_range", p.MaxRetries, "0.."+strconv.Itoa(MaxRetries))
 	}
 	if p.Backoff > BackoffFixed {
-		return bad("Backoff", "unknown")
+		return bad("Backoff", "unknown", int(p.Backoff), "BackoffExponential or BackoffFixed")
 	}
 	d := p.WithDefaults()
 	for _, f := range []struct {
@@ -128,17 +130,17 @@ func (p RetryPolicy) Validate() error {
 		v    time.Duration
 	}{{"Delay", p.Delay}, {"InitialDelay", p.InitialDelay}, {"MaxDelay", p.MaxDelay}} {
 		if f.v < 0 || f.v > MaxPolicyDelay {
-			return bad(f.name, "out_of_range")
+			return bad(f.name, "out_of_range", f.v, "0.."+MaxPolicyDelay.String()+" (0 means the default)")
 		}
 		if f.v%time.Millisecond != 0 {
-			return bad(f.name, "not_whole_milliseconds")
+			return bad(f.name, "not_whole_milliseconds", f.v, "a whole number of milliseconds")
 		}
 	}
 	if p.Multiplier != p.Multiplier || p.Multiplier < 0 || (p.Multiplier != 0 && p.Multiplier < 1) || p.Multiplier > 100 {
-		return bad("Multiplier", "out_of_range")
+		return bad("Multiplier", "out_of_range", p.Multiplier, "1..100 (0 means the default)")
 	}
 	if d.MaxDelay < d.InitialDelay {
-		return bad("MaxDelay", "below_initial_delay")
+		return bad("MaxDelay", "below_initial_delay", d.MaxDelay, "at least InitialDelay ("+d.InitialDelay.String()+")")
 	}
 	return nil
 }
@@ -210,7 +212,8 @@ func ParseRetryPolicyJSON(b []byte) (RetryPolicy, error) {
 			return 0, nil
 		}
 		if *v < 0 || *v > MaxPolicyDelay.Milliseconds() {
-			return 0, &Error{Code: CodeInvalidPolicy, Field: "RetryPolicy." + field, Detail: "out_of_range"}
+			return 0, &Error{Code: CodeInvalidPolicy, Field: "RetryPolicy." + field, Detail: "out_of_range",
+				Got: strconv.FormatInt(*v, 10) + "ms", Want: "0.." + strconv.FormatInt(MaxPolicyDelay.Milliseconds(), 10) + "ms"}
 		}
 		return time.Duration(*v) * time.Millisecond, nil
 	}
@@ -395,14 +398,20 @@ func ValidateTags(tags map[string]string) error {
 	return nil
 }
 
-// ValidateTagKey checks one tag key.
+// tagKeyWant says what a valid tag key looks like.
+var tagKeyWant = `"<namespace>.<name>", e.g. "app.user_id": a namespace of [a-z][a-z0-9_]*, a dot, ` +
+	`then a name of printable ASCII without spaces that does not start with '.'; 3..` + strconv.Itoa(MaxTagKeyBytes) + ` bytes`
+
+// ValidateTagKey checks one tag key: "<namespace>.<name>" where the
+// namespace is a lowercase letter followed by [a-z0-9_]*, and the name is
+// printable ASCII without spaces (e.g. "app.user_id").
 func ValidateTagKey(k string) error {
 	bad := func() error {
-		d := k
+		d, got := k, strconv.Quote(k)
 		if len(d) > 64 || !utf8.ValidString(d) {
-			d = "<invalid>"
+			d, got = "<invalid>", ""
 		}
-		return &Error{Code: CodeInvalidTagKey, Field: "Tags", Detail: d}
+		return &Error{Code: CodeInvalidTagKey, Field: "Tags", Detail: d, Got: got, Want: tagKeyWant}
 	}
 	if len(k) > MaxTagKeyBytes || len(k) < 3 || k[0] < 'a' || k[0] > 'z' {
 		return bad()

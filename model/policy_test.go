@@ -426,6 +426,9 @@ func TestValidateTags(t *testing.T) {
 		if e.Code != CodeInvalidTagKey {
 			t.Errorf("%q: %v", k, err)
 		}
+		if !strings.Contains(err.Error(), `want "<namespace>.<name>", e.g. "app.user_id"`) {
+			t.Errorf("%q: %v does not say what a valid key looks like", k, err)
+		}
 	}
 	if err := ValidateTagKey(strings.Repeat("a", 126) + ".b"); err != nil {
 		t.Fatalf("128-byte key: %v", err)

@@ -109,16 +109,16 @@ func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if p.MaxReclaims < 0 || p.MaxReclaims > 1_000_000 {
-		return invalidField("MaxReclaims", "out_of_range")
+		return OutOfRange("MaxReclaims", p.MaxReclaims, "0..1000000 (0 means the default)")
 	}
 	if p.MaxReplays < 0 || p.MaxReplays > 1_000_000 {
-		return invalidField("MaxReplays", "out_of_range")
+		return OutOfRange("MaxReplays", p.MaxReplays, "0..1000000 (0 means the default)")
 	}
 	if err := checkDuration("AttemptTimeout", p.AttemptTimeout, 0, MaxPolicyDelay); err != nil {
 		return err
 	}
 	if p.AttemptTimeout > 0 && p.AttemptTimeout < time.Millisecond {
-		return invalidField("AttemptTimeout", "out_of_range")
+		return OutOfRange("AttemptTimeout", p.AttemptTimeout, "0 (none) or 1ms.."+MaxPolicyDelay.String())
 	}
 	if err := checkOptionalTime("Deadline", p.Deadline); err != nil {
 		return err
@@ -246,7 +246,7 @@ func (p *ExecutionReplayParams) Validate(cfg PartitionConfig) error {
 // Validate checks every field.
 func (p *ExecutionUpdateProgressParams) Validate(cfg PartitionConfig) error {
 	if p.Percent < 0 || p.Percent > 100 {
-		return invalidField("Percent", "out_of_range")
+		return OutOfRange("Percent", p.Percent, "0..100")
 	}
 	if err := ValidateText("Message", p.Message); err != nil {
 		return err
@@ -325,7 +325,7 @@ func (p *ExecutionGrantAndClaimParams) Validate(cfg PartitionConfig) error {
 // Validate checks every field.
 func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
 	if p.Partition < 0 || p.Partition >= cfg.WithDefaults().FlowPartitions {
-		return invalidField("Partition", "out_of_range")
+		return OutOfRange("Partition", p.Partition, "0.."+strconv.Itoa(cfg.WithDefaults().FlowPartitions-1))
 	}
 	if err := p.Lane.Validate(); err != nil {
 		return err
@@ -415,7 +415,7 @@ func (p *ExecutionPromoteDelayedParams) Validate(cfg PartitionConfig) error {
 
 func checkPartition(cfg PartitionConfig, n int) error {
 	if n < 0 || n >= cfg.WithDefaults().FlowPartitions {
-		return invalidField("Partition", "out_of_range")
+		return OutOfRange("Partition", n, "0.."+strconv.Itoa(cfg.WithDefaults().FlowPartitions-1))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,10 +39,10 @@ func (c TimerConfig) withDefaults(interval time.Duration) TimerConfig {
 // Validate checks the config.
 func (c TimerConfig) Validate(name string) error {
 	if c.Interval < 0 {
-		return model.InvalidField(name+".Interval", "out_of_range")
+		return model.OutOfRange(name+".Interval", c.Interval, "0 (the default) or more")
 	}
 	if c.Batch < 0 || c.Batch > model.MaxPageSize {
-		return model.InvalidField(name+".Batch", "out_of_range")
+		return model.OutOfRange(name+".Batch", c.Batch, "0 (the default) to "+strconv.Itoa(model.MaxPageSize))
 	}
 	return nil
 }

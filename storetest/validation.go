@@ -140,8 +140,12 @@ func testValidation(t *testing.T, newStore NewStoreFunc) {
 					if !errors.Is(err, model.ErrValidation) {
 						t.Fatalf("err = %v, want a validation error", err)
 					}
-					if e := modelErr(t, err, c.code); e.Field != c.field {
+					e := modelErr(t, err, c.code)
+					if e.Field != c.field {
 						t.Fatalf("field %q, want %q (%v)", e.Field, c.field, err)
+					}
+					if e.Detail == "out_of_range" && (e.Got == "" || e.Want == "") {
+						t.Fatalf("%v: an out-of-range error must say the rejected value and the accepted range", err)
 					}
 					if d := cmp.Diff(before, f.on(t).world(f.now, nsA), cmpOpts...); d != "" {
 						t.Fatalf("store changed (-before +after):\n%s", d)

@@ -74,13 +74,14 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 		o.Prefix = DefaultPrefix
 	}
 	if strings.ContainsAny(o.Prefix, "{}") || strings.IndexFunc(o.Prefix, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
-		return nil, fmt.Errorf("valkeystore: new: %w", model.InvalidField("prefix", "bad_character"))
+		return nil, fmt.Errorf("valkeystore: new: %w", &model.Error{Code: model.CodeInvalidInput,
+			Field: "Options.Prefix", Detail: "bad_character", Got: strconv.Quote(o.Prefix), Want: "no '{', '}', spaces or control characters"})
 	}
 	if o.GCSlack == 0 {
 		o.GCSlack = DefaultGCSlack
 	}
 	if o.GCSlack < 0 {
-		return nil, fmt.Errorf("valkeystore: new: %w", model.InvalidField("gc_slack", "out_of_range"))
+		return nil, fmt.Errorf("valkeystore: new: %w", model.OutOfRange("Options.GCSlack", o.GCSlack, "0 (the default) or more"))
 	}
 	return &Store{
 		client:  client,
