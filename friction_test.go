@@ -133,3 +133,50 @@ func TestFIFOWithinOneInstant(t *testing.T) {
 		}
 	}
 }
+
+// TestPastAndNegativeTimes: one rule for every SubmitOpts field: a past
+// time is already due, a negative duration is an error naming the field
+// the user set (never the store's DelayUntil).
+func TestPastAndNegativeTimes(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	now := h.Clock.Now()
+	for _, tc := range []struct {
+		name  string
+		opts  flowfabric.SubmitOpts
+		field string
+	}{
+		{"negative delay", flowfabric.SubmitOpts{Delay: -time.Second}, "Delay"},
+		{"negative attempt timeout", flowfabric.SubmitOpts{AttemptTimeout: -time.Second}, "AttemptTimeout"},
+		{"negative idempotency ttl", flowfabric.SubmitOpts{IdempotencyKey: "k", IdempotencyTTL: -time.Second}, "IdempotencyTTL"},
+		{"run at before 1970", flowfabric.SubmitOpts{RunAt: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)}, "RunAt"},
+		{"run at after 9999", flowfabric.SubmitOpts{RunAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "RunAt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.Engine.Submit(h.Ctx, greet{}, &tc.opts)
+			var fe *flowfabric.Error
+			if !errors.Is(err, flowfabric.ErrValidation) || !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Fatalf("err = %v, want a validation error naming %s", err, tc.field)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		opts flowfabric.SubmitOpts
+		want flowfabric.PublicState
+	}{
+		{"past run at runs now", flowfabric.SubmitOpts{RunAt: now.Add(-time.Hour)}, flowfabric.PublicWaiting},
+		{"zero delay runs now", flowfabric.SubmitOpts{}, flowfabric.PublicWaiting},
+		{"future run at waits", flowfabric.SubmitOpts{RunAt: now.Add(time.Hour)}, flowfabric.PublicDelayed},
+		{"positive delay waits", flowfabric.SubmitOpts{Delay: time.Minute}, flowfabric.PublicDelayed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := h.Engine.Submit(h.Ctx, greet{}, &tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.PublicState != tc.want {
+				t.Fatalf("state %s, want %s", res.PublicState, tc.want)
+			}
+		})
+	}
+}

@@ -34,6 +34,12 @@ type SubmitOpts struct {
 	Priority int
 	// RunAt makes the execution eligible from then on. Delay is the same,
 	// relative to now; RunAt wins when both are set.
+	//
+	// Past and negative times, for every field here: a time in the past
+	// means "already due" (a past RunAt runs now, a past Deadline expires
+	// the execution at once); a negative duration (Delay, AttemptTimeout,
+	// IdempotencyTTL) is an error naming the field. Times must lie between
+	// 1970 and 9999.
 	RunAt time.Time
 	Delay time.Duration
 	// RetryPolicy decides retries after failures (nil: the engine's
@@ -200,6 +206,32 @@ func (e *Engine) submit(ctx context.Context, kind Kind, payload []byte, opts Sub
 	return e.create(ctx, p)
 }
 
+// lastTime is the latest time a store keeps (the end of year 9999).
+var lastTime = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
+
+// eligibleAt resolves RunAt and Delay into when the execution becomes
+// eligible (zero: now), with the rule of SubmitOpts for past and negative
+// times, naming the field the user set.
+func eligibleAt(o SubmitOpts, now time.Time) (time.Time, error) {
+	const span = "a time from 1970-01-01 to 9999-12-31 (a past time runs now)"
+	if !o.RunAt.IsZero() {
+		if o.RunAt.UnixMilli() <= 0 || o.RunAt.After(lastTime) {
+			return time.Time{}, model.OutOfRange("RunAt", o.RunAt.UTC().Format(time.RFC3339Nano), span)
+		}
+		return o.RunAt, nil
+	}
+	if o.Delay < 0 {
+		return time.Time{}, model.OutOfRange("Delay", o.Delay, "0 (run now) or more")
+	}
+	if o.Delay == 0 {
+		return time.Time{}, nil
+	}
+	if t := now.Add(o.Delay); t.After(now) && !t.After(lastTime) {
+		return t, nil
+	}
+	return time.Time{}, model.OutOfRange("Delay", o.Delay, "a delay that ends before 9999-12-31")
+}
+
 // createParams builds and validates the store parameters, choosing the new
 // execution's id and partition.
 func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.ExecutionCreateParams, error) {
@@ -224,9 +256,9 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 			part = int(model.CRC16([]byte(string(e.ns)+"\x00"+o.IdempotencyKey))) % e.parts.WithDefaults().FlowPartitions
 		}
 	}
-	runAt := o.RunAt
-	if runAt.IsZero() && o.Delay > 0 {
-		runAt = now.Add(o.Delay)
+	runAt, err := eligibleAt(o, now)
+	if err != nil {
+		return nil, err
 	}
 	retry := *e.cfg.DefaultRetryPolicy
 	if o.RetryPolicy != nil {
