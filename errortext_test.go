@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/memstore"
 	"github.com/flowfabric/flowfabric/model"
 )
 
@@ -145,6 +146,9 @@ func TestConfigErrorTexts(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
+	if !strings.HasPrefix(err.Error(), "flowfabric: start worker: ") {
+		t.Errorf("%q does not start with %q", err, "flowfabric: start worker: ")
+	}
 	for _, s := range []string{"MaxConcurrent", "got -2", "want at least 1"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("%q does not say %q", err, s)
@@ -153,4 +157,16 @@ func TestConfigErrorTexts(t *testing.T) {
 	if !errors.Is(err, flowfabric.ErrValidation) {
 		t.Errorf("%v is not a validation error", err)
 	}
+}
+
+// TestNewPanicText: New's panic on an invalid config says "flowfabric:
+// new: " and names the field.
+func TestNewPanicText(t *testing.T) {
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.HasPrefix(msg, "flowfabric: new: ") || !strings.Contains(msg, "Scanners.SweepInterval") || !strings.Contains(msg, "got -1s") {
+			t.Fatalf("panic %q", msg)
+		}
+	}()
+	flowfabric.New(memstore.New(nil), &flowfabric.Config{Scanners: flowfabric.ScannerConfig{SweepInterval: -time.Second}})
 }

@@ -162,7 +162,7 @@ func New(store Store, cfg *Config) *Engine {
 		c.DefaultRetryPolicy = &p
 	}
 	if err := c.validate(); err != nil {
-		panic("flowfabric: invalid config: " + err.Error())
+		panic("flowfabric: new: " + err.Error())
 	}
 	e := &Engine{
 		store: store, clock: c.Clock, log: c.Logger, ns: c.Namespace, parts: store.Partitions(),

@@ -210,7 +210,7 @@ func (w *Worker) addHandler(kind model.Kind, h handlerEntry) error {
 // claiming. It returns at once; Stop ends it.
 func (w *Worker) Start(ctx context.Context) error {
 	if w.cfgErr != nil {
-		return fmt.Errorf("flowfabric: worker config: %w", w.cfgErr)
+		return fmt.Errorf("flowfabric: start worker: %w", w.cfgErr)
 	}
 	w.mu.Lock()
 	if w.state != workerNew {
