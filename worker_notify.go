@@ -189,9 +189,11 @@ func (w *Worker) leaseLost(r *running, loss *leaseLost) {
 	}
 	r.lost = true
 	w.mu.Unlock()
-	r.cancel(loss)
+	// log first: once cancelled, the handler may return and the task end
+	// before a log written afterwards
 	w.log.Log(context.Background(), loss.level, loss.what, "execution", r.claim.ID.String(),
 		"lease_epoch", r.fence.LeaseEpoch)
+	r.cancel(loss)
 }
 
 // recheckLeases renews every lease held now: notices may have been lost,
