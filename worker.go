@@ -340,8 +340,12 @@ func (w *Worker) claimOnce(ctx context.Context) (took, left bool, err error) {
 	return true, false, nil
 }
 
-// ClaimGrant consumes a claim grant issued to this worker (see
-// Engine.IssueGrant) and runs the execution. A worker at capacity returns
+// ClaimGrant consumes a claim grant issued to this worker instance (see
+// Engine.IssueGrant) and runs the execution. The claim carries this
+// worker's identity and capabilities: a grant issued to another worker
+// instance is refused (model.ErrInvalidClaimGrant), and so is one whose
+// execution requires capabilities this worker lacks
+// (model.CodeCapabilityMismatch). A worker at capacity returns
 // ErrWorkerAtCapacity without touching the grant, which stays usable until
 // it expires.
 func (w *Worker) ClaimGrant(ctx context.Context, g *claim.Grant) error {
@@ -355,7 +359,10 @@ func (w *Worker) ClaimGrant(ctx context.Context, g *claim.Grant) error {
 		return ErrWorkerAtCapacity
 	}
 	leaseID, attemptID := w.engine.newLeaseIDs()
-	r, err := w.engine.sched.ClaimGrant(ctx, g, w.cfg.LeaseTTL, leaseID, attemptID)
+	r, err := w.engine.sched.ClaimGrant(ctx, g, model.LeaseRequest{
+		WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
+		LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: w.cfg.LeaseTTL,
+	}, w.caps)
 	if err != nil {
 		w.releaseSlot()
 		return wrap("claim grant", err)

@@ -16,7 +16,6 @@ package claim
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -276,8 +275,12 @@ type Grant struct {
 	ExpiresAt        time.Time
 }
 
-// IssueGrant grants a worker the right to claim execution id within ttl;
-// admission (capabilities) is checked now and again at the claim.
+// IssueGrant grants a worker instance the right to claim execution id
+// within ttl. Admission is checked now (caps must cover the execution's
+// required capabilities) and again at the claim: the store refuses the
+// grant to any other worker instance (invalid_claim_grant) and to a
+// claimer whose capabilities no longer cover the requirement
+// (capability_mismatch).
 func (s *Scheduler) IssueGrant(ctx context.Context, id model.ExecutionID, worker model.WorkerID,
 	instance model.WorkerInstanceID, caps model.Capabilities, ttl time.Duration) (*Grant, error) {
 	res, err := s.store.ClaimGrantIssue(ctx, &model.ClaimGrantIssueParams{
@@ -290,19 +293,19 @@ func (s *Scheduler) IssueGrant(ctx context.Context, id model.ExecutionID, worker
 	return &Grant{ID: id, WorkerID: worker, WorkerInstanceID: instance, ExpiresAt: res.ExpiresAt}, nil
 }
 
-// ClaimGrant consumes a grant. The caller must already hold a concurrency
-// permit, so a worker at capacity never consumes (and wastes) a grant.
-func (s *Scheduler) ClaimGrant(ctx context.Context, g *Grant, leaseTTL time.Duration, leaseID model.LeaseID, attemptID model.AttemptID) (*model.ClaimResult, error) {
+// ClaimGrant consumes a grant for the claiming worker: lease names the
+// claimer (its worker and instance ids, the new lease and attempt ids and
+// the lease TTL) and caps are the claimer's capabilities. The store
+// refuses a grant issued to another worker instance and a claimer whose
+// capabilities do not cover the execution's requirement. The caller must
+// already hold a concurrency permit, so a worker at capacity never
+// consumes (and wastes) a grant.
+func (s *Scheduler) ClaimGrant(ctx context.Context, g *Grant, lease model.LeaseRequest, caps model.Capabilities) (*model.ClaimResult, error) {
 	if g == nil {
-		return nil, errors.New("claim: nil grant")
+		return nil, model.InvalidField("grant", "nil")
 	}
 	res, err := s.store.ExecutionClaim(ctx, &model.ExecutionClaimParams{
-		ID: g.ID,
-		LeaseRequest: model.LeaseRequest{
-			WorkerID: g.WorkerID, WorkerInstanceID: g.WorkerInstanceID,
-			LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: leaseTTL,
-		},
-		Now: s.clock.Now(),
+		ID: g.ID, Capabilities: caps, LeaseRequest: lease, Now: s.clock.Now(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim: from grant: %w", err)

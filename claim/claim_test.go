@@ -216,9 +216,26 @@ func TestGrantPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, a := f.ids()
-	r, err := s.ClaimGrant(f.ctx, g, time.Minute, l, a)
-	if err != nil || r.ID != id {
+	lease := func(w model.WorkerID, wi model.WorkerInstanceID) model.LeaseRequest {
+		l, a := f.ids()
+		return model.LeaseRequest{WorkerID: w, WorkerInstanceID: wi, LeaseID: l, AttemptID: a, LeaseTTL: time.Minute}
+	}
+	// Another worker instance cannot consume the grant, even with the
+	// capabilities; nor can its own instance once it lacks them.
+	if _, err := s.ClaimGrant(f.ctx, g, lease("w2", "w2-1"), model.Capabilities{"gpu"}); !errors.Is(err, model.ErrInvalidClaimGrant) {
+		t.Fatalf("grant consumed by another worker: %v", err)
+	}
+	if _, err := s.ClaimGrant(f.ctx, g, lease("w", "w-2"), model.Capabilities{"gpu"}); !errors.Is(err, model.ErrInvalidClaimGrant) {
+		t.Fatalf("grant consumed by another instance of the worker: %v", err)
+	}
+	if _, err := s.ClaimGrant(f.ctx, g, lease("w", "w-1"), nil); !errors.Is(err, model.ErrCapabilityMismatch) {
+		t.Fatalf("grant consumed without the capability: %v", err)
+	}
+	if _, err := s.ClaimGrant(f.ctx, nil, lease("w", "w-1"), nil); !errors.Is(err, model.ErrInvalidInput) {
+		t.Fatalf("nil grant: %v", err)
+	}
+	r, err := s.ClaimGrant(f.ctx, g, lease("w", "w-1"), model.Capabilities{"gpu"})
+	if err != nil || r.ID != id || r.Lease.WorkerInstanceID != "w-1" {
 		t.Fatalf("claim grant: %+v %v", r, err)
 	}
 }

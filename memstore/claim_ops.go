@@ -32,14 +32,20 @@ func (s *Store) ClaimGrantIssue(ctx context.Context, p *model.ClaimGrantIssuePar
 	})
 }
 
-// checkGrant verifies that e holds a live grant of kind for worker.
-func checkGrant(e *execution, kind model.GrantKind, worker model.WorkerID, now int64) error {
+// checkGrant verifies that e holds a live grant of kind issued to the
+// claiming worker instance r, and that the claimer's capabilities still
+// cover e's requirement.
+func checkGrant(e *execution, kind model.GrantKind, r *model.LeaseRequest, caps model.Capabilities, now int64) error {
 	g := e.grant
-	if g == nil || g.kind != kind || g.workerID != worker {
+	if g == nil || g.kind != kind || g.workerID != r.WorkerID || g.workerInstanceID != r.WorkerInstanceID {
 		return model.ErrInvalidClaimGrant
 	}
 	if !g.live(now) {
 		return model.ErrClaimGrantExpired
+	}
+	caps, _ = model.NormalizeCapabilities("capabilities", caps)
+	if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
+		return model.NewError(model.CodeCapabilityMismatch, missing.CSV())
 	}
 	return nil
 }
@@ -65,7 +71,7 @@ func (s *Store) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParam
 		if err := checkClaimable(e); err != nil {
 			return nil, err
 		}
-		if err := checkGrant(e, model.GrantClaim, p.WorkerID, now); err != nil {
+		if err := checkGrant(e, model.GrantClaim, &p.LeaseRequest, p.Capabilities, now); err != nil {
 			return nil, err
 		}
 		return s.claim(e, &p.LeaseRequest, now), nil

@@ -147,7 +147,7 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 		if !reclaimable(e) {
 			return nil, model.ErrNotReclaimable
 		}
-		if err := checkGrant(e, model.GrantReclaim, p.WorkerID, now); err != nil {
+		if err := checkGrant(e, model.GrantReclaim, &p.LeaseRequest, p.Capabilities, now); err != nil {
 			return nil, err
 		}
 		if s.reclaimCapReached(e, now) {

@@ -351,9 +351,15 @@ type LeaseRequest struct {
 	LeaseTTL  time.Duration
 }
 
-// ExecutionClaimParams consumes the caller's claim grant.
+// ExecutionClaimParams consumes the caller's claim grant. The grant must
+// have been issued to the claiming worker instance (LeaseRequest's
+// WorkerID and WorkerInstanceID; otherwise invalid_claim_grant), and the
+// claimer's Capabilities must still cover the execution's required
+// capabilities (otherwise capability_mismatch).
 type ExecutionClaimParams struct {
 	ID ExecutionID
+	// Capabilities are the claiming worker's.
+	Capabilities Capabilities
 	LeaseRequest
 	Now time.Time
 }
@@ -519,9 +525,13 @@ type ReclaimGrantIssueResult struct {
 
 // ExecutionReclaimParams consumes a reclaim grant: the old attempt ends
 // interrupted, a new attempt of type reclaim starts under a new lease with
-// the next epoch.
+// the next epoch. As for ExecutionClaimParams, the grant must have been
+// issued to the claiming worker instance and its Capabilities must still
+// cover the execution's required capabilities.
 type ExecutionReclaimParams struct {
 	ID ExecutionID
+	// Capabilities are the claiming worker's.
+	Capabilities Capabilities
 	LeaseRequest
 	Now time.Time
 }

@@ -302,6 +302,9 @@ func (p *ExecutionClaimParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
 	}
+	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+		return err
+	}
 	if err := p.LeaseRequest.validate(); err != nil {
 		return err
 	}
@@ -386,6 +389,9 @@ func (p *LeaseRevokeParams) Validate(cfg PartitionConfig) error {
 // Validate checks every field.
 func (p *ExecutionReclaimParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
 		return err
 	}
 	if err := p.LeaseRequest.validate(); err != nil {

@@ -361,7 +361,16 @@ func (m *machine) actClaimGrant(t *rapid.T) {
 
 func (m *machine) actClaim(t *rapid.T) {
 	id := m.pickExec(t, func(s *model.ExecutionSnapshot) bool { return isEligible(s) && s.Grant != nil })
-	m.claim(t, id, m.drawWorker(t, id))
+	m.claim(t, id, m.drawWorker(t, id), m.drawClaimerCaps(t, id))
+}
+
+// drawClaimerCaps draws a claimer's capabilities: mostly exactly what id
+// requires, sometimes anything.
+func (m *machine) drawClaimerCaps(t *rapid.T, id model.ExecutionID) model.Capabilities {
+	if s := m.snap(id); s != nil && chance(t, 70, "claimer_capable") {
+		return s.RequiredCapabilities
+	}
+	return drawCaps(t, "claim_caps", 60)
 }
 
 // actGrantThenClaim is what a scheduler does: issue a claim grant, then
@@ -369,8 +378,9 @@ func (m *machine) actClaim(t *rapid.T) {
 func (m *machine) actGrantThenClaim(t *rapid.T) {
 	id := m.pickExec(t, isEligible)
 	w := drawFrom(t, workerPool, "worker")
+	caps := drawCaps(t, "caps", 30)
 	p := &model.ClaimGrantIssueParams{
-		ID: id, WorkerID: w.id, WorkerInstanceID: w.instance, Capabilities: drawCaps(t, "caps", 30),
+		ID: id, WorkerID: w.id, WorkerInstanceID: w.instance, Capabilities: caps,
 		GrantTTL: ms(genGrantTTL.Draw(t, "grant_ttl_ms")), Now: m.now(),
 	}
 	if _, err := call(m, t, "ClaimGrantIssue", p, model.Store.ClaimGrantIssue); err != nil {
@@ -380,11 +390,17 @@ func (m *machine) actGrantThenClaim(t *rapid.T) {
 	if chance(t, 20, "other_worker") {
 		w = drawFrom(t, workerPool, "worker")
 	}
-	m.claim(t, id, w)
+	if chance(t, 20, "other_caps") {
+		caps = drawCaps(t, "claim_caps", 50) // the claimer's capabilities changed
+	}
+	m.claim(t, id, w, caps)
 }
 
-func (m *machine) claim(t *rapid.T, id model.ExecutionID, w poolWorker) {
-	p := &model.ExecutionClaimParams{ID: id, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
+// claim consumes a claim grant for worker instance w holding caps: only
+// the instance the grant was issued to, and only while caps cover the
+// execution's requirement, succeeds.
+func (m *machine) claim(t *rapid.T, id model.ExecutionID, w poolWorker, caps model.Capabilities) {
+	p := &model.ExecutionClaimParams{ID: id, Capabilities: caps, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
 	bad := invalid(t, leaseCorruptions)
 	corruptLease(&p.LeaseRequest, bad)
 	prev := m.snap(id)
@@ -396,8 +412,9 @@ func (m *machine) claim(t *rapid.T, id model.ExecutionID, w poolWorker) {
 	if err == nil {
 		m.expect(t, prev != nil, "ExecutionClaim of an unlisted execution succeeded")
 		g := prev.Grant
-		m.expect(t, isEligible(prev) && g != nil && g.Kind == model.GrantClaim && g.WorkerID == w.id && !g.ExpiresAt.Before(m.now()),
-			"ExecutionClaim by %s succeeded on %+v grant %+v", w.id, prev.State, g)
+		m.expect(t, isEligible(prev) && g != nil && g.Kind == model.GrantClaim && g.WorkerID == w.id &&
+			g.WorkerInstanceID == w.instance && !g.ExpiresAt.Before(m.now()) && prev.RequiredCapabilities.SubsetOf(caps),
+			"ExecutionClaim by %s/%s with %v succeeded on %+v grant %+v", w.id, w.instance, caps, prev.State, g)
 		m.acquire(t, "ExecutionClaim", prev, w, p.LeaseRequest, res)
 	}
 }
@@ -1065,7 +1082,7 @@ func (m *machine) actReclaimGrant(t *rapid.T) {
 
 func (m *machine) actReclaim(t *rapid.T) {
 	id := m.pickExec(t, func(s *model.ExecutionSnapshot) bool { return reclaimable(s) && s.Grant != nil })
-	m.reclaim(t, id, m.drawWorker(t, id))
+	m.reclaim(t, id, m.drawWorker(t, id), m.drawClaimerCaps(t, id))
 }
 
 // actReclaimFlow is what an operator's reclaim tool does: issue a reclaim
@@ -1073,8 +1090,9 @@ func (m *machine) actReclaim(t *rapid.T) {
 func (m *machine) actReclaimFlow(t *rapid.T) {
 	id := m.pickExec(t, reclaimable)
 	w := drawFrom(t, workerPool, "worker")
+	caps := drawCaps(t, "caps", 30)
 	p := &model.ReclaimGrantIssueParams{
-		ID: id, WorkerID: w.id, WorkerInstanceID: w.instance, Capabilities: drawCaps(t, "caps", 30),
+		ID: id, WorkerID: w.id, WorkerInstanceID: w.instance, Capabilities: caps,
 		GrantTTL: ms(genGrantTTL.Draw(t, "grant_ttl_ms")), Now: m.now(),
 	}
 	if _, err := call(m, t, "ReclaimGrantIssue", p, model.Store.ReclaimGrantIssue); err != nil {
@@ -1084,11 +1102,16 @@ func (m *machine) actReclaimFlow(t *rapid.T) {
 	if chance(t, 20, "other_worker") {
 		w = drawFrom(t, workerPool, "worker")
 	}
-	m.reclaim(t, id, w)
+	if chance(t, 20, "other_caps") {
+		caps = drawCaps(t, "claim_caps", 50)
+	}
+	m.reclaim(t, id, w, caps)
 }
 
-func (m *machine) reclaim(t *rapid.T, id model.ExecutionID, w poolWorker) {
-	p := &model.ExecutionReclaimParams{ID: id, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
+// reclaim consumes a reclaim grant for worker instance w holding caps, as
+// claim does.
+func (m *machine) reclaim(t *rapid.T, id model.ExecutionID, w poolWorker, caps model.Capabilities) {
+	p := &model.ExecutionReclaimParams{ID: id, Capabilities: caps, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
 	bad := invalid(t, leaseCorruptions)
 	corruptLease(&p.LeaseRequest, bad)
 	prev := m.snap(id)
@@ -1102,8 +1125,9 @@ func (m *machine) reclaim(t *rapid.T, id model.ExecutionID, w poolWorker) {
 	}
 	m.expect(t, prev != nil, "ExecutionReclaim of an unlisted execution succeeded")
 	g := prev.Grant
-	m.expect(t, reclaimable(prev) && g != nil && g.Kind == model.GrantReclaim && g.WorkerID == w.id && !g.ExpiresAt.Before(m.now()),
-		"ExecutionReclaim by %s succeeded on %+v grant %+v", w.id, prev.State, g)
+	m.expect(t, reclaimable(prev) && g != nil && g.Kind == model.GrantReclaim && g.WorkerID == w.id &&
+		g.WorkerInstanceID == w.instance && !g.ExpiresAt.Before(m.now()) && prev.RequiredCapabilities.SubsetOf(caps),
+		"ExecutionReclaim by %s/%s with %v succeeded on %+v grant %+v", w.id, w.instance, caps, prev.State, g)
 	capped := prev.ReclaimCount >= prev.MaxReclaims
 	switch res.Status {
 	case model.ReclaimClaimed:

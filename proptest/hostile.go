@@ -259,7 +259,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		p := &model.ExecutionBlockParams{ID: id, Reason: hEnum[model.BlockingReason](t, "reason", 16), Detail: hStr(t, "detail", ""), Now: now}
 		hostile(m, t, "ExecutionBlock", p, func(p *model.ExecutionBlockParams) error { return p.Validate(cfg) }, model.Store.ExecutionBlock)
 	case 11:
-		p := &model.ExecutionClaimParams{ID: id, LeaseRequest: m.hLease(t), Now: now}
+		p := &model.ExecutionClaimParams{ID: id, Capabilities: hCaps(t, "caps"), LeaseRequest: m.hLease(t), Now: now}
 		m.claimed(hostile(m, t, "ExecutionClaim", p, func(p *model.ExecutionClaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionClaim))
 	case 12:
 		p := &model.ExecutionClaimNextParams{
@@ -277,7 +277,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		p := &model.ExecutionUnblockParams{ID: id, ExpectedReason: hEnum[model.BlockingReason](t, "reason", 16), Now: now}
 		hostile(m, t, "ExecutionUnblock", p, func(p *model.ExecutionUnblockParams) error { return p.Validate(cfg) }, model.Store.ExecutionUnblock)
 	case 15:
-		p := &model.ExecutionReclaimParams{ID: id, LeaseRequest: m.hLease(t), Now: now}
+		p := &model.ExecutionReclaimParams{ID: id, Capabilities: hCaps(t, "caps"), LeaseRequest: m.hLease(t), Now: now}
 		if r := hostile(m, t, "ExecutionReclaim", p, func(p *model.ExecutionReclaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionReclaim); r != nil {
 			m.claimed(r.Claimed)
 		}

@@ -215,6 +215,63 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 		}
 	})
 
+	// A claim or reclaim grant is consumed only by the worker instance it
+	// was issued to, and only while that claimer's capabilities (given at
+	// the claim) still cover the execution's requirement: another
+	// instance, or another worker with the capabilities, is refused with
+	// invalid_claim_grant; a claimer without them with capability_mismatch.
+	// A refusal changes nothing and leaves the grant usable by its owner.
+	t.Run("GrantBelongsToClaimer", func(t *testing.T) {
+		t.Parallel()
+		gpuA := workerRef{ID: wA.ID, Instance: wA.Instance, Caps: model.Capabilities{"gpu"}}
+		cases := []struct {
+			name    string
+			claimer workerRef
+			want    *model.Error
+		}{
+			{"other_worker", workerRef{ID: wB.ID, Instance: wB.Instance, Caps: model.Capabilities{"gpu"}}, model.ErrInvalidClaimGrant},
+			{"other_instance", workerRef{ID: wA.ID, Instance: "worker-a-2", Caps: model.Capabilities{"gpu"}}, model.ErrInvalidClaimGrant},
+			{"capability_lost", workerRef{ID: wA.ID, Instance: wA.Instance}, model.ErrCapabilityMismatch},
+			{"capability_other", workerRef{ID: wA.ID, Instance: wA.Instance, Caps: model.Capabilities{"cpu"}}, model.ErrCapabilityMismatch},
+		}
+		for _, c := range cases {
+			t.Run("claim/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				h := setup(t, newStore)
+				id := h.create(at(0), withCaps("gpu"))
+				h.grant(id, gpuA, at(0))
+				h.unchanged(id, func() {
+					_, err := h.s.ExecutionClaim(h.ctx, &model.ExecutionClaimParams{
+						ID: id, Capabilities: c.claimer.Caps, LeaseRequest: h.leaseReq(c.claimer, leaseTTL), Now: at(time.Second)})
+					wantErr(t, err, c.want)
+				})
+				cr := call(h.s.ExecutionClaim(h.ctx, &model.ExecutionClaimParams{
+					ID: id, Capabilities: gpuA.Caps, LeaseRequest: h.leaseReq(gpuA, leaseTTL), Now: at(time.Second)})).must(t)
+				if cr.Lease.WorkerInstanceID != gpuA.Instance {
+					t.Fatalf("lease under %v", cr.Lease.WorkerInstanceID)
+				}
+			})
+			t.Run("reclaim/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				h := setup(t, newStore)
+				id := h.create(at(0), withCaps("gpu"))
+				h.claim(id, gpuA, at(0))
+				h.markExpired(id, at(leaseTTL))
+				h.reclaimGrant(id, gpuA, at(leaseTTL))
+				h.unchanged(id, func() {
+					_, err := h.s.ExecutionReclaim(h.ctx, &model.ExecutionReclaimParams{
+						ID: id, Capabilities: c.claimer.Caps, LeaseRequest: h.leaseReq(c.claimer, leaseTTL), Now: at(leaseTTL)})
+					wantErr(t, err, c.want)
+				})
+				res := call(h.s.ExecutionReclaim(h.ctx, &model.ExecutionReclaimParams{
+					ID: id, Capabilities: gpuA.Caps, LeaseRequest: h.leaseReq(gpuA, leaseTTL), Now: at(leaseTTL)})).must(t)
+				if res.Claimed == nil || res.Claimed.Lease.WorkerInstanceID != gpuA.Instance {
+					t.Fatalf("reclaim %+v", res)
+				}
+			})
+		}
+	})
+
 	// ExecutionGrantAndClaim needs an eligible execution without a live
 	// grant whose capabilities the worker has.
 	t.Run("GrantAndClaimErrors", func(t *testing.T) {

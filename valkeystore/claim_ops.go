@@ -27,8 +27,9 @@ func (s *Store) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParam
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptExecutionClaim, s.keys.execKeys(p.ID),
-		leaseArgs(args{"now": p.Now, "id": p.ID}, &p.LeaseRequest))
+	r, err := s.run(ctx, scriptExecutionClaim, s.keys.execKeys(p.ID), leaseArgs(args{
+		"now": p.Now, "id": p.ID, "capabilities": normCaps("capabilities", p.Capabilities),
+	}, &p.LeaseRequest))
 	if err != nil {
 		return nil, err
 	}

@@ -74,8 +74,9 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptExecutionReclaim, s.keys.execKeys(p.ID),
-		leaseArgs(args{"now": p.Now, "id": p.ID}, &p.LeaseRequest))
+	r, err := s.run(ctx, scriptExecutionReclaim, s.keys.execKeys(p.ID), leaseArgs(args{
+		"now": p.Now, "id": p.ID, "capabilities": normCaps("capabilities", p.Capabilities),
+	}, &p.LeaseRequest))
 	if err != nil {
 		return nil, err
 	}

@@ -211,7 +211,7 @@ var (
 
 	scriptExecutionClaim = declare("execution_claim",
 		"core payload tags history lanes lease_expiry attempt_timeout",
-		"now id worker_id worker_instance_id lease_id attempt_id lease_ttl")
+		"now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl")
 
 	scriptExecutionClaimNext = declare("execution_claim_next",
 		"lanes lease_expiry attempt_timeout",
@@ -257,7 +257,7 @@ var (
 
 	scriptExecutionReclaim = declare("execution_reclaim",
 		"core payload tags history lanes lease_expiry attempt_timeout deadline",
-		"now id worker_id worker_instance_id lease_id attempt_id lease_ttl")
+		"now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl")
 
 	scriptExecutionRecover = declare("execution_recover",
 		"core history lanes lease_expiry attempt_timeout deadline", "now id")

@@ -1,13 +1,13 @@
 -- execution_claim: consume the caller's claim grant and start (or resume)
 -- an attempt under a new lease.
 -- KEYS: core payload tags history lanes lease_expiry attempt_timeout
--- ARGV: now id worker_id worker_instance_id lease_id attempt_id lease_ttl
+-- ARGV: now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl
 
 local now = now_ms()
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 local err = check_claimable(e)
 if err ~= nil then return err end
-err = check_grant(e, 'claim', A.worker_id, now)
+err = check_grant(e, 'claim', A.worker_id, A.worker_instance_id, A.capabilities, now)
 if err ~= nil then return err end
 return claim(e, lease_req(), now)

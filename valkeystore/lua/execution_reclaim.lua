@@ -2,13 +2,13 @@
 -- interrupted and a reclaim attempt starts under a new lease, or the
 -- execution fails when its reclaims are used up.
 -- KEYS: core payload tags history lanes lease_expiry attempt_timeout deadline
--- ARGV: now id worker_id worker_instance_id lease_id attempt_id lease_ttl
+-- ARGV: now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl
 
 local now = now_ms()
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 if not reclaimable(e) then return fail('execution_not_reclaimable') end
-local err = check_grant(e, 'reclaim', A.worker_id, now)
+local err = check_grant(e, 'reclaim', A.worker_id, A.worker_instance_id, A.capabilities, now)
 if err ~= nil then return err end
 if reclaim_cap_reached(e, now) then return { 'status', 'reclaim_cap_exceeded' } end
 

@@ -563,10 +563,16 @@ local function check_claimable(e)
   return nil
 end
 
--- check_grant verifies that e holds a live grant of kind for worker.
-local function check_grant(e, kind, worker, now)
-  if e.grant_kind ~= kind or e.grant_worker_id ~= worker then return fail('invalid_claim_grant') end
+-- check_grant verifies that e holds a live grant of kind issued to the
+-- claiming worker instance, and that the claimer's capabilities (csv) still
+-- cover e's requirement.
+local function check_grant(e, kind, worker, wi, caps, now)
+  if e.grant_kind ~= kind or e.grant_worker_id ~= worker or e.grant_wi ~= wi then
+    return fail('invalid_claim_grant')
+  end
   if not grant_live(e, now) then return fail('claim_grant_expired') end
+  local missing = missing_caps(e.required_caps, caps)
+  if missing ~= '' then return fail('capability_mismatch', missing) end
   return nil
 end
 
