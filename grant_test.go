@@ -46,3 +46,31 @@ func TestClaimGrantForeignWorkerRefused(t *testing.T) {
 	g.open("x")
 	h.WaitTerminal(id)
 }
+
+// Misuse of the worker API returns a coded *flowfabric.Error, never a
+// panic or a plain error (issue 18, defect 10).
+func TestWorkerMisuseTypedErrors(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	id := mustSubmit(t, h, greet{Name: "x"}, nil)
+	wantCoded := func(what string, err error, target error) {
+		t.Helper()
+		var fe *flowfabric.Error
+		if !errors.As(err, &fe) || !errors.Is(err, target) {
+			t.Fatalf("%s: %v (%T), want a *flowfabric.Error matching %v", what, err, err, target)
+		}
+	}
+	_, err := h.Engine.IssueGrant(h.Ctx, id, nil, time.Second)
+	wantCoded("IssueGrant(nil worker)", err, flowfabric.ErrValidation)
+
+	w := h.NewWorker(nil)
+	wantCoded("Start without handlers", w.Start(h.Ctx), flowfabric.ErrWorkerHasNoHandlers)
+	if err := flowfabric.AddHandlerSafe(w, greetHandler()); err != nil {
+		t.Fatal(err)
+	}
+	wantCoded("duplicate AddHandlerSafe", flowfabric.AddHandlerSafe(w, greetHandler()), flowfabric.ErrHandlerAlreadyRegistered)
+	h.StartWorker(w)
+	wantCoded("late AddHandlerSafe", flowfabric.AddHandlerSafe(w, flowfabric.HandlerFunc[blocker](newGate(h.Clock).handler())), flowfabric.ErrWorkerAlreadyStarted)
+	wantCoded("second Start", w.Start(h.Ctx), flowfabric.ErrWorkerAlreadyStarted)
+	wantCoded("ClaimGrant(nil)", w.ClaimGrant(h.Ctx, nil), flowfabric.ErrValidation)
+	h.WaitTerminal(id)
+}

@@ -163,9 +163,16 @@ var (
 
 	// ErrWorkerAtCapacity: the worker holds MaxConcurrent tasks; a grant
 	// offered to it is left untouched.
-	ErrWorkerAtCapacity = errors.New("flowfabric: worker at capacity")
+	ErrWorkerAtCapacity = model.ErrWorkerAtCapacity
 	// ErrWorkerStopped: the worker is stopping or stopped.
-	ErrWorkerStopped = errors.New("flowfabric: worker stopped")
+	ErrWorkerStopped = model.ErrWorkerStopped
+	// ErrWorkerAlreadyStarted: Start on a worker that was started (or
+	// stopped) before, or a handler added after Start.
+	ErrWorkerAlreadyStarted = model.ErrWorkerAlreadyStarted
+	// ErrWorkerHasNoHandlers: Start on a worker without handlers.
+	ErrWorkerHasNoHandlers = model.ErrWorkerHasNoHandlers
+	// ErrHandlerAlreadyRegistered: a second handler for a kind.
+	ErrHandlerAlreadyRegistered = model.ErrHandlerAlreadyRegistered
 	// ErrLeaseLost matches the cause of every task context cancelled
 	// because its lease was taken away (cancelled, revoked, timed out,
 	// expired, taken over); see Task for the specific causes.

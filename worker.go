@@ -196,10 +196,11 @@ func (w *Worker) addHandler(kind model.Kind, h handlerEntry) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.state != workerNew {
-		return fmt.Errorf("flowfabric: add handler %q: worker already started or stopped", kind)
+		return wrap("add handler", model.NewError(model.CodeWorkerAlreadyStarted,
+			fmt.Sprintf("kind %q: handlers are added before Start", kind)))
 	}
 	if _, dup := w.handlers[kind]; dup {
-		return fmt.Errorf("flowfabric: add handler: kind %q already registered", kind)
+		return wrap("add handler", model.NewError(model.CodeHandlerAlreadyRegistered, fmt.Sprintf("kind %q", kind)))
 	}
 	w.handlers[kind] = h
 	return nil
@@ -215,11 +216,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	if w.state != workerNew {
 		w.mu.Unlock()
-		return errors.New("flowfabric: worker already started or stopped")
+		return wrap("start worker", model.NewError(model.CodeWorkerAlreadyStarted, "a worker starts once"))
 	}
 	if len(w.handlers) == 0 {
 		w.mu.Unlock()
-		return errors.New("flowfabric: worker has no handlers")
+		return wrap("start worker", model.NewError(model.CodeWorkerHasNoHandlers,
+			"register one with AddHandler before Start"))
 	}
 	w.mu.Unlock()
 	e := w.engine
@@ -349,14 +351,17 @@ func (w *Worker) claimOnce(ctx context.Context) (took, left bool, err error) {
 // ErrWorkerAtCapacity without touching the grant, which stays usable until
 // it expires.
 func (w *Worker) ClaimGrant(ctx context.Context, g *claim.Grant) error {
+	if g == nil {
+		return wrap("claim grant", model.InvalidField("grant", "nil: pass the grant Engine.IssueGrant returned"))
+	}
 	w.mu.Lock()
 	running := w.state == workerRunning
 	w.mu.Unlock()
 	if !running {
-		return ErrWorkerStopped
+		return wrap("claim grant", ErrWorkerStopped)
 	}
 	if !w.takeSlot() {
-		return ErrWorkerAtCapacity
+		return wrap("claim grant", ErrWorkerAtCapacity)
 	}
 	leaseID, attemptID := w.engine.newLeaseIDs()
 	r, err := w.engine.sched.ClaimGrant(ctx, g, model.LeaseRequest{

@@ -77,6 +77,13 @@ const (
 	CodeWorkerNotRegistered     Code = "worker_not_registered"
 	CodeCorruption              Code = "corruption"
 	CodeResultNotFound          Code = "result_not_found"
+
+	// Engine (worker lifecycle) codes, not store codes.
+	CodeWorkerAlreadyStarted     Code = "worker_already_started"
+	CodeWorkerHasNoHandlers      Code = "worker_has_no_handlers"
+	CodeHandlerAlreadyRegistered Code = "handler_already_registered"
+	CodeWorkerAtCapacity         Code = "worker_at_capacity"
+	CodeWorkerStopped            Code = "worker_stopped"
 )
 
 var codeClass = map[Code]Class{
@@ -96,6 +103,12 @@ var codeClass = map[Code]Class{
 	CodeMaxRetriesExhausted:   ClassTerminal,
 	CodeInvalidBlockingReason: ClassTerminal,
 	CodeCorruption:            ClassTerminal,
+
+	CodeWorkerAlreadyStarted:     ClassTerminal,
+	CodeWorkerHasNoHandlers:      ClassTerminal,
+	CodeHandlerAlreadyRegistered: ClassTerminal,
+	CodeWorkerStopped:            ClassTerminal,
+	CodeWorkerAtCapacity:         ClassRetryable,
 
 	CodeExecutionNotLeaseable:   ClassRetryable,
 	CodeLeaseConflict:           ClassRetryable,
@@ -256,6 +269,12 @@ var (
 	ErrWorkerNotRegistered   = &Error{Code: CodeWorkerNotRegistered}
 	ErrCorrupt               = &Error{Code: CodeCorruption}
 	ErrResultNotFound        = &Error{Code: CodeResultNotFound}
+
+	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
+	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}
+	ErrHandlerAlreadyRegistered = &Error{Code: CodeHandlerAlreadyRegistered}
+	ErrWorkerAtCapacity         = &Error{Code: CodeWorkerAtCapacity}
+	ErrWorkerStopped            = &Error{Code: CodeWorkerStopped}
 )
 
 // NewError builds an *Error with a detail.
