@@ -24,8 +24,11 @@ type Config struct {
 	Clock Clock
 	// Logger receives the engine's logs (nil: discarded).
 	Logger *slog.Logger
-	// Namespace scopes idempotency keys and the worker registry (default
-	// "default").
+	// Namespace scopes idempotency keys, the worker registry, claims (this
+	// engine's workers claim only its namespace's executions) and route
+	// admission (blocks and unblocks judged by this namespace's live
+	// workers) (default "default"). Lanes are shared: see
+	// docs/ARCHITECTURE.md, Namespaces.
 	Namespace Namespace
 	// Entropy is the source of new ids (nil: crypto/rand). Tests pass a
 	// seeded reader for reproducible ids.

@@ -471,7 +471,7 @@ func (w *Worker) nextClaim(ctx context.Context, part int) *model.NextClaim {
 	}
 	leaseID, attemptID := e.newLeaseIDs()
 	return &model.NextClaim{
-		Lane: lane, Capabilities: w.caps, LiveCapabilities: live, ScanLimit: e.sched.ScanLimit(),
+		Lane: lane, Namespace: e.sched.Namespace(), Capabilities: w.caps, LiveCapabilities: live, ScanLimit: e.sched.ScanLimit(),
 		LeaseRequest: model.LeaseRequest{
 			WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
 			LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: w.cfg.LeaseTTL,

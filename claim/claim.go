@@ -45,7 +45,9 @@ const (
 
 // Config configures a Scheduler. Zero values mean the defaults.
 type Config struct {
-	// Namespace whose live workers' capabilities decide route blocks.
+	// Namespace whose executions are claimed and whose live workers'
+	// capabilities decide route blocks (default "default"). A claim never
+	// takes or blocks another namespace's execution.
 	Namespace model.Namespace
 	// ScanLimit is how many eligible heads one partition probe examines.
 	ScanLimit int
@@ -175,6 +177,7 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 			res, err := s.store.ExecutionClaimNext(ctx, &model.ExecutionClaimNextParams{
 				Partition:        part,
 				Lane:             lane,
+				Namespace:        s.cfg.Namespace,
 				Capabilities:     req.Capabilities,
 				LiveCapabilities: live,
 				ScanLimit:        s.cfg.ScanLimit,
@@ -258,6 +261,10 @@ func (s *Scheduler) cachedLive() (model.Capabilities, bool) {
 
 // ScanLimit is how many eligible heads one partition probe examines.
 func (s *Scheduler) ScanLimit() int { return s.cfg.ScanLimit }
+
+// Namespace is the namespace whose executions the scheduler claims and
+// whose live workers' capabilities decide route blocks.
+func (s *Scheduler) Namespace() model.Namespace { return s.cfg.Namespace }
 
 // Invalidate drops the cached live capabilities, so the next claim reads
 // them again (a worker started or stopped in this process).

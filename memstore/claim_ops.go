@@ -111,7 +111,7 @@ func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGr
 // ExecutionClaimNext implements model.ClaimStore.
 func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionClaimNextResult, error) {
-		return s.claimNext(p.Partition, &model.NextClaim{Lane: p.Lane, Capabilities: p.Capabilities,
+		return s.claimNext(p.Partition, &model.NextClaim{Lane: p.Lane, Namespace: p.Namespace, Capabilities: p.Capabilities,
 			LiveCapabilities: p.LiveCapabilities, ScanLimit: p.ScanLimit, LeaseRequest: p.LeaseRequest}, ms(p.Now)), nil
 	})
 }
@@ -154,7 +154,7 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 		heads = heads[1:]
 		seen++
 		e := s.execs[id]
-		if e == nil || checkClaimable(e) != nil {
+		if e == nil || checkClaimable(e) != nil || (n.Namespace != "" && e.namespace != n.Namespace) {
 			res.Skipped++
 			continue
 		}
@@ -274,7 +274,7 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 	e.grant = nil
 	l.blocked[es].add(e.id, now)
 	if es == model.BlockedByRoute {
-		key := e.requiredCaps.CSV()
+		key := routeGroupKey(e)
 		g := l.routeGroups[key]
 		if g == nil {
 			g = newZset()

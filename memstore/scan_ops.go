@@ -168,13 +168,16 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 		}
 		for _, name := range pt.laneNames {
 			l := pt.lanes[name]
+			prefix := string(p.Namespace) + ":"
 			keys := make([]string, 0, len(l.routeGroups))
 			for k := range l.routeGroups {
-				keys = append(keys, k)
+				if strings.HasPrefix(k, prefix) {
+					keys = append(keys, k)
+				}
 			}
 			slices.Sort(keys)
 			for _, key := range keys {
-				req, _ := model.ParseCapabilityCSV("required_capabilities", key)
+				req, _ := model.ParseCapabilityCSV("required_capabilities", key[len(prefix):])
 				if !p.All && !req.SubsetOf(live) {
 					continue
 				}

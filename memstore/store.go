@@ -89,9 +89,10 @@ type partition struct {
 type laneIndexes struct {
 	eligible, delayed, active, terminal, suspended *zset
 	blocked                                        map[model.EligibilityState]*zset
-	// routeGroups groups route-blocked executions by required-capability
-	// CSV, so an unblock pass costs the number of distinct sets, not the
-	// number of blocked executions.
+	// routeGroups groups route-blocked executions by namespace and
+	// required-capability CSV (routeGroupKey), so an unblock pass costs the
+	// number of distinct sets of its namespace, not the number of blocked
+	// executions.
 	routeGroups map[string]*zset
 }
 
@@ -196,8 +197,14 @@ func (s *Store) removeFromLane(e *execution) {
 	}
 }
 
+// routeGroupKey is "<namespace>:<required capabilities CSV>"; a
+// namespace has no ':', so the key splits at its first ':'.
+func routeGroupKey(e *execution) string {
+	return string(e.namespace) + ":" + e.requiredCaps.CSV()
+}
+
 func (l *laneIndexes) removeRouteGroup(e *execution) {
-	key := e.requiredCaps.CSV()
+	key := routeGroupKey(e)
 	if g := l.routeGroups[key]; g != nil {
 		g.remove(e.id)
 		if g.len() == 0 {

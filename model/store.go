@@ -195,7 +195,10 @@ type ExecutionCompleteParams struct {
 // meaning of ExecutionClaimNextParams, on the completed execution's
 // partition.
 type NextClaim struct {
-	Lane             LaneID
+	Lane LaneID
+	// Namespace, when set, restricts the claim to executions of that
+	// namespace (see ExecutionClaimNextParams.Namespace).
+	Namespace        Namespace
 	Capabilities     Capabilities
 	LiveCapabilities Capabilities
 	ScanLimit        int
@@ -410,9 +413,16 @@ func (r *ClaimResult) Fence() Fence {
 // of the eligible index in priority order; a head the worker cannot serve is
 // moved to blocked:route when no live worker can serve it (its required
 // capabilities are not within LiveCapabilities), and skipped otherwise.
+//
+// Namespace, when set, restricts the walk to the executions of that
+// namespace: a head of another namespace is skipped, never claimed nor
+// blocked, since LiveCapabilities (the union of that namespace's live
+// workers) says nothing about who could serve it. Empty means every
+// namespace (the caller's LiveCapabilities then covers them all).
 type ExecutionClaimNextParams struct {
 	Partition    int
 	Lane         LaneID
+	Namespace    Namespace
 	Capabilities Capabilities
 	// LiveCapabilities is the union of the live workers' capabilities.
 	LiveCapabilities Capabilities
@@ -661,8 +671,13 @@ func (r *PartitionDueResult) Due(k IndexKind) time.Time {
 // route-blocked executions of a partition whose required capabilities are
 // within Live (the union of the live workers' capabilities). Its cost does
 // not grow with the number of executions that stay blocked.
+//
+// Only executions of Namespace are considered, and Live must be the union
+// of that namespace's live workers: a worker of one namespace never
+// unblocks another namespace's execution (engine.md §1, scanner 11).
 type RouteUnblockParams struct {
 	Partition int
+	Namespace Namespace
 	Live      Capabilities
 	// All unblocks regardless of capabilities (Live is ignored): the
 	// fail-open mode the unblock scanner uses when the live workers'

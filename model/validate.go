@@ -179,6 +179,11 @@ func (n *NextClaim) validate() error {
 	if err := n.Lane.Validate(); err != nil {
 		return prefix(err)
 	}
+	if n.Namespace != "" {
+		if err := n.Namespace.Validate(); err != nil {
+			return prefix(err)
+		}
+	}
 	if _, err := NormalizeCapabilities("Capabilities", n.Capabilities); err != nil {
 		return prefix(err)
 	}
@@ -302,7 +307,7 @@ func (p *ExecutionClaimParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
 	}
-	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
 		return err
 	}
 	if err := p.LeaseRequest.validate(); err != nil {
@@ -332,6 +337,11 @@ func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
 	}
 	if err := p.Lane.Validate(); err != nil {
 		return err
+	}
+	if p.Namespace != "" {
+		if err := p.Namespace.Validate(); err != nil {
+			return err
+		}
 	}
 	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
 		return err
@@ -391,7 +401,7 @@ func (p *ExecutionReclaimParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
 	}
-	if _, err := NormalizeCapabilities("capabilities", p.Capabilities); err != nil {
+	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
 		return err
 	}
 	if err := p.LeaseRequest.validate(); err != nil {
@@ -466,6 +476,9 @@ func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
 // Validate checks every field.
 func (p *RouteUnblockParams) Validate(cfg PartitionConfig) error {
 	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if err := p.Namespace.Validate(); err != nil {
 		return err
 	}
 	if _, err := NormalizeCapabilities("Live", p.Live); err != nil {

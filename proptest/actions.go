@@ -458,25 +458,28 @@ func (m *machine) actClaimNext(t *rapid.T) {
 	}
 	w := drawFrom(t, workerPool, "worker")
 	caps := drawCaps(t, "caps", 60)
+	ns := drawClaimNamespace(t)
 	var live model.Capabilities
 	switch rapid.IntRange(0, 2).Draw(t, "live_kind") {
 	case 0:
 		live = unionCaps(caps, drawCaps(t, "live", 50))
 	case 1:
 		var ws []model.WorkerInfo
-		for _, ns := range namespaces {
-			ws = append(ws, m.obs[0].Workers[ns]...)
+		for _, x := range namespaces {
+			if ns == "" || x == ns {
+				ws = append(ws, m.obs[0].Workers[x]...)
+			}
 		}
 		live = (&model.WorkerListResult{Workers: ws}).LiveCapabilities()
 	default:
 		live = drawCaps(t, "live", 50)
 	}
 	p := &model.ExecutionClaimNextParams{
-		Partition: part, Lane: lane, Capabilities: caps, LiveCapabilities: live,
+		Partition: part, Lane: lane, Namespace: ns, Capabilities: caps, LiveCapabilities: live,
 		ScanLimit:    rapid.IntRange(1, 4).Draw(t, "scan_limit"),
 		LeaseRequest: m.leaseRequest(t, w), Now: m.now(),
 	}
-	bad := invalid(t, leaseCorruptions+3)
+	bad := invalid(t, leaseCorruptions+4)
 	switch bad {
 	case leaseCorruptions:
 		p.ScanLimit = model.MaxPageSize + 1
@@ -484,6 +487,8 @@ func (m *machine) actClaimNext(t *rapid.T) {
 		p.Partition = m.cfg.FlowPartitions
 	case leaseCorruptions + 2:
 		p.Lane = ""
+	case leaseCorruptions + 3:
+		p.Namespace = "UPPER"
 	default:
 		corruptLease(&p.LeaseRequest, bad)
 	}
@@ -539,6 +544,8 @@ func (m *machine) predictClaimNext(p *model.ExecutionClaimNextParams) claimNextO
 	for _, h := range heads[:min(len(heads), p.ScanLimit)] {
 		s := h.s
 		switch {
+		case p.Namespace != "" && s.Namespace != p.Namespace:
+			out.skipped++ // another namespace's: never claimed nor blocked
 		case s.Grant != nil && !s.Grant.ExpiresAt.Before(p.Now) && s.Grant.WorkerID != p.WorkerID:
 			out.skipped++
 		case s.RequiredCapabilities.SubsetOf(p.Capabilities):
@@ -551,6 +558,15 @@ func (m *machine) predictClaimNext(p *model.ExecutionClaimNextParams) claimNextO
 		}
 	}
 	return out
+}
+
+// drawClaimNamespace draws a claim's namespace: mostly one of the
+// namespaces, sometimes "" (every namespace).
+func drawClaimNamespace(t *rapid.T) model.Namespace {
+	if chance(t, 30, "any_namespace") {
+		return ""
+	}
+	return drawFrom(t, namespaces, "claim_namespace")
 }
 
 func cmpInt(a, b int64) int {
@@ -662,7 +678,8 @@ func hasTimer(s *model.ExecutionSnapshot) bool {
 
 func (m *machine) actRouteUnblock(t *rapid.T) {
 	p := &model.RouteUnblockParams{
-		Partition: m.drawPartition(t, isRouteBlocked), Live: drawCaps(t, "live", 70),
+		Partition: m.drawPartition(t, isRouteBlocked), Namespace: drawFrom(t, namespaces, "namespace"),
+		Live:  drawCaps(t, "live", 70),
 		Limit: rapid.IntRange(1, 3).Draw(t, "limit"), Now: m.now(),
 	}
 	if chance(t, 40, "live_all") {
@@ -671,7 +688,7 @@ func (m *machine) actRouteUnblock(t *rapid.T) {
 	if chance(t, 10, "all") {
 		p.All, p.Live = true, nil
 	}
-	bad := invalid(t, 3)
+	bad := invalid(t, 4)
 	switch bad {
 	case 0:
 		p.Limit = 0
@@ -679,6 +696,8 @@ func (m *machine) actRouteUnblock(t *rapid.T) {
 		p.Partition = -1
 	case 2:
 		p.Live = model.Capabilities{""}
+	case 3:
+		p.Namespace = ""
 	}
 	res, err := call(m, t, "RouteUnblock", p, model.Store.RouteUnblock)
 	if bad >= 0 {
@@ -690,8 +709,9 @@ func (m *machine) actRouteUnblock(t *rapid.T) {
 	for _, id := range res.Unblocked {
 		prev := m.snap(id)
 		m.expect(t, prev != nil && id.Partition() == p.Partition && prev.State.LifecyclePhase == model.PhaseRunnable &&
-			prev.State.EligibilityState == model.BlockedByRoute && (p.All || prev.RequiredCapabilities.SubsetOf(p.Live)),
-			"RouteUnblock unblocked %v (%+v, required %v, live %v)", id, prev, prev.RequiredCapabilities, p.Live)
+			prev.State.EligibilityState == model.BlockedByRoute && (p.All || prev.RequiredCapabilities.SubsetOf(p.Live)) &&
+			prev.Namespace == p.Namespace,
+			"RouteUnblock of %s unblocked %v (%+v, required %v, live %v)", p.Namespace, id, prev, prev.RequiredCapabilities, p.Live)
 	}
 }
 
@@ -791,7 +811,7 @@ func (m *machine) actComplete(t *rapid.T) {
 		}
 		w = drawFrom(t, workerPool, "next_worker")
 		caps := drawCaps(t, "next_caps", 60)
-		p.Next = &model.NextClaim{Lane: lane, Capabilities: caps, LiveCapabilities: unionCaps(caps, drawCaps(t, "next_live", 50)),
+		p.Next = &model.NextClaim{Lane: lane, Namespace: drawClaimNamespace(t), Capabilities: caps, LiveCapabilities: unionCaps(caps, drawCaps(t, "next_live", 50)),
 			ScanLimit: rapid.IntRange(1, 4).Draw(t, "next_scan_limit"), LeaseRequest: m.leaseRequest(t, w)}
 	}
 	bad := invalid(t, 3)
@@ -820,7 +840,7 @@ func (m *machine) actComplete(t *rapid.T) {
 	if res.Next == nil {
 		return
 	}
-	want := m.predictClaimNext(&model.ExecutionClaimNextParams{Partition: id.Partition(), Lane: p.Next.Lane,
+	want := m.predictClaimNext(&model.ExecutionClaimNextParams{Partition: id.Partition(), Lane: p.Next.Lane, Namespace: p.Next.Namespace,
 		Capabilities: p.Next.Capabilities, LiveCapabilities: p.Next.LiveCapabilities, ScanLimit: p.Next.ScanLimit,
 		LeaseRequest: p.Next.LeaseRequest, Now: p.Now})
 	var got claimNextOutcome

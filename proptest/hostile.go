@@ -263,7 +263,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		m.claimed(hostile(m, t, "ExecutionClaim", p, func(p *model.ExecutionClaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionClaim))
 	case 12:
 		p := &model.ExecutionClaimNextParams{
-			Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Lane: hStr(t, "lane", lanes...),
+			Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Lane: hStr(t, "lane", lanes...), Namespace: hStr(t, "namespace", namespaces...),
 			Capabilities: hCaps(t, "caps"), LiveCapabilities: hCaps(t, "live"),
 			ScanLimit: plausibleOr(t, "scan_limit", genOddInt, 1, 3), LeaseRequest: m.hLease(t), Now: now,
 		}
@@ -312,7 +312,8 @@ func (m *machine) actHostile(t *rapid.T) {
 		}
 		hostile(m, t, "IndexScanDue", p, func(p *model.IndexScanDueParams) error { return p.Validate(cfg) }, model.Store.IndexScanDue)
 	case 23:
-		p := &model.RouteUnblockParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Live: hCaps(t, "live"),
+		p := &model.RouteUnblockParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3),
+			Namespace: hStr(t, "namespace", namespaces...), Live: hCaps(t, "live"),
 			All: genBool.Draw(t, "all"), Limit: plausibleOr(t, "limit", genOddInt, 1, 10), Now: now}
 		hostile(m, t, "RouteUnblock", p, func(p *model.RouteUnblockParams) error { return p.Validate(cfg) }, model.Store.RouteUnblock)
 	case 24, 25, 26, 27, 28:

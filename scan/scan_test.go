@@ -265,6 +265,44 @@ func TestUnblockUnionOncePerPassAndFailOpen(t *testing.T) {
 	}
 }
 
+// The unblock scanner of one namespace never unblocks another namespace's
+// execution, even when its own live workers have the capability, nor in
+// fail-open mode (issue 18, defect 2).
+func TestUnblockStaysInNamespace(t *testing.T) {
+	f := newFixture(t, 4)
+	caps := model.Capabilities{"gpu"}
+	blocked := func(ns model.Namespace) model.ExecutionID {
+		id := f.create(1, "l", func(p *model.ExecutionCreateParams) { p.Namespace, p.RequiredCapabilities = ns, caps })
+		if _, err := f.store.ExecutionBlock(f.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForCapableWorker, Now: f.clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a, b := blocked("tenant-a"), blocked("tenant-b")
+	if _, err := f.store.WorkerRegister(f.ctx, &model.WorkerRegisterParams{Namespace: "tenant-a", WorkerID: "w",
+		WorkerInstanceID: "wa", SessionID: "s", Lanes: []model.LaneID{"l"}, Capabilities: caps,
+		TTL: time.Hour, Now: f.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	st := &countingWorkers{Store: f.store}
+	s := scan.NewUnblock(st, f.clock, scan.UnblockConfig{Namespace: "tenant-a"})
+	f.sweep(s)
+	if _, err := s.RunOnce(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.phase(a) != model.EligibleNow || f.phase(b) != model.BlockedByRoute {
+		t.Fatalf("tenant-a scanner: tenant-a's %s, tenant-b's %s (want eligible, blocked)", f.phase(a), f.phase(b))
+	}
+	st.fail.Store(true)
+	s.Hint(1, f.clock.Now())
+	if _, err := s.RunOnce(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.phase(b) != model.BlockedByRoute {
+		t.Fatalf("tenant-a scanner failing open unblocked tenant-b's execution")
+	}
+}
+
 // Unblock cost does not grow with executions that stay blocked.
 func TestUnblockCostIndependentOfStuckBacklog(t *testing.T) {
 	f := newFixture(t, 1)

@@ -226,7 +226,9 @@ type UnblockStore interface {
 // defaults.
 type UnblockConfig struct {
 	Interval time.Duration
-	// Namespace whose live workers count.
+	// Namespace whose route-blocked executions are considered and whose
+	// live workers' capabilities count (default "default"): a scanner
+	// never unblocks another namespace's execution.
 	Namespace model.Namespace
 	// Batch bounds the executions unblocked per partition per pass.
 	Batch int
@@ -314,7 +316,7 @@ func (s *Unblock) RunOnce(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		r, err := s.store.RouteUnblock(ctx, &model.RouteUnblockParams{
-			Partition: p, Live: live, All: failOpen, Limit: s.cfg.Batch, Now: now,
+			Partition: p, Namespace: s.cfg.Namespace, Live: live, All: failOpen, Limit: s.cfg.Batch, Now: now,
 		})
 		res.Partitions++
 		if err != nil {

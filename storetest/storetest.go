@@ -233,6 +233,10 @@ func withLane(l model.LaneID) createOpt {
 	return func(p *model.ExecutionCreateParams) { p.Lane = l }
 }
 
+func withNamespace(ns model.Namespace) createOpt {
+	return func(p *model.ExecutionCreateParams) { p.Namespace = ns }
+}
+
 func withMaxReclaims(n int) createOpt {
 	return func(p *model.ExecutionCreateParams) { p.MaxReclaims = n }
 }

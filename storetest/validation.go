@@ -584,6 +584,7 @@ func (f *fixture) claimCases() []badInput {
 	type P = model.ExecutionClaimParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.granted, LeaseRequest: f.leaseReq(wA, leaseTTL), Now: f.now} }, f.s.ExecutionClaim)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, capCases(mk, "Capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
 	cs = append(cs, leaseRequestCases(mk, func(p *P) *model.LeaseRequest { return &p.LeaseRequest })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -604,6 +605,8 @@ func (f *fixture) claimNextCases() []badInput {
 	}, f.s.ExecutionClaimNext)
 	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
 	cs = append(cs, laneCases(mk, func(p *P, l model.LaneID) { p.Lane = l })...)
+	// An empty namespace is valid here (every namespace).
+	cs = append(cs, namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })[1:]...)
 	cs = append(cs, capCases(mk, "Capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
 	cs = append(cs, capCases(mk, "LiveCapabilities", func(p *P, c model.Capabilities) { p.LiveCapabilities = c })...)
 	cs = append(cs, limitCases(mk, "ScanLimit", func(p *P, n int) { p.ScanLimit = n })...)
@@ -615,6 +618,7 @@ func (f *fixture) reclaimCases() []badInput {
 	type P = model.ExecutionReclaimParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.expired, LeaseRequest: f.leaseReq(wA, leaseTTL), Now: f.now} }, f.s.ExecutionReclaim)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, capCases(mk, "Capabilities", func(p *P, c model.Capabilities) { p.Capabilities = c })...)
 	cs = append(cs, leaseRequestCases(mk, func(p *P) *model.LeaseRequest { return &p.LeaseRequest })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
@@ -684,8 +688,9 @@ func (f *fixture) scanCases() []badInput {
 
 func (f *fixture) routeUnblockCases() []badInput {
 	type P = model.RouteUnblockParams
-	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Limit: 10, Now: f.now} }, f.s.RouteUnblock)
+	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Namespace: nsA, Limit: 10, Now: f.now} }, f.s.RouteUnblock)
 	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
+	cs = append(cs, namespaceCases(mk, func(p *P, ns model.Namespace) { p.Namespace = ns })...)
 	cs = append(cs, capCases(mk, "Live", func(p *P, c model.Capabilities) { p.Live = c })...)
 	cs = append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)

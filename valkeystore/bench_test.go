@@ -309,7 +309,7 @@ var costOps = []costOp{
 		e.createN(b, 10, nil)
 		return func(int) error {
 			_, err := e.s.RouteUnblock(bg, &model.RouteUnblockParams{
-				Partition: e.part, Live: model.Capabilities{"cpu"}, Limit: 100, Now: e.now()})
+				Partition: e.part, Namespace: "bench", Live: model.Capabilities{"cpu"}, Limit: 100, Now: e.now()})
 			return err
 		}
 	}},

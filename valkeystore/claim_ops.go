@@ -60,6 +60,7 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 	r, err := s.run(ctx, scriptExecutionClaimNext, s.keys.partKeys(p.Partition), leaseArgs(args{
 		"now":               p.Now,
 		"lane":              p.Lane,
+		"namespace":         p.Namespace,
 		"capabilities":      normCaps("capabilities", p.Capabilities),
 		"live_capabilities": normCaps("live_capabilities", p.LiveCapabilities),
 		"scan_limit":        p.ScanLimit,

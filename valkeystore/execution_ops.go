@@ -93,6 +93,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 		n = &model.NextClaim{}
 	}
 	a["next_lane"] = n.Lane
+	a["next_namespace"] = n.Namespace
 	a["next_capabilities"] = normCaps("capabilities", n.Capabilities)
 	a["next_live_capabilities"] = normCaps("live_capabilities", n.LiveCapabilities)
 	a["next_scan_limit"] = n.ScanLimit

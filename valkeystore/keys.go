@@ -41,9 +41,12 @@ import (
 //	I:lane:<L>:blocked:<reason>   ZSET  block time; reason dependencies,
 //	                                    budget, quota, route, operator,
 //	                                    lane_state
-//	I:lane:<L>:route:<csv>        ZSET  route-blocked executions whose
-//	                                    required capabilities are <csv>
-//	I:lane:<L>:route_groups       ZSET (score 0)  the non-empty <csv>s
+//	I:lane:<L>:route:<ns>:<csv>   ZSET  route-blocked executions of
+//	                                    namespace <ns> whose required
+//	                                    capabilities are <csv>
+//	I:lane:<L>:route_groups       ZSET (score 0)  the non-empty <ns>:<csv>s
+//	                                    (a namespace has no ':'; read by
+//	                                    lexical range per namespace)
 //	I:lease_expiry                ZSET  lease expiry (revoke: revoke time)
 //	I:attempt_timeout             ZSET  attempt timeout
 //	I:execution_deadline          ZSET  deadline

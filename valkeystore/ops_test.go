@@ -223,7 +223,7 @@ func TestClaimNext(t *testing.T) {
 		ok(p, "next blocks more", next(nil, nil, 100, at(2*time.Hour)))
 		unblock := func(live []string, all bool, limit int) func(s model.Store) (*model.RouteUnblockResult, error) {
 			return func(s model.Store) (*model.RouteUnblockResult, error) {
-				return s.RouteUnblock(bg, &model.RouteUnblockParams{Partition: 1, Live: live, All: all, Limit: limit, Now: at(3 * time.Hour)})
+				return s.RouteUnblock(bg, &model.RouteUnblockParams{Partition: 1, Namespace: ns, Live: live, All: all, Limit: limit, Now: at(3 * time.Hour)})
 			}
 		}
 		ok(p, "unblock none", unblock([]string{"gpu"}, false, 10))

@@ -330,7 +330,7 @@ func (r *randomRun) scan() {
 }
 
 func (r *randomRun) routeUnblock() {
-	p := &model.RouteUnblockParams{Partition: r.rng.IntN(2), Live: r.someCaps(), All: r.rng.IntN(4) == 0,
+	p := &model.RouteUnblockParams{Partition: r.rng.IntN(2), Namespace: ns, Live: r.someCaps(), All: r.rng.IntN(4) == 0,
 		Limit: 1 + r.rng.IntN(3), Now: r.now}
 	_, _ = do(r.p, "route_unblock", func(s model.Store) (*model.RouteUnblockResult, error) { return s.RouteUnblock(bg, p) })
 }

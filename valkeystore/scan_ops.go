@@ -107,7 +107,7 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 		return nil, err
 	}
 	r, err := s.run(ctx, scriptRouteUnblock, s.keys.partKeys(p.Partition), args{
-		"now": p.Now, "live": normCaps("live", p.Live), "all": p.All, "limit": p.Limit,
+		"now": p.Now, "namespace": p.Namespace, "live": normCaps("live", p.Live), "all": p.All, "limit": p.Limit,
 	})
 	if err != nil {
 		return nil, err

@@ -215,11 +215,11 @@ var (
 
 	scriptExecutionClaimNext = declare("execution_claim_next",
 		"lanes lease_expiry attempt_timeout",
-		"now lane capabilities live_capabilities scan_limit worker_id worker_instance_id lease_id attempt_id lease_ttl")
+		"now lane namespace capabilities live_capabilities scan_limit worker_id worker_instance_id lease_id attempt_id lease_ttl")
 
 	scriptExecutionComplete = declare("execution_complete",
 		"core result history lanes lease_expiry attempt_timeout deadline",
-		"now id source lease_id epoch attempt_id result has_next next_lane next_capabilities "+
+		"now id source lease_id epoch attempt_id result has_next next_lane next_namespace next_capabilities "+
 			"next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id "+
 			"next_attempt_id next_lease_ttl")
 
@@ -289,7 +289,7 @@ var (
 	scriptReclaimGrantIssue = declare("reclaim_grant_issue", "core",
 		"now id worker_id worker_instance_id capabilities grant_ttl")
 
-	scriptRouteUnblock = declare("route_unblock", "lanes", "now live all limit")
+	scriptRouteUnblock = declare("route_unblock", "lanes", "now namespace live all limit")
 
 	scriptWorkerDeregister = declare("worker_deregister", "worker workers", "now worker_instance_id session_id")
 

@@ -2,6 +2,6 @@
 -- worker can serve, walking at most scan_limit heads; a head no live worker
 -- can serve moves to blocked:route.
 -- KEYS: lanes lease_expiry attempt_timeout
--- ARGV: now lane capabilities live_capabilities scan_limit worker_id worker_instance_id lease_id attempt_id lease_ttl
+-- ARGV: now lane namespace capabilities live_capabilities scan_limit worker_id worker_instance_id lease_id attempt_id lease_ttl
 
-return claim_next(A.lane, A.capabilities, A.live_capabilities, N(A.scan_limit), lease_req(), now_ms())
+return claim_next(A.lane, A.namespace, A.capabilities, A.live_capabilities, N(A.scan_limit), lease_req(), now_ms())

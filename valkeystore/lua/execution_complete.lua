@@ -2,7 +2,7 @@
 -- asked (has_next), claim the worker's next execution of next_lane in the
 -- same partition.
 -- KEYS: core result history lanes lease_expiry attempt_timeout deadline
--- ARGV: now id source lease_id epoch attempt_id result has_next next_lane next_capabilities next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id next_attempt_id next_lease_ttl
+-- ARGV: now id source lease_id epoch attempt_id result has_next next_lane next_namespace next_capabilities next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id next_attempt_id next_lease_ttl
 
 local now = now_ms()
 local e = the_exec()
@@ -24,7 +24,7 @@ if not replay then
 end
 if A.has_next ~= '1' then return { 'replayed', replay and 1 or 0 } end
 -- ExecutionClaimNext's pairs for the next execution, and replayed
-local reply = claim_next(A.next_lane, A.next_capabilities, A.next_live_capabilities, N(A.next_scan_limit), {
+local reply = claim_next(A.next_lane, A.next_namespace, A.next_capabilities, A.next_live_capabilities, N(A.next_scan_limit), {
   worker_id = A.next_worker_id,
   wi = A.next_worker_instance_id,
   lease_id = A.next_lease_id,

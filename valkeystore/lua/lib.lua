@@ -158,8 +158,15 @@ local function lane_key(lane, name)
   return ks().idx .. 'lane:' .. lane .. ':' .. name
 end
 
-local function route_key(lane, csv)
-  return ks().idx .. 'lane:' .. lane .. ':route:' .. csv
+-- route_key is the route group of namespace ns and required capabilities
+-- csv; route_member names it in the lane's route_groups ("<ns>:<csv>": a
+-- namespace has no ':').
+local function route_key(lane, ns, csv)
+  return ks().idx .. 'lane:' .. lane .. ':route:' .. ns .. ':' .. csv
+end
+
+local function route_member(ns, csv)
+  return ns .. ':' .. csv
 end
 
 local function work_channel(lane)
@@ -437,10 +444,10 @@ end
 
 local function remove_route_group(e)
   local csv = e.required_caps
-  local g = route_key(e.lane, csv)
+  local g = route_key(e.lane, e.ns, csv)
   redis.call('ZREM', g, e.id)
   if redis.call('ZCARD', g) == 0 then
-    redis.call('ZREM', lane_key(e.lane, 'route_groups'), csv)
+    redis.call('ZREM', lane_key(e.lane, 'route_groups'), route_member(e.ns, csv))
   end
 end
 
@@ -677,8 +684,8 @@ local function block(e, now, reason, detail)
   redis.call('ZADD', lane_key(e.lane, blocked_index(es)), S(now), e.id)
   if es == 'blocked_by_route' then
     local csv = e.required_caps
-    redis.call('ZADD', route_key(e.lane, csv), S(now), e.id)
-    redis.call('ZADD', lane_key(e.lane, 'route_groups'), '0', csv)
+    redis.call('ZADD', route_key(e.lane, e.ns, csv), S(now), e.id)
+    redis.call('ZADD', lane_key(e.lane, 'route_groups'), '0', route_member(e.ns, csv))
   end
 end
 
@@ -689,7 +696,7 @@ local function unblock(e, now)
 end
 
 -- claim_next claims the best eligible execution of lane that a worker with
--- caps can serve, walking at most scan_limit heads; a head no live worker
+-- caps can serve (of namespace ns only, unless ns is ''), walking at most scan_limit heads; a head no live worker
 -- (live) can serve moves to blocked:route, one another worker could serve
 -- is skipped. r is the lease request. It returns the pairs of
 -- ExecutionClaimNext's reply: blocked, skipped and, when it claimed one,
@@ -699,7 +706,7 @@ end
 -- The heads are read one first (usually it is claimed), then the rest; a
 -- walked head leaves the eligible index only when it is blocked, so the
 -- unwalked ones start at rank walked - blocked.
-local function claim_next(lane, caps, live, scan_limit, r, now)
+local function claim_next(lane, ns, caps, live, scan_limit, r, now)
   local key = lane_key(lane, 'eligible')
   local blocked = {}
   local skipped, walked, want = 0, 0, 1
@@ -709,7 +716,7 @@ local function claim_next(lane, caps, live, scan_limit, r, now)
     for _, id in ipairs(heads) do
       walked = walked + 1
       local e = load_exec(exec_keys_of(id))
-      if e == nil or check_claimable(e) ~= nil then
+      if e == nil or check_claimable(e) ~= nil or (ns ~= '' and e.ns ~= ns) then
         skipped = skipped + 1
       elseif grant_live(e, now) and e.grant_worker_id ~= r.worker_id then
         skipped = skipped + 1

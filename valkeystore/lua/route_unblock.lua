@@ -1,9 +1,11 @@
 -- route_unblock: return to the eligible index up to limit route-blocked
--- executions of the partition whose required capabilities are within the
--- live set (all = 1: whatever they require). It walks the distinct required-capability groups of each lane,
--- never the executions that stay blocked.
+-- executions of namespace in the partition whose required capabilities are
+-- within the live set (all = 1: whatever they require). It walks the
+-- distinct required-capability groups of the namespace in each lane (a
+-- lexical range of route_groups), never the executions that stay blocked
+-- nor other namespaces' groups.
 -- KEYS: lanes
--- ARGV: now live all limit
+-- ARGV: now namespace live all limit
 
 local now = now_ms()
 local limit = N(A.limit)
@@ -11,9 +13,11 @@ local unblocked = {}
 local more = false
 for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
   local groups_key = lane_key(lane, 'route_groups')
-  for _, csv in ipairs(redis.call('ZRANGE', groups_key, '0', '-1')) do
+  local prefix = A.namespace .. ':'
+  for _, member in ipairs(redis.call('ZRANGEBYLEX', groups_key, '[' .. prefix, '(' .. A.namespace .. ';')) do
+    local csv = string.sub(member, #prefix + 1)
     if A.all == '1' or missing_caps(csv, A.live) == '' then
-      local g = route_key(lane, csv)
+      local g = route_key(lane, A.namespace, csv)
       local room = limit - #unblocked
       local ids = redis.call('ZRANGE', g, '0', S(room))
       if #ids > room then
@@ -32,7 +36,7 @@ for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
           unblocked[#unblocked + 1] = id
         end
       end
-      if redis.call('ZCARD', g) == 0 then redis.call('ZREM', groups_key, csv) end
+      if redis.call('ZCARD', g) == 0 then redis.call('ZREM', groups_key, member) end
       if more then return { 'unblocked', unblocked, 'more', 1 } end
     end
   end
