@@ -67,8 +67,11 @@ func NoRetries() *RetryPolicy { return &RetryPolicy{} }
 type LaneConfig struct {
 	// Spread places the lane's executions on partitions chosen from their
 	// ids (or idempotency keys) instead of the lane's single partition, so
-	// a busy lane spreads over a Valkey Cluster. Claims then probe
-	// partitions in rotation.
+	// a busy lane spreads over a Valkey Cluster. Each worker then walks
+	// the partitions with a cursor, ClaimConfig.ProbePartitions per claim,
+	// so an idle worker reaches every partition within
+	// FlowPartitions/ProbePartitions polls (8 by default); a wake-up names
+	// the partition that got work, which the woken worker probes first.
 	Spread bool
 }
 

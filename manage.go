@@ -157,7 +157,7 @@ func (e *Engine) Reclaim(ctx context.Context, id ExecutionID) (bool, error) {
 // consumes it with Worker.ClaimGrant.
 func (e *Engine) IssueGrant(ctx context.Context, id ExecutionID, w *Worker, ttl time.Duration) (*claim.Grant, error) {
 	if w == nil {
-		return nil, wrap("issue grant", model.InvalidField("worker", "nil: pass the worker the grant is for"))
+		return nil, wrap("issue grant", model.InvalidField("Worker", "nil: pass the worker the grant is for"))
 	}
 	g, err := e.sched.IssueGrant(ctx, id, w.cfg.WorkerID, w.cfg.InstanceID, w.caps, ttl)
 	return g, wrap("issue grant", err)

@@ -14,6 +14,9 @@ import (
 // on to the next idle worker (at most once per worker idle at the time), so
 // a job some idle worker can serve is never left waiting for the poll
 // interval. One that found its lanes empty does not: the job was taken.
+// A notification names the partition that got work (when the store knows
+// it); the woken worker probes that partition first, so work on any
+// partition of a spread lane is found at once.
 type wakeHub struct {
 	mu    sync.Mutex
 	lanes map[model.LaneID]*laneWake
@@ -28,8 +31,9 @@ type laneWake struct {
 
 // wakeNote is what a dispatched wake tells its worker.
 type wakeNote struct {
-	lane model.LaneID
-	hops int // how many more idle workers may be tried after this one
+	lane      model.LaneID
+	partition int // that got work; -1 unknown
+	hops      int // how many more idle workers may be tried after this one
 }
 
 // join registers w on its lanes, watching each lane the first time.
@@ -47,7 +51,7 @@ func (e *Engine) join(w *Worker) {
 			e.wakes.lanes[l] = lw
 			if ok {
 				lane := l
-				lw.stop = n.WatchWork(lane, func() { e.workArrived(lane, -1) })
+				lw.stop = n.WatchWork(lane, func(partition int) { e.workArrived(lane, partition, -1) })
 			}
 		}
 		lw.members++
@@ -103,9 +107,10 @@ func (e *Engine) busy(w *Worker) (wakeNote, bool) {
 	return note, ok
 }
 
-// workArrived wakes the first idle worker of lane. hops < 0 starts a new
-// chain that may try every worker idle now.
-func (e *Engine) workArrived(lane model.LaneID, hops int) {
+// workArrived wakes the first idle worker of lane for work on partition
+// (-1: unknown). hops < 0 starts a new chain that may try every worker idle
+// now.
+func (e *Engine) workArrived(lane model.LaneID, partition, hops int) {
 	e.wakes.mu.Lock()
 	lw := e.wakes.lanes[lane]
 	if lw != nil && hops < 0 {
@@ -124,7 +129,7 @@ func (e *Engine) workArrived(lane model.LaneID, hops int) {
 			x.idle = slices.DeleteFunc(x.idle, func(y *Worker) bool { return y == w })
 		}
 	}
-	w.note, w.noted = wakeNote{lane: lane, hops: hops}, true
+	w.note, w.noted = wakeNote{lane: lane, partition: partition, hops: hops}, true
 	e.wakes.mu.Unlock()
 	w.wake.Notify()
 }

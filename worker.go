@@ -97,6 +97,8 @@ type Worker struct {
 	// hub's lock).
 	note  wakeNote
 	noted bool
+	// cursor is this worker's position over its spread lanes' partitions.
+	cursor claim.Cursor
 }
 
 type workerState uint8
@@ -301,10 +303,13 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			// try. When the lanes were empty (another worker, often one
 			// completing with its next claim, took the job first) there
 			// is nothing to pass on.
-			w.engine.workArrived(note.lane, note.hops-1)
+			w.engine.workArrived(note.lane, note.partition, note.hops-1)
 		}
 		waitErr := clock.Wait(ctx, w.cfg.PollInterval, w.wake)
 		note, noted = w.engine.busy(w)
+		if noted {
+			w.cursor.Hint(note.lane, note.partition) // probed first
+		}
 		if waitErr != nil {
 			return
 		}
@@ -327,7 +332,7 @@ func (w *Worker) claimOnce(ctx context.Context) (took, left bool, err error) {
 	e := w.engine
 	out, err := e.sched.Claim(ctx, &claim.Request{
 		Lanes: w.cfg.Lanes, WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
-		Capabilities: w.caps, LeaseTTL: w.cfg.LeaseTTL, NewIDs: e.newLeaseIDs,
+		Capabilities: w.caps, LeaseTTL: w.cfg.LeaseTTL, NewIDs: e.newLeaseIDs, Cursor: &w.cursor,
 	})
 	if out != nil {
 		for _, id := range out.Blocked {
@@ -352,7 +357,7 @@ func (w *Worker) claimOnce(ctx context.Context) (took, left bool, err error) {
 // it expires.
 func (w *Worker) ClaimGrant(ctx context.Context, g *claim.Grant) error {
 	if g == nil {
-		return wrap("claim grant", model.InvalidField("grant", "nil: pass the grant Engine.IssueGrant returned"))
+		return wrap("claim grant", model.InvalidField("Grant", "nil: pass the grant Engine.IssueGrant returned"))
 	}
 	w.mu.Lock()
 	running := w.state == workerRunning

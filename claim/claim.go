@@ -5,12 +5,17 @@
 // re-examined on every poll, and the unblock scanner returns it when a
 // capable worker appears.
 //
-// Fairness: lanes are tried in rotation per worker; for lanes spread over
-// partitions, the partitions probed per call rotate with time and with a
-// per-worker offset, so all partitions are covered and concurrent workers
-// start in different places. In each partition a bounded batch of eligible
-// heads is walked, so a head this worker cannot serve never starves the
-// rest of the lane.
+// Fairness: lanes are tried in rotation per worker. For lanes spread over
+// partitions, each worker keeps a cursor per lane (Cursor): a call probes
+// up to Config.ProbePartitions partitions from the cursor on and moves the
+// cursor past the last one probed (past the one claimed from, when it
+// claims), so a worker that finds nothing reaches every partition within
+// ceil(partitions / ProbePartitions) calls, and a worker that claims
+// keeps moving forward. Cursors start at a per-worker offset, so
+// concurrent workers start in different places. A partition known to have
+// got work (a wake-up names it: Cursor.Hint) is probed first. In each
+// partition a bounded batch of eligible heads is walked, so a head this
+// worker cannot serve never starves the rest of the lane.
 package claim
 
 import (
@@ -18,6 +23,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,7 +45,6 @@ type Store interface {
 const (
 	DefaultScanLimit       = 32
 	DefaultProbePartitions = 32
-	DefaultRotateEvery     = 250 * time.Millisecond
 	DefaultLiveCapsTTL     = 2 * time.Second
 )
 
@@ -52,10 +57,8 @@ type Config struct {
 	// ScanLimit is how many eligible heads one partition probe examines.
 	ScanLimit int
 	// ProbePartitions bounds the partitions probed per call for spread
-	// lanes.
+	// lanes (besides the hinted ones, as many again at most).
 	ProbePartitions int
-	// RotateEvery is how often the shared partition rotation advances.
-	RotateEvery time.Duration
 	// LiveCapsTTL is how long the union of live workers' capabilities is
 	// cached.
 	LiveCapsTTL time.Duration
@@ -68,7 +71,6 @@ func (c Config) withDefaults() Config {
 	c.Namespace = cmp.Or(c.Namespace, model.DefaultNamespace)
 	c.ScanLimit = cmp.Or(c.ScanLimit, DefaultScanLimit)
 	c.ProbePartitions = cmp.Or(c.ProbePartitions, DefaultProbePartitions)
-	c.RotateEvery = cmp.Or(c.RotateEvery, DefaultRotateEvery)
 	c.LiveCapsTTL = cmp.Or(c.LiveCapsTTL, DefaultLiveCapsTTL)
 	return c
 }
@@ -84,8 +86,6 @@ func (c Config) Validate() error {
 		return model.OutOfRange("Claim.ScanLimit", c.ScanLimit, "1.."+strconv.Itoa(model.MaxPageSize)+" (0 means the default)")
 	case c.ProbePartitions < 1:
 		return model.OutOfRange("Claim.ProbePartitions", c.ProbePartitions, "at least 1 (0 means the default)")
-	case c.RotateEvery < 0:
-		return model.OutOfRange("Claim.RotateEvery", c.RotateEvery, "0 (the default) or more")
 	case c.LiveCapsTTL < 0:
 		return model.OutOfRange("Claim.LiveCapsTTL", c.LiveCapsTTL, "0 (the default) or more")
 	}
@@ -101,6 +101,7 @@ type Scheduler struct {
 	parts int
 
 	mu        sync.Mutex
+	cursors   map[model.WorkerInstanceID]*Cursor // for requests without one
 	live      model.Capabilities
 	liveAt    time.Time
 	liveKnown bool
@@ -129,6 +130,93 @@ type Request struct {
 	LeaseTTL     time.Duration
 	// NewIDs returns fresh lease and attempt ids for one claim attempt.
 	NewIDs func() (model.LeaseID, model.AttemptID)
+	// Cursor is the worker's position over the partitions of its spread
+	// lanes, kept across calls. Nil: the scheduler keeps one per worker
+	// instance.
+	Cursor *Cursor
+}
+
+// Cursor is one worker's position over the partitions of its spread
+// lanes, and the partitions it was told got work. The zero value is ready;
+// it is safe for concurrent use.
+type Cursor struct {
+	mu    sync.Mutex
+	next  map[model.LaneID]int
+	hints map[model.LaneID][]int
+}
+
+// maxHints bounds the hinted partitions a cursor keeps per lane (the
+// oldest are dropped: the regular walk reaches them anyway).
+const maxHints = 64
+
+// Hint records that partition of lane got work (a wake-up said so), so the
+// next claim probes it first. A negative partition (unknown) is ignored.
+func (c *Cursor) Hint(lane model.LaneID, partition int) {
+	if partition < 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hints == nil {
+		c.hints = make(map[model.LaneID][]int)
+	}
+	h := c.hints[lane]
+	for _, p := range h {
+		if p == partition {
+			return
+		}
+	}
+	if len(h) >= maxHints {
+		h = h[1:]
+	}
+	c.hints[lane] = append(h, partition)
+}
+
+// plan returns the partitions of a spread lane to probe, in order: up to
+// probe hinted ones, then probe from the cursor (start) on, without
+// repeating a hinted one. offs[k] is order[k]'s offset from start, or -1
+// for a hinted partition.
+func (c *Cursor) plan(lane model.LaneID, parts, probe int, first func() int) (order, offs []int, start int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.next == nil {
+		c.next = make(map[model.LaneID]int)
+	}
+	start, ok := c.next[lane]
+	if !ok {
+		start = first() % parts
+	}
+	h := c.hints[lane]
+	n := min(len(h), probe)
+	order = make([]int, 0, n+probe)
+	offs = make([]int, 0, n+probe)
+	for _, p := range h[:n] {
+		if p < parts {
+			order = append(order, p)
+			offs = append(offs, -1)
+		}
+	}
+	if n == len(h) {
+		delete(c.hints, lane)
+	} else {
+		c.hints[lane] = h[n:]
+	}
+	hinted := len(order)
+	for i := range probe {
+		p := (start + i) % parts
+		if !slices.Contains(order[:hinted], p) {
+			order = append(order, p)
+			offs = append(offs, i)
+		}
+	}
+	return order, offs, start
+}
+
+// advance moves lane's cursor to partition next.
+func (c *Cursor) advance(lane model.LaneID, next int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next[lane] = next
 }
 
 // Outcome reports what a claim call did besides claiming.
@@ -170,9 +258,9 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 	n := len(req.Lanes)
 	for i := range n {
 		lane := req.Lanes[(int(call)+i)%n]
-		parts, all := s.partitionsFor(lane, req.WorkerInstanceID)
+		parts, all, moved := s.partitionsFor(lane, req)
 		out.Partial = out.Partial || !all
-		for _, part := range parts {
+		for k, part := range parts {
 			leaseID, attemptID := req.NewIDs()
 			res, err := s.store.ExecutionClaimNext(ctx, &model.ExecutionClaimNextParams{
 				Partition:        part,
@@ -194,34 +282,65 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 			out.Blocked = append(out.Blocked, res.Blocked...)
 			out.Skipped += res.Skipped
 			if res.Claimed != nil {
+				if moved != nil {
+					moved(k)
+				}
 				out.Claimed = res.Claimed
 				return out, nil
 			}
+		}
+		if moved != nil {
+			moved(len(parts) - 1)
 		}
 	}
 	return out, nil
 }
 
 // partitionsFor returns the partitions to probe for lane, in order, and
-// whether they are every partition the lane's work can be in.
-func (s *Scheduler) partitionsFor(lane model.LaneID, instance model.WorkerInstanceID) ([]int, bool) {
+// whether they are every partition the lane's work can be in. For a spread
+// lane, moved(k) must be called with the index of the last partition
+// probed: it moves the worker's cursor past it.
+func (s *Scheduler) partitionsFor(lane model.LaneID, req *Request) (parts []int, all bool, moved func(int)) {
 	cfg := s.store.Partitions()
 	if s.cfg.Spread == nil || !s.cfg.Spread(lane) {
-		return []int{cfg.SoloPartition(lane)}, true
+		return []int{cfg.SoloPartition(lane)}, true, nil
+	}
+	cur := req.Cursor
+	if cur == nil {
+		cur = s.cursorOf(req.WorkerInstanceID)
 	}
 	probe := min(s.cfg.ProbePartitions, s.parts)
-	window := uint64(0)
-	if s.cfg.RotateEvery > 0 {
-		window = uint64(s.clock.Now().UnixNano() / int64(s.cfg.RotateEvery))
+	order, offs, start := cur.plan(lane, s.parts, probe, func() int {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(req.WorkerInstanceID))
+		return int(h.Sum32() % uint32(s.parts))
+	})
+	return order, probe == s.parts, func(k int) {
+		// Past the last partition of the window probed; a call that ended
+		// among the hints leaves the cursor where it was.
+		for ; k >= 0; k-- {
+			if offs[k] >= 0 {
+				cur.advance(lane, (start+offs[k]+1)%s.parts)
+				return
+			}
+		}
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(instance))
-	start := (window*uint64(probe) + uint64(h.Sum32())) % uint64(s.parts)
-	out := make([]int, probe)
-	for i := range out {
-		out[i] = int((start + uint64(i)) % uint64(s.parts))
+}
+
+// cursorOf returns the scheduler's cursor for a worker instance that does
+// not bring its own.
+func (s *Scheduler) cursorOf(instance model.WorkerInstanceID) *Cursor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cursors == nil {
+		s.cursors = make(map[model.WorkerInstanceID]*Cursor)
 	}
-	return out, probe == s.parts
+	c := s.cursors[instance]
+	if c == nil {
+		c = &Cursor{}
+		s.cursors[instance] = c
+	}
+	return c
 }
 
 // LiveCapabilities returns the union of the live workers' capabilities,
@@ -309,7 +428,7 @@ func (s *Scheduler) IssueGrant(ctx context.Context, id model.ExecutionID, worker
 // consumes (and wastes) a grant.
 func (s *Scheduler) ClaimGrant(ctx context.Context, g *Grant, lease model.LeaseRequest, caps model.Capabilities) (*model.ClaimResult, error) {
 	if g == nil {
-		return nil, model.InvalidField("grant", "nil")
+		return nil, model.InvalidField("Grant", "nil")
 	}
 	res, err := s.store.ExecutionClaim(ctx, &model.ExecutionClaimParams{
 		ID: g.ID, Capabilities: caps, LeaseRequest: lease, Now: s.clock.Now(),

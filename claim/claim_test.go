@@ -135,37 +135,93 @@ func TestClaimOutcomeLeftWork(t *testing.T) {
 	}
 }
 
-// Spread lanes rotate over every partition, and workers start at different
-// offsets.
-func TestClaimRotatesPartitionsOnSpreadLanes(t *testing.T) {
-	f := newFixture(t, 16)
-	s := claim.New(f.store, f.clock, claim.Config{ProbePartitions: 4, RotateEvery: time.Second,
+// On a spread lane a worker's cursor reaches every partition within
+// ceil(partitions / probe) calls that find nothing, whatever the clock
+// does; claims move it forward; workers start at different offsets; and a
+// hinted partition is probed first (issue 18, defect 9: a window that
+// moved with time revisited the same two blocks of partitions forever).
+func TestClaimCursorCoversSpreadLane(t *testing.T) {
+	const parts, probe = 16, 4
+	f := newFixture(t, parts)
+	s := claim.New(f.store, f.clock, claim.Config{ProbePartitions: probe,
 		Spread: func(model.LaneID) bool { return true }})
-	seen := map[int]bool{}
-	for range 4 {
-		// one execution in every partition: each claim takes the first
-		// partition of its window
-		for p := range 16 {
-			f.create(p, "l", 0)
+	for _, far := range []int{0, 5, 15} {
+		id := f.create(far, "l", 0)
+		cur := &claim.Cursor{}
+		claimed := false
+		for call := 0; call < parts/probe; call++ {
+			r := f.request("w-1")
+			r.Cursor = cur
+			out, err := s.Claim(f.ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Claimed == nil && out.Probed != probe {
+				t.Fatalf("call %d probed %d partitions", call, out.Probed)
+			}
+			if out.Claimed != nil {
+				if out.Claimed.ID != id {
+					t.Fatalf("claimed %v, want %v", out.Claimed.ID, id)
+				}
+				claimed = true
+				break
+			}
+			f.clock.Advance(5 * time.Second) // an idle poll; the old window moved with time
 		}
-		out, err := s.Claim(f.ctx, f.request("w-1"))
+		if !claimed {
+			t.Fatalf("work in partition %d not reached within %d calls", far, parts/probe)
+		}
+	}
+
+	// A backlog in every partition: successive claims move forward, so one
+	// worker takes from every partition in turn.
+	for p := range parts {
+		f.create(p, "l", 0)
+	}
+	cur := &claim.Cursor{}
+	seen := map[int]bool{}
+	for range parts {
+		r := f.request("w-1")
+		r.Cursor = cur
+		out, err := s.Claim(f.ctx, r)
 		if err != nil || out.Claimed == nil {
 			t.Fatal(out, err)
 		}
 		seen[out.Claimed.ID.Partition()] = true
-		f.clock.Advance(time.Second)
 	}
-	if len(seen) != 4 {
-		t.Fatalf("four windows started in %d distinct partitions", len(seen))
+	if len(seen) != parts {
+		t.Fatalf("%d claims took from %d distinct partitions", parts, len(seen))
 	}
-	// two workers in the same window start at different partitions
-	for p := range 16 {
+
+	// Two workers (without their own cursors) start at different partitions.
+	for p := range parts {
 		f.create(p, "l", 0)
 	}
 	a, _ := s.Claim(f.ctx, f.request("worker-a"))
 	b, _ := s.Claim(f.ctx, f.request("worker-zzz"))
 	if a.Claimed.ID.Partition() == b.Claimed.ID.Partition() {
 		t.Fatalf("both workers started at partition %d", a.Claimed.ID.Partition())
+	}
+
+	// A hinted partition is probed first.
+	for range parts * 2 { // drain
+		if out, _ := s.Claim(f.ctx, f.request("w-2")); out.Claimed == nil && !out.Partial {
+			break
+		}
+	}
+	cur = &claim.Cursor{}
+	r := f.request("w-3")
+	r.Cursor = cur
+	if _, err := s.Claim(f.ctx, r); err != nil { // places the cursor
+		t.Fatal(err)
+	}
+	far := f.create(9, "l", 0)
+	cur.Hint("l", 9)
+	r = f.request("w-3")
+	r.Cursor = cur
+	out, err := s.Claim(f.ctx, r)
+	if err != nil || out.Claimed == nil || out.Claimed.ID != far || out.Probed != 1 {
+		t.Fatalf("hinted partition: %+v, %v", out, err)
 	}
 }
 

@@ -10,15 +10,15 @@ import (
 
 // WatchWork implements model.WorkNotifier: f is called whenever an
 // execution of lane becomes eligible (created, promoted, unblocked,
-// requeued). f runs while the store is locked: it must not block and must
+// requeued), with the execution's partition. f runs while the store is locked: it must not block and must
 // not call the store; notifying a model.Signal is the intended use.
-func (s *Store) WatchWork(lane model.LaneID, f func()) (stop func()) {
+func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()) {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
 	s.watchSeq++
 	id := s.watchSeq
 	if s.watchers[lane] == nil {
-		s.watchers[lane] = make(map[int]func())
+		s.watchers[lane] = make(map[int]func(int))
 	}
 	s.watchers[lane][id] = f
 	return func() {
@@ -28,7 +28,7 @@ func (s *Store) WatchWork(lane model.LaneID, f func()) (stop func()) {
 	}
 }
 
-func (s *Store) notifyLane(lane model.LaneID) {
+func (s *Store) notifyLane(lane model.LaneID, partition int) {
 	s.watchMu.Lock()
 	fs := s.watchers[lane]
 	if len(fs) == 0 {
@@ -40,13 +40,13 @@ func (s *Store) notifyLane(lane model.LaneID) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	calls := make([]func(), 0, len(ids))
+	calls := make([]func(int), 0, len(ids))
 	for _, id := range ids {
 		calls = append(calls, fs[id])
 	}
 	s.watchMu.Unlock()
 	for _, f := range calls {
-		f()
+		f(partition)
 	}
 }
 

@@ -36,7 +36,7 @@ type Store struct {
 	leaseOut []leaseNote
 
 	watchMu       sync.Mutex
-	watchers      map[model.LaneID]map[int]func()
+	watchers      map[model.LaneID]map[int]func(int)
 	leaseWatchers map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)
 	watchSeq      int
 }
@@ -65,7 +65,7 @@ func New(opts *Options) *Store {
 		idem:     make(map[idemKey]idemEntry),
 		idemGC:   newIdemQueue(),
 		workers:  make(map[model.Namespace]map[model.WorkerInstanceID]*workerRec),
-		watchers: make(map[model.LaneID]map[int]func()),
+		watchers: make(map[model.LaneID]map[int]func(int)),
 
 		leaseWatchers: make(map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)),
 	}
@@ -217,7 +217,7 @@ func (l *laneIndexes) removeRouteGroup(e *execution) {
 func (s *Store) addEligible(e *execution) {
 	_, l := s.indexesOf(e)
 	l.eligible.add(e.id, model.EligibleScore(e.priority, e.createdAt))
-	s.notifyLane(e.lane)
+	s.notifyLane(e.lane, e.id.Partition())
 }
 
 // makeRunnable sets e runnable, eligible now or delayed until delayUntil,

@@ -32,9 +32,10 @@ type Store interface {
 type WorkNotifier interface {
 	// WatchWork calls f whenever an execution of lane may have become
 	// eligible (created, promoted, unblocked, requeued), possibly by another
-	// process. f must not block and must not call the store. Spurious calls
-	// are allowed. The returned func stops the watch.
-	WatchWork(lane LaneID, f func()) (stop func())
+	// process, with the partition the execution lives on (-1 when unknown,
+	// as after a lost subscription). f must not block and must not call the
+	// store. Spurious calls are allowed. The returned func stops the watch.
+	WatchWork(lane LaneID, f func(partition int)) (stop func())
 }
 
 // ExecutionStore holds the transitions that create and end executions.

@@ -60,7 +60,7 @@ const resubscribeDelay = 250 * time.Millisecond
 
 // laneWatch is the subscription of one lane.
 type laneWatch struct {
-	fs     map[int]func()
+	fs     map[int]func(int)
 	cancel context.CancelFunc
 	done   chan struct{}
 	ready  chan struct{} // closed once the first subscription is confirmed
@@ -69,7 +69,7 @@ type laneWatch struct {
 // WatchWork implements model.WorkNotifier. It returns once the lane's
 // subscription is confirmed (or after a few seconds if the server does not
 // answer, in which case the subscription keeps being retried).
-func (s *Store) WatchWork(lane model.LaneID, f func()) (stop func()) {
+func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()) {
 	s.watchMu.Lock()
 	if s.closed {
 		s.watchMu.Unlock()
@@ -78,7 +78,7 @@ func (s *Store) WatchWork(lane model.LaneID, f func()) (stop func()) {
 	w := s.watches[lane]
 	if w == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		w = &laneWatch{fs: make(map[int]func()), cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
+		w = &laneWatch{fs: make(map[int]func(int)), cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
 		s.watches[lane] = w
 		go s.subscribe(ctx, lane, w)
 	}
@@ -143,8 +143,9 @@ func (s *Store) subscribe(ctx context.Context, lane model.LaneID, w *laneWatch) 
 				close(w.ready)
 				return
 			}
-			// Resubscribed after a loss: work may have been published meanwhile.
-			s.fire(w)
+			// Resubscribed after a loss: work may have been published
+			// meanwhile, on any partition.
+			s.fire(w, -1)
 		})
 		// A dedicated connection: miniredis (and RESP2 servers) accept no
 		// other command on a subscribed connection. Releasing it makes the
@@ -155,8 +156,14 @@ func (s *Store) subscribe(ctx context.Context, lane model.LaneID, w *laneWatch) 
 		// partition's publishes first-hand.
 		pin := dc.B().Exists().Key(s.keys.idx(s.cfg.SoloPartition(lane)) + "lanes").Build()
 		if dc.Do(rctx, pin).Error() == nil {
-			_ = dc.Receive(rctx, dc.B().Subscribe().Channel(ch).Build(), func(valkey.PubSubMessage) {
-				s.fire(w)
+			_ = dc.Receive(rctx, dc.B().Subscribe().Channel(ch).Build(), func(m valkey.PubSubMessage) {
+				// The message is the execution's id, which names its
+				// partition.
+				part := -1
+				if id, err := model.ParseExecutionID(m.Message); err == nil {
+					part = id.Partition()
+				}
+				s.fire(w, part)
 			})
 		}
 		release()
@@ -172,20 +179,20 @@ func (s *Store) subscribe(ctx context.Context, lane model.LaneID, w *laneWatch) 
 	}
 }
 
-// fire calls w's functions in registration order.
-func (s *Store) fire(w *laneWatch) {
+// fire calls w's functions in registration order with partition.
+func (s *Store) fire(w *laneWatch, partition int) {
 	s.watchMu.Lock()
 	ids := make([]int, 0, len(w.fs))
 	for id := range w.fs {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	calls := make([]func(), 0, len(ids))
+	calls := make([]func(int), 0, len(ids))
 	for _, id := range ids {
 		calls = append(calls, w.fs[id])
 	}
 	s.watchMu.Unlock()
 	for _, f := range calls {
-		f()
+		f(partition)
 	}
 }

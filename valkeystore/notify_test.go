@@ -23,10 +23,10 @@ func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-func notifier() (func(), <-chan struct{}, *atomic.Int64) {
+func notifier() (func(int), <-chan struct{}, *atomic.Int64) {
 	ch := make(chan struct{}, 100)
 	var n atomic.Int64
-	return func() {
+	return func(partition int) {
 		n.Add(1)
 		select {
 		case ch <- struct{}{}:
@@ -45,8 +45,9 @@ func TestWatchWork(t *testing.T) {
 		producer := newStoreWith(t, clients(), opts)
 		var sq seq
 
-		f1, ch1, n1 := notifier()
-		stop1 := watcher.WatchWork(lane, f1)
+		notify1, ch1, n1 := notifier()
+		var part1 atomic.Int64 // the partition the last call reported
+		stop1 := watcher.WatchWork(lane, func(p int) { part1.Store(int64(p)); notify1(p) })
 		fOther, _, nOther := notifier()
 		stopOther := watcher.WatchWork(lane2, fOther)
 		defer stopOther()
@@ -63,10 +64,13 @@ func TestWatchWork(t *testing.T) {
 			return id
 		}
 		create(lane2, time.Time{})
-		create(lane, time.Time{})
+		created := create(lane, time.Time{})
 		waitSignal(t, ch1, "create on the watched lane")
 		if got := n1.Load(); got != 1 {
 			t.Fatalf("watcher of %s called %d times, want 1", lane, got)
+		}
+		if got := part1.Load(); got != int64(created.Partition()) {
+			t.Fatalf("notified partition %d, want %d", got, created.Partition())
 		}
 		_ = nOther
 

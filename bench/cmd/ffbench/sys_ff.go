@@ -52,11 +52,11 @@ func (c *countingStore) snapshot() map[string]int64 {
 }
 
 // WatchWork implements model.WorkNotifier when the wrapped store does.
-func (c *countingStore) WatchWork(lane model.LaneID, f func()) func() {
+func (c *countingStore) WatchWork(lane model.LaneID, f func(partition int)) func() {
 	if n, ok := c.Store.(model.WorkNotifier); ok {
-		return n.WatchWork(lane, func() {
+		return n.WatchWork(lane, func(partition int) {
 			c.count("WatchWork(notified)")
-			f()
+			f(partition)
 		})
 	}
 	return func() {}
