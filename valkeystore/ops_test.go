@@ -114,15 +114,21 @@ func TestClaimPaths(t *testing.T) {
 		fails(p, "grant missing caps", model.CodeCapabilityMismatch, issue(grant("wi1", []string{"ssd", "zz"}, at(time.Second))))
 		ok(p, "grant", issue(grant("wi1", []string{"ssd", "gpu", "x"}, at(time.Second))))
 		fails(p, "grant again", model.CodeGrantAlreadyExists, issue(grant("wi2", []string{"ssd", "gpu"}, at(2*time.Second))))
-		claim := func(w model.WorkerInstanceID, r model.LeaseRequest, now time.Time) func(s model.Store) (*model.ClaimResult, error) {
+		claimWith := func(caps []string, r model.LeaseRequest, now time.Time) func(s model.Store) (*model.ClaimResult, error) {
 			return func(s model.Store) (*model.ClaimResult, error) {
-				return s.ExecutionClaim(bg, &model.ExecutionClaimParams{ID: a, LeaseRequest: r, Now: now})
+				return s.ExecutionClaim(bg, &model.ExecutionClaimParams{ID: a, Capabilities: caps, LeaseRequest: r, Now: now})
 			}
+		}
+		claim := func(_ model.WorkerInstanceID, r model.LeaseRequest, now time.Time) func(s model.Store) (*model.ClaimResult, error) {
+			return claimWith([]string{"gpu", "ssd"}, r, now)
 		}
 		fails(p, "claim other worker", model.CodeInvalidClaimGrant, claim("wi2", sq.req("wi2", ttl), at(2*time.Second)))
 		fails(p, "claim expired grant", model.CodeClaimGrantExpired, claim("wi1", sq.req("wi1", ttl), at(7*time.Second)))
 		// an expired grant no longer blocks a new one
 		ok(p, "grant after expiry", issue(grant("wi1", []string{"ssd", "gpu"}, at(8*time.Second))))
+		fails(p, "claim without the caps", model.CodeCapabilityMismatch, claimWith([]string{"ssd"}, sq.req("wi1", ttl), at(9*time.Second)))
+		fails(p, "claim by another instance", model.CodeInvalidClaimGrant, claimWith([]string{"gpu", "ssd"},
+			model.LeaseRequest{WorkerID: "w-wi1", WorkerInstanceID: "wi1-b", LeaseID: sq.lease(), AttemptID: sq.attempt(), LeaseTTL: ttl}, at(9*time.Second)))
 		r := ok(p, "claim", claim("wi1", sq.req("wi1", ttl), at(9*time.Second)))
 		if r.Lease.Epoch != 1 || r.AttemptIndex != 0 || string(r.Payload) != "payload" {
 			t.Fatalf("claim result %+v", r)
@@ -397,15 +403,19 @@ func TestLeaseAndRecovery(t *testing.T) {
 		fails(p, "reclaim grant caps", model.CodeCapabilityMismatch, reclaimGrant(nil, at(15*time.Second)))
 		ok(p, "reclaim grant", reclaimGrant([]string{"c1"}, at(15*time.Second)))
 		fails(p, "reclaim grant again", model.CodeGrantAlreadyExists, reclaimGrant([]string{"c1"}, at(16*time.Second)))
-		reclaim := func(w model.WorkerInstanceID, now time.Time) func(s model.Store) (*model.ExecutionReclaimResult, error) {
+		reclaimWith := func(w model.WorkerInstanceID, caps []string, now time.Time) func(s model.Store) (*model.ExecutionReclaimResult, error) {
 			rq := sq.req(w, ttl)
 			return func(s model.Store) (*model.ExecutionReclaimResult, error) {
-				return s.ExecutionReclaim(bg, &model.ExecutionReclaimParams{ID: a, LeaseRequest: rq, Now: now})
+				return s.ExecutionReclaim(bg, &model.ExecutionReclaimParams{ID: a, Capabilities: caps, LeaseRequest: rq, Now: now})
 			}
+		}
+		reclaim := func(w model.WorkerInstanceID, now time.Time) func(s model.Store) (*model.ExecutionReclaimResult, error) {
+			return reclaimWith(w, []string{"c1"}, now)
 		}
 		fails(p, "reclaim wrong worker", model.CodeInvalidClaimGrant, reclaim("wi3", at(16*time.Second)))
 		fails(p, "reclaim late", model.CodeClaimGrantExpired, reclaim("wi2", at(18*time.Second)))
 		ok(p, "reclaim grant 2", reclaimGrant([]string{"c1"}, at(19*time.Second)))
+		fails(p, "reclaim without the caps", model.CodeCapabilityMismatch, reclaimWith("wi2", nil, at(20*time.Second)))
 		rr := ok(p, "reclaim", reclaim("wi2", at(20*time.Second)))
 		fails(p, "reclaim active", model.CodeExecutionNotReclaimable, reclaim("wi2", at(21*time.Second)))
 		fails(p, "revoke stale", model.CodeStaleLease, func(s model.Store) (*model.LeaseRevokeResult, error) {

@@ -206,7 +206,7 @@ func (r *randomRun) leaseReq() model.LeaseRequest {
 }
 
 func (r *randomRun) claim() {
-	p := &model.ExecutionClaimParams{ID: r.pick(), LeaseRequest: r.leaseReq(), Now: r.now}
+	p := &model.ExecutionClaimParams{ID: r.pick(), Capabilities: r.someCaps(), LeaseRequest: r.leaseReq(), Now: r.now}
 	c, _ := do(r.p, "claim", func(s model.Store) (*model.ClaimResult, error) { return s.ExecutionClaim(bg, p) })
 	r.noteClaim(c)
 }
@@ -292,7 +292,7 @@ func (r *randomRun) reclaimGrant() {
 }
 
 func (r *randomRun) reclaim() {
-	p := &model.ExecutionReclaimParams{ID: r.pick(), LeaseRequest: r.leaseReq(), Now: r.now}
+	p := &model.ExecutionReclaimParams{ID: r.pick(), Capabilities: r.someCaps(), LeaseRequest: r.leaseReq(), Now: r.now}
 	res, err := do(r.p, "reclaim", func(s model.Store) (*model.ExecutionReclaimResult, error) { return s.ExecutionReclaim(bg, p) })
 	if err == nil {
 		r.noteClaim(res.Claimed)
