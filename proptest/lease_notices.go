@@ -1,7 +1,11 @@
 package proptest
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -21,6 +25,14 @@ import (
 //     exactly one notice, to its holder;
 //   - the kind matches what happened (cancelled: cancelled; revoked:
 //     revoked; expired: marked expired; timed_out and overridden: released).
+//
+// In a differential run every later store that implements
+// model.LeaseNotifier is watched too: its notices may arrive later (over a
+// network), so at each comparison of the stores the machine waits until it
+// has as many as the first store sent since the last comparison and then
+// requires the same notices (instance, kind, execution, epoch), in any
+// order. A window in which a later store asked for a recheck (its
+// subscription was down) is not compared.
 
 // leaseWatch collects the first store's notices.
 type leaseWatch struct {
@@ -29,6 +41,15 @@ type leaseWatch struct {
 	// holderOps holds the executions a worker-sourced fenced call of the
 	// step named (the holder giving its lease up sends no notice).
 	holderOps map[model.ExecutionID]bool
+
+	// sinceCompare holds the first store's notices since the last
+	// comparison; others[i] the notices of later store i+1 (nil for a
+	// store that does not notify), recheck[i] whether it asked for a
+	// recheck since then. others and recheck are guarded by mu.
+	sinceCompare []poolNotice
+	others       [][]poolNotice
+	recheck      []bool
+	arrived      chan struct{} // a later store's notice arrived (capacity 1)
 }
 
 type poolNotice struct {
@@ -44,15 +65,99 @@ func (m *machine) watchLeases() {
 	if !ok {
 		return
 	}
-	m.leases = &leaseWatch{holderOps: map[model.ExecutionID]bool{}}
+	lw := &leaseWatch{holderOps: map[model.ExecutionID]bool{}, arrived: make(chan struct{}, 1)}
+	m.leases = lw
 	for _, w := range workerPool {
 		wi := w.instance
 		ln.WatchLeases(wi, func(n model.LeaseNotice) {
-			m.leases.mu.Lock()
-			m.leases.notices = append(m.leases.notices, poolNotice{wi, n})
-			m.leases.mu.Unlock()
+			lw.mu.Lock()
+			lw.notices = append(lw.notices, poolNotice{wi, n})
+			lw.mu.Unlock()
 		})
 	}
+	lw.others = make([][]poolNotice, len(m.stores)-1)
+	lw.recheck = make([]bool, len(m.stores)-1)
+	for i, s := range m.stores[1:] {
+		ln, ok := s.(model.LeaseNotifier)
+		if !ok {
+			continue
+		}
+		lw.others[i] = []poolNotice{}
+		for _, w := range workerPool {
+			wi := w.instance
+			ln.WatchLeases(wi, func(n model.LeaseNotice) {
+				lw.mu.Lock()
+				if n.Kind == model.LeaseNoticeRecheck {
+					lw.recheck[i] = true
+				} else {
+					lw.others[i] = append(lw.others[i], poolNotice{wi, n})
+				}
+				lw.mu.Unlock()
+				select {
+				case lw.arrived <- struct{}{}:
+				default:
+				}
+			})
+		}
+	}
+}
+
+// noticeWait bounds the wait for a later store's notices; it only ends a
+// failing sequence (a notice that never comes).
+const noticeWait = 10 * time.Second
+
+// compareLeaseNotices requires every later store that notifies to have
+// sent the notices the first store sent since the last comparison, and
+// starts a new window.
+func (m *machine) compareLeaseNotices(t *rapid.T) {
+	t.Helper()
+	lw := m.leases
+	if lw == nil {
+		return
+	}
+	want := lw.sinceCompare
+	lw.sinceCompare = nil
+	deadline := time.NewTimer(noticeWait)
+	defer deadline.Stop()
+	for i := range lw.others {
+		for {
+			lw.mu.Lock()
+			got, skip, watched := lw.others[i], lw.recheck[i], lw.others[i] != nil
+			lw.mu.Unlock()
+			if !watched || skip || len(got) >= len(want) {
+				break
+			}
+			select {
+			case <-lw.arrived:
+			case <-deadline.C:
+				m.fatalf(t, "store %s sent %d lease notice(s) since the last comparison, store A %d:\n  A: %s\n  %s: %s",
+					storeName(i+1), len(got), len(want), noticeText(want), storeName(i+1), noticeText(got))
+			}
+		}
+		lw.mu.Lock()
+		got, skip, watched := lw.others[i], lw.recheck[i], lw.others[i] != nil
+		if watched {
+			lw.others[i], lw.recheck[i] = []poolNotice{}, false
+		}
+		lw.mu.Unlock()
+		if !watched || skip {
+			continue
+		}
+		if a, b := noticeText(want), noticeText(got); a != b {
+			m.fatalf(t, "stores A and %s sent different lease notices since the last comparison:\n  A: %s\n  %s: %s",
+				storeName(i+1), a, storeName(i+1), b)
+		}
+	}
+}
+
+// noticeText is notices sorted, as text.
+func noticeText(ns []poolNotice) string {
+	s := make([]string, len(ns))
+	for i, pn := range ns {
+		s[i] = fmt.Sprintf("%s:%s:%s@%d", pn.instance, pn.n.Kind, pn.n.ID, pn.n.LeaseEpoch)
+	}
+	slices.Sort(s)
+	return "[" + strings.Join(s, " ") + "]"
 }
 
 // noteCall records a holder's call; p is the parameters of a call.
@@ -98,6 +203,7 @@ func (m *machine) checkLeaseNotices(t *rapid.T, before, after *Observation) {
 	notices := m.leases.notices
 	m.leases.notices = nil
 	m.leases.mu.Unlock()
+	m.leases.sinceCompare = append(m.leases.sinceCompare, notices...)
 	holder := m.leases.holderOps
 	m.leases.holderOps = map[model.ExecutionID]bool{}
 	if before == nil || after == nil || m.action == "HostileInput" {

@@ -123,6 +123,11 @@ func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machi
 
 func (m *machine) now() time.Time { return m.clock.Now() }
 
+// comparing reports whether this step compares the stores' observations.
+func (m *machine) comparing() bool {
+	return m.step == 0 || m.step == m.last || m.step%m.opts.CompareEvery == 0
+}
+
 func storeName(i int) string { return string(rune('A' + i)) }
 
 // run runs steps steps, checking everything after each.
@@ -150,6 +155,9 @@ func (m *machine) runStep(t *rapid.T, a *action) {
 	a.run(m, t)
 	m.observe(t)
 	m.checkLeaseNotices(t, before, m.obs[0])
+	if m.comparing() {
+		m.compareLeaseNotices(t)
+	}
 }
 
 // observe reads every store, checks the invariants and the step properties,
@@ -158,7 +166,7 @@ func (m *machine) runStep(t *rapid.T, a *action) {
 func (m *machine) observe(t *rapid.T) {
 	t.Helper()
 	known := m.knownIDs()
-	compare := m.step == 0 || m.step == m.last || m.step%m.opts.CompareEvery == 0
+	compare := m.comparing()
 	for i, s := range m.stores {
 		if i > 0 && !compare {
 			m.obs[i] = nil // stale; read again at the next comparison

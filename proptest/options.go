@@ -39,7 +39,8 @@ type Options struct {
 	// LeaseNotices checks the lease notices of the first store after every
 	// step (see lease_notices.go). The first store must implement
 	// model.LeaseNotifier and deliver a notice before the call that caused
-	// it returns, as memstore does.
+	// it returns, as memstore does. In a differential run the later stores'
+	// notices are compared with the first store's at every comparison.
 	LeaseNotices bool
 
 	// onCall, when set, sees every call's answer (for the coverage test).
