@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/memstore"
 	"github.com/flowfabric/flowfabric/model"
 )
 
@@ -130,5 +131,59 @@ func TestWorkerLeaseTakenAway(t *testing.T) {
 				t.Errorf("no %q log; logs at info:\n%s", c.logged, strings.Join(logs.at(slog.LevelInfo), "\n"))
 			}
 		})
+	}
+}
+
+// cancelOnClaim is a store that has an operator cancel every execution
+// the moment its claim commits, before the worker that claimed it has
+// started the task: the lease notice overtakes the task's start.
+type cancelOnClaim struct {
+	model.Store
+	ln        model.LeaseNotifier
+	cancelled chan time.Time // when each cancel happened
+}
+
+func (s *cancelOnClaim) WatchLeases(wi model.WorkerInstanceID, f func(model.LeaseNotice)) func() {
+	return s.ln.WatchLeases(wi, f)
+}
+
+func (s *cancelOnClaim) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
+	res, err := s.Store.ExecutionClaimNext(ctx, p)
+	if err == nil && res.Claimed != nil {
+		if _, cerr := s.Store.ExecutionCancel(ctx, &model.ExecutionCancelParams{
+			ID: res.Claimed.ID, Reason: "overtaken", Source: model.SourceOperator, Now: p.Now,
+		}); cerr != nil {
+			return nil, cerr
+		}
+		s.cancelled <- p.Now
+	}
+	return res, err
+}
+
+// A notice that arrives before the task it concerns has started is kept
+// and cancels the task as it starts, not at its lease's renewal.
+func TestWorkerLeaseNoticeBeforeStart(t *testing.T) {
+	cancelled := make(chan time.Time, 1)
+	h := flowfabrictest.New(t, &flowfabrictest.Options{WrapStore: func(s *memstore.Store) model.Store {
+		return &cancelOnClaim{Store: s, ln: s, cancelled: cancelled}
+	}})
+	cause := make(chan error, 1)
+	var seenAt time.Time
+	g := newGate(h.Clock)
+	w := h.NewWorker(&flowfabric.WorkerConfig{LeaseTTL: 30 * time.Second})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[blocker](func(ctx context.Context, t *flowfabric.Task[blocker]) error {
+		err := g.hold(ctx, t.Args.Key) // waits on the simulated clock
+		seenAt = h.Clock.Now()
+		cause <- err
+		return err
+	}))
+	h.StartWorker(w)
+	mustSubmit(t, h, blocker{Key: "x"}, nil)
+	h.RunUntil(func() bool { return len(cause) == 1 })
+	if err := <-cause; !errors.Is(err, flowfabric.ErrExecutionCancelled) || !errors.Is(err, flowfabric.ErrLeaseLost) {
+		t.Fatalf("handler context cause = %v, want ErrExecutionCancelled and ErrLeaseLost", err)
+	}
+	if at := <-cancelled; !seenAt.Equal(at) {
+		t.Fatalf("handler saw the cancel %s after it happened, want at once", seenAt.Sub(at))
 	}
 }
