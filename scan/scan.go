@@ -66,8 +66,12 @@ type walker struct {
 	index model.IndexKind
 	batch int
 
-	mu       sync.Mutex
-	nextDue  []int64 // ms; never: nothing until a hint or the sweeper's
+	mu      sync.Mutex
+	nextDue []int64 // ms; never: nothing until a hint or the sweeper's
+	// hinted is the earliest hint since the partition's current scan began
+	// (never: none); the scan's own finding is merged with it, so a hint
+	// that arrives during a scan is never lost.
+	hinted   []int64
 	cursors  []*model.DueCursor
 	failures map[model.ExecutionID]*failure
 }
@@ -90,11 +94,13 @@ func newWalker(parts int, index model.IndexKind, batch int) *walker {
 		index:    index,
 		batch:    batch,
 		nextDue:  make([]int64, parts),
+		hinted:   make([]int64, parts),
 		cursors:  make([]*model.DueCursor, parts),
 		failures: make(map[model.ExecutionID]*failure),
 	}
 	for i := range w.nextDue {
 		w.nextDue[i] = never
+		w.hinted[i] = never
 	}
 	return w
 }
@@ -106,9 +112,8 @@ func (w *walker) Hint(partition int, at time.Time) {
 	}
 	ms := at.UnixMilli()
 	w.mu.Lock()
-	if ms < w.nextDue[partition] {
-		w.nextDue[partition] = ms
-	}
+	w.nextDue[partition] = min(w.nextDue[partition], ms)
+	w.hinted[partition] = min(w.hinted[partition], ms)
 	w.mu.Unlock()
 }
 
@@ -139,6 +144,7 @@ func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanF
 		}
 		w.mu.Lock()
 		cursor := w.cursors[p]
+		w.hinted[p] = never // hints from here on are merged after the scan
 		w.mu.Unlock()
 		out, err := scan(ctx, &model.IndexScanDueParams{
 			Partition: p, Index: w.index, Now: now, After: cursor, Limit: w.batch,
@@ -183,6 +189,9 @@ func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanF
 				w.nextDue[p] = out.NextDueAt.UnixMilli()
 			}
 		}
+		// a hint that arrived during the scan may name work the scan did
+		// not see
+		w.nextDue[p] = min(w.nextDue[p], w.hinted[p])
 		w.mu.Unlock()
 	}
 	return res, nil

@@ -458,3 +458,44 @@ func TestRunnerStartStopStress(t *testing.T) {
 		}
 	}
 }
+
+// hintingScan runs a callback after its delayed-index scan read the
+// store and before it returns: a hint that arrives while the scanner is
+// in a pass.
+type hintingScan struct {
+	*memstore.Store
+	during func()
+}
+
+func (s *hintingScan) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (*model.IndexScanDueResult, error) {
+	r, err := s.Store.IndexScanDue(ctx, p)
+	if f := s.during; f != nil {
+		s.during = nil
+		f()
+	}
+	return r, err
+}
+
+// A hint that arrives while its partition is being scanned is kept: the
+// scan's finding (nothing more due) does not overwrite it (issue 18,
+// defect 5).
+func TestHintDuringPassIsKept(t *testing.T) {
+	f := newFixture(t, 2)
+	first := f.create(1, "l", func(p *model.ExecutionCreateParams) { p.DelayUntil = base.Add(time.Second) })
+	st := &hintingScan{Store: f.store}
+	s := scan.NewDelayedPromoter(st, f.clock, scan.TimerConfig{})
+	s.Hint(1, base.Add(time.Second))
+	f.clock.Advance(time.Second)
+	var late model.ExecutionID
+	st.during = func() {
+		late = f.create(1, "l", func(p *model.ExecutionCreateParams) { p.DelayUntil = f.clock.Now().Add(time.Millisecond) })
+		s.Hint(1, f.clock.Now().Add(time.Millisecond))
+	}
+	if res, err := s.RunOnce(f.ctx); err != nil || res.Acted != 1 || f.phase(first) != model.EligibleNow {
+		t.Fatalf("first pass: %+v %v", res, err)
+	}
+	f.clock.Advance(time.Millisecond)
+	if res, err := s.RunOnce(f.ctx); err != nil || res.Acted != 1 || f.phase(late) != model.EligibleNow {
+		t.Fatalf("the hint given during the first pass was lost: %+v %v, %s", res, err, f.phase(late))
+	}
+}

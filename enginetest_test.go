@@ -1,0 +1,13 @@
+package flowfabric_test
+
+import (
+	"testing"
+
+	"github.com/flowfabric/flowfabric/internal/enginetest"
+	"github.com/flowfabric/flowfabric/memstore"
+)
+
+// The engine scenarios of internal/enginetest, on memstore (valkeystore
+// runs them on its backends).
+
+func TestEngineHintDuringScan(t *testing.T) { enginetest.HintDuringScan(t, memstore.New(nil)) }

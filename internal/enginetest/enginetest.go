@@ -1,0 +1,167 @@
+// Package enginetest holds engine scenarios that must hold on every store:
+// the root package runs them on memstore, valkeystore on each of its
+// backends. Each scenario runs an engine on the wall clock and waits on
+// signals, never on sleeps; its only timeout is the one that fails a hung
+// test.
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// timeout fails a scenario that hangs.
+const timeout = 30 * time.Second
+
+// wrapped is a store with hooks; it forwards work notifications so idle
+// workers still wake at once, and reports when the engine's first sweep
+// (one PartitionDue call per partition) is over, so a scenario starts from
+// a known state.
+type wrapped struct {
+	model.Store
+	mu    sync.Mutex
+	calls int
+	swept chan struct{}
+}
+
+func wrap(s model.Store) *wrapped { return &wrapped{Store: s, swept: make(chan struct{})} }
+
+func (s *wrapped) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (*model.PartitionDueResult, error) {
+	r, err := s.Store.PartitionDue(ctx, p)
+	s.mu.Lock()
+	s.calls++
+	if s.calls == s.Partitions().WithDefaults().FlowPartitions {
+		close(s.swept)
+	}
+	s.mu.Unlock()
+	return r, err
+}
+
+// waitSwept waits for the engine's first sweep.
+func (s *wrapped) waitSwept(ctx context.Context, t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.swept:
+	case <-ctx.Done():
+		t.Fatal("the engine's first sweep did not finish")
+	}
+}
+
+func (s *wrapped) WatchWork(lane model.LaneID, f func()) (stop func()) {
+	return s.Store.(model.WorkNotifier).WatchWork(lane, f)
+}
+
+type step struct{}
+
+func (step) Kind() string { return "enginetest_step" }
+
+type tick struct{}
+
+func (tick) Kind() string { return "enginetest_tick" }
+
+// stallScan holds the first delayed-index scan of one partition after it
+// read the store, until release is closed.
+type stallScan struct {
+	*wrapped
+	part     int
+	once     sync.Once
+	scanning chan struct{}
+	release  chan struct{}
+}
+
+func (s *stallScan) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (*model.IndexScanDueResult, error) {
+	r, err := s.Store.IndexScanDue(ctx, p)
+	if p.Index != model.IndexDelayed || p.Partition != s.part {
+		return r, err
+	}
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.scanning)
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+		}
+	}
+	return r, err
+}
+
+// HintDuringScan: a retry scheduled while the delayed promoter is scanning
+// the retry's partition is promoted when due, not at the next sweep (issue
+// 18, defect 5). The promoter's first scan of the partition is held, after
+// it read the store, until the engine has recorded the failure and hinted
+// the retry; the sweep interval is an hour, so only that hint can bring the
+// retry back.
+func HintDuringScan(t *testing.T, store model.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	const lane = "enginetest_hint"
+	part := store.Partitions().WithDefaults().SoloPartition(lane)
+	st := &stallScan{wrapped: wrap(store), part: part, scanning: make(chan struct{}), release: make(chan struct{})}
+	var failed sync.Once
+	var failedSeen bool
+	var mu sync.Mutex
+	e := flowfabric.New(st, &flowfabric.Config{
+		Scanners: flowfabric.ScannerConfig{
+			SweepInterval:   time.Hour,
+			DelayedPromoter: flowfabric.TimerConfig{Interval: 10 * time.Millisecond},
+		},
+		// runs after the worker recorded an outcome and gave its hints
+		OnActivity: func() {
+			mu.Lock()
+			seen := failedSeen
+			mu.Unlock()
+			if seen {
+				failed.Do(func() { close(st.release) })
+			}
+		},
+	})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Stop(context.Background()) }()
+	w := flowfabric.NewWorker(e, &flowfabric.WorkerConfig{Lanes: []model.LaneID{lane}, MaxConcurrent: 2})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[step](func(ctx context.Context, task *flowfabric.Task[step]) error {
+		if task.Attempt > 0 {
+			return nil
+		}
+		select { // fail while the promoter scans this partition
+		case <-st.scanning:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		mu.Lock()
+		failedSeen = true
+		mu.Unlock()
+		return errors.New("fail once")
+	}))
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[tick](func(context.Context, *flowfabric.Task[tick]) error { return nil }))
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop(context.Background()) }()
+	st.waitSwept(ctx, t)
+	// a delayed execution on the same partition makes the promoter scan it
+	if _, err := e.Submit(ctx, tick{}, &flowfabric.SubmitOpts{Lane: lane, Delay: 30 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Submit(ctx, step{}, &flowfabric.SubmitOpts{Lane: lane,
+		RetryPolicy: &model.RetryPolicy{MaxRetries: 1, Backoff: model.BackoffFixed, Delay: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.Wait(ctx, r.ID, 0)
+	if err != nil {
+		t.Fatalf("the 1ms retry scheduled during a promoter scan was not run (lost hint): %v", err)
+	}
+	if snap.PublicState != model.PublicCompleted {
+		t.Fatalf("state %s, want completed", snap.PublicState)
+	}
+}

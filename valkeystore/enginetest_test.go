@@ -1,0 +1,13 @@
+package valkeystore
+
+import (
+	"testing"
+
+	"github.com/flowfabric/flowfabric/internal/enginetest"
+)
+
+// The engine scenarios of internal/enginetest, on every backend.
+
+func TestEngineHintDuringScan(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) { enginetest.HintDuringScan(t, newStore(t, b, nil)) })
+}
