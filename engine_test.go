@@ -632,3 +632,56 @@ func TestRetriesRunOnSimulatedTime(t *testing.T) {
 		t.Fatalf("finished after %s of simulated time, before the backoff allows", elapsed)
 	}
 }
+
+// Delayed work starts exactly when it is due, in simulated time: the
+// delayed promoter wakes at the earliest due time the engine hinted, not at
+// its next interval tick (issue 18, defect 4). Retries of 10s and 20s, a
+// 1ms snooze and a 50ms delay, each measured from the moment it was
+// scheduled.
+func TestDelayedWorkStartsWhenDue(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	var mu sync.Mutex
+	var runs []time.Time
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[flaky](func(ctx context.Context, t *flowfabric.Task[flaky]) error {
+		mu.Lock()
+		runs = append(runs, h.Clock.Now())
+		mu.Unlock()
+		if t.Attempt < t.Args.FailTimes {
+			return fmt.Errorf("attempt %d fails", t.Attempt)
+		}
+		return nil
+	}))
+	var snoozes []time.Time
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[snoozer](func(ctx context.Context, t *flowfabric.Task[snoozer]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		snoozes = append(snoozes, h.Clock.Now())
+		if len(snoozes) == 1 {
+			return flowfabric.Snooze(time.Millisecond)
+		}
+		return nil
+	}))
+	flowfabric.AddHandler(w, greetHandler())
+	h.StartWorker(w)
+
+	policy := &model.RetryPolicy{MaxRetries: 2, InitialDelay: 10 * time.Second}
+	id := mustSubmit(t, h, flaky{FailTimes: 2}, &flowfabric.SubmitOpts{RetryPolicy: policy})
+	if s := h.WaitTerminal(id); s.PublicState != model.PublicCompleted || len(runs) != 3 {
+		t.Fatalf("state %s after %d runs", s.PublicState, len(runs))
+	}
+	if a, b := runs[1].Sub(runs[0]), runs[2].Sub(runs[1]); a != 10*time.Second || b != 20*time.Second {
+		t.Errorf("retries started %s and %s after their failures, want exactly 10s and 20s", a, b)
+	}
+	if s := h.WaitTerminal(mustSubmit(t, h, snoozer{}, nil)); s.PublicState != model.PublicCompleted || len(snoozes) != 2 {
+		t.Fatalf("snoozer %s after %d runs", s.PublicState, len(snoozes))
+	}
+	if d := snoozes[1].Sub(snoozes[0]); d != time.Millisecond {
+		t.Errorf("a 1ms snooze resumed after %s", d)
+	}
+	at := h.Clock.Now()
+	s := h.WaitTerminal(mustSubmit(t, h, greet{Name: "later"}, &flowfabric.SubmitOpts{Delay: 50 * time.Millisecond}))
+	if d := s.StartedAt.Sub(at); d != 50*time.Millisecond {
+		t.Errorf("a 50ms delay started after %s", d)
+	}
+}

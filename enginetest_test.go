@@ -11,3 +11,5 @@ import (
 // runs them on its backends).
 
 func TestEngineHintDuringScan(t *testing.T) { enginetest.HintDuringScan(t, memstore.New(nil)) }
+
+func TestEngineTimersWakeWhenDue(t *testing.T) { enginetest.TimersWakeWhenDue(t, memstore.New(nil)) }

@@ -187,6 +187,7 @@ func New(store Store, cfg *Config) *Engine {
 	e.lease = scan.NewLeaseExpiry(store, c.Clock, sc.LeaseExpiry)
 	e.delayed = scan.NewDelayedPromoter(store, c.Clock, sc.DelayedPromoter)
 	e.timeouts = scan.NewAttemptTimeout(store, c.Clock, sc.AttemptTimeout)
+	e.timeouts.HintRetries(e.delayed)
 	e.deadline = scan.NewExecutionDeadline(store, c.Clock, sc.ExecutionDeadline)
 	e.unblock = scan.NewUnblock(store, c.Clock, sc.Unblock)
 	workers := scan.NewWorkerExpiry(store, c.Clock, sc.WorkerExpiryInterval, c.Namespace)

@@ -55,9 +55,21 @@ func NewRunner(cfg RunnerConfig, scanners ...Scanner) *Runner {
 	}
 	r := &Runner{cfg: cfg, scanners: scanners, kicks: make(map[string]*model.Signal)}
 	for _, s := range scanners {
-		r.kicks[s.Name()] = cfg.Clock.NewSignal()
+		sig := cfg.Clock.NewSignal()
+		r.kicks[s.Name()] = sig
+		if p, ok := s.(planner); ok {
+			p.setWake(sig.Notify)
+		}
 	}
 	return r
+}
+
+// planner is a scanner that knows when it next has work: the timer
+// scanners, which wake at the earliest due time they know (and at once
+// when a hint brings it forward) instead of at their next interval.
+type planner interface {
+	plan(interval time.Duration) time.Duration
+	setWake(func())
 }
 
 // Scanners returns the runner's scanners.
@@ -136,6 +148,10 @@ func (r *Runner) loop(ctx context.Context, s Scanner) {
 			log.Warn("scanner pass failed", "err", err)
 		case res.More:
 			wait = 0 // a backlog: keep going, but let Stop in between
+		default:
+			if p, ok := s.(planner); ok {
+				wait = p.plan(wait)
+			}
 		}
 		if wait == 0 {
 			if ctx.Err() != nil {

@@ -7,7 +7,9 @@
 // partition only when something there is due: each scan returns the
 // partition's next due time, the engine hints the times it schedules, and
 // the Sweeper reads every partition's next due times (one call per
-// partition) to pick up work other processes scheduled. Within a partition
+// partition) to pick up work other processes scheduled. Run by a Runner, a
+// timer scanner sleeps until the earliest due time it knows (at most its
+// interval), and a hint earlier than that wakes it. Within a partition
 // a pass handles one batch and keeps an exclusive cursor, so entries it
 // cannot act on never hold back the ones behind them, and N due entries are
 // handled in ceil(N / batch) passes.
@@ -16,6 +18,7 @@ package scan
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,6 +77,14 @@ type walker struct {
 	hinted   []int64
 	cursors  []*model.DueCursor
 	failures map[model.ExecutionID]*failure
+	// retry is how long a partition whose scan failed waits before it is
+	// tried again (the scanner's interval).
+	retry time.Duration
+	// planned is when (ms) the scanner's loop next wakes by itself;
+	// math.MinInt64 while it is not waiting. A hint earlier than it wakes
+	// the loop through wake.
+	planned int64
+	wake    func()
 }
 
 // failure tracks an item that keeps failing so it is skipped for a while
@@ -89,9 +100,11 @@ const (
 	maxTrackedFailures = 10000
 )
 
-func newWalker(parts int, index model.IndexKind, batch int) *walker {
+func newWalker(parts int, index model.IndexKind, batch int, retry time.Duration) *walker {
 	w := &walker{
 		index:    index,
+		retry:    retry,
+		planned:  math.MinInt64,
 		batch:    batch,
 		nextDue:  make([]int64, parts),
 		hinted:   make([]int64, parts),
@@ -105,7 +118,8 @@ func newWalker(parts int, index model.IndexKind, batch int) *walker {
 	return w
 }
 
-// Hint records that partition has something due at at.
+// Hint records that partition has something due at at, and wakes the
+// scanner's loop when that is earlier than it planned to wake.
 func (w *walker) Hint(partition int, at time.Time) {
 	if partition < 0 || partition >= len(w.nextDue) {
 		return
@@ -114,6 +128,39 @@ func (w *walker) Hint(partition int, at time.Time) {
 	w.mu.Lock()
 	w.nextDue[partition] = min(w.nextDue[partition], ms)
 	w.hinted[partition] = min(w.hinted[partition], ms)
+	wake := w.wake
+	if ms >= w.planned {
+		wake = nil
+	} else {
+		w.planned = ms
+	}
+	w.mu.Unlock()
+	if wake != nil {
+		wake()
+	}
+}
+
+// plan returns how long the scanner's loop may wait after a pass: until
+// the earliest due time it knows, and at most interval. Until the next
+// pass, a hint earlier than that wakes the loop.
+func (w *walker) plan(now time.Time, interval time.Duration) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := interval
+	if due := slices.Min(w.nextDue); due != never {
+		d = min(d, time.UnixMilli(due).Sub(now))
+	}
+	d = max(d, 0)
+	w.planned = now.Add(d).UnixMilli()
+	if d == 0 {
+		w.planned = math.MinInt64 // runs again at once
+	}
+	return d
+}
+
+func (w *walker) setWake(f func()) {
+	w.mu.Lock()
+	w.wake = f
 	w.mu.Unlock()
 }
 
@@ -125,7 +172,9 @@ type scanFunc func(ctx context.Context, p *model.IndexScanDueParams) (*model.Ind
 func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanFunc,
 	handle func(ctx context.Context, it model.DueItem) (bool, error)) (Result, error) {
 	nowMs := now.UnixMilli()
+	retryAt := now.Add(w.retry).UnixMilli()
 	w.mu.Lock()
+	w.planned = math.MinInt64 // in a pass: hints are merged after each scan
 	if len(w.failures) > maxTrackedFailures {
 		clear(w.failures)
 	}
@@ -152,7 +201,11 @@ func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanF
 		res.Partitions++
 		if err != nil {
 			res.Errors++
-			continue // the partition stays due and is retried next pass
+			w.mu.Lock()
+			// tried again after the interval (or a hint), not in a tight loop
+			w.nextDue[p] = min(retryAt, w.hinted[p])
+			w.mu.Unlock()
+			continue
 		}
 		res.Scanned += len(out.Items)
 		partErrs := 0
@@ -182,7 +235,7 @@ func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanF
 			w.cursors[p] = nil
 			switch {
 			case partErrs > 0:
-				w.nextDue[p] = nowMs // retry what failed next pass
+				w.nextDue[p] = retryAt // retry what failed after the interval
 			case out.NextDueAt.IsZero():
 				w.nextDue[p] = never
 			default:

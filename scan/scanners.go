@@ -63,12 +63,18 @@ func newTimer(name string, parts int, idx model.IndexKind, clock model.Clock, cf
 		panic("scan: " + err.Error())
 	}
 	cfg = cfg.withDefaults(interval)
-	return timer{name: name, clock: clock, cfg: cfg, w: newWalker(parts, idx, cfg.Batch), scan: scan}
+	return timer{name: name, clock: clock, cfg: cfg, w: newWalker(parts, idx, cfg.Batch, cfg.Interval), scan: scan}
 }
 
 func (t *timer) Name() string                     { return t.name }
 func (t *timer) Interval() time.Duration          { return t.cfg.Interval }
 func (t *timer) Hint(partition int, at time.Time) { t.w.Hint(partition, at) }
+
+// plan implements planner: the loop wakes at the earliest due time known.
+func (t *timer) plan(interval time.Duration) time.Duration {
+	return t.w.plan(t.clock.Now(), interval)
+}
+func (t *timer) setWake(f func()) { t.w.setWake(f) }
 
 func (t *timer) run(ctx context.Context, handle func(context.Context, model.DueItem) (bool, error)) (Result, error) {
 	n := int(t.passN.Add(1))
@@ -186,7 +192,13 @@ type Expirer struct {
 	timer
 	store  ExpireStore
 	reason model.ExpireReason
+	retry  Hinter
 }
+
+// HintRetries makes the scanner hint h (the delayed promoter) with the time
+// of every retry it schedules, so the retry starts when due. Call it before
+// the scanner runs.
+func (s *Expirer) HintRetries(h Hinter) { s.retry = h }
 
 // NewAttemptTimeout returns the attempt-timeout scanner.
 func NewAttemptTimeout(store ExpireStore, clock model.Clock, cfg TimerConfig) *Expirer {
@@ -210,6 +222,9 @@ func (s *Expirer) RunOnce(ctx context.Context) (Result, error) {
 		r, err := s.store.ExecutionExpire(ctx, &model.ExecutionExpireParams{ID: it.ID, Reason: s.reason, Now: s.clock.Now()})
 		if err != nil {
 			return false, err
+		}
+		if r.Status == model.ExpireRetryScheduled && s.retry != nil && !r.DelayUntil.IsZero() {
+			s.retry.Hint(it.ID.Partition(), r.DelayUntil)
 		}
 		return r.Status == model.ExpireExpired || r.Status == model.ExpireRetryScheduled, nil
 	})

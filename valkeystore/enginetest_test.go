@@ -11,3 +11,7 @@ import (
 func TestEngineHintDuringScan(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) { enginetest.HintDuringScan(t, newStore(t, b, nil)) })
 }
+
+func TestEngineTimersWakeWhenDue(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) { enginetest.TimersWakeWhenDue(t, newStore(t, b, nil)) })
+}

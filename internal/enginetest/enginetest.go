@@ -165,3 +165,87 @@ func HintDuringScan(t *testing.T, store model.Store) {
 		t.Fatalf("state %s, want completed", snap.PublicState)
 	}
 }
+
+// expireSignal closes expired once the attempt-timeout scanner expired an
+// attempt.
+type expireSignal struct {
+	*wrapped
+	once    sync.Once
+	expired chan struct{}
+}
+
+func (s *expireSignal) ExecutionExpire(ctx context.Context, p *model.ExecutionExpireParams) (*model.ExecutionExpireResult, error) {
+	r, err := s.Store.ExecutionExpire(ctx, p)
+	if err == nil && r.Status == model.ExpireRetryScheduled {
+		s.once.Do(func() { close(s.expired) })
+	}
+	return r, err
+}
+
+// TimersWakeWhenDue: timer scanners wake at the earliest due time the
+// engine knows, not at their interval (issue 18, defect 4). Every timer
+// scanner and the sweep wait an hour between passes, yet a delayed
+// submission, a retry after a failure and a retry after an attempt timeout
+// (the attempt-timeout scanner hints the promoter) all run.
+func TimersWakeWhenDue(t *testing.T, store model.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	const lane = "enginetest_timers"
+	st := &expireSignal{wrapped: wrap(store), expired: make(chan struct{})}
+	hour := flowfabric.TimerConfig{Interval: time.Hour}
+	e := flowfabric.New(st, &flowfabric.Config{Scanners: flowfabric.ScannerConfig{
+		SweepInterval: time.Hour, DelayedPromoter: hour, AttemptTimeout: hour,
+		LeaseExpiry: flowfabric.LeaseExpiryConfig{TimerConfig: hour}, ExecutionDeadline: hour,
+	}})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Stop(context.Background()) }()
+	w := flowfabric.NewWorker(e, &flowfabric.WorkerConfig{Lanes: []model.LaneID{lane}, MaxConcurrent: 4})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[tick](func(context.Context, *flowfabric.Task[tick]) error { return nil }))
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[step](func(ctx context.Context, task *flowfabric.Task[step]) error {
+		switch {
+		case task.Attempt > 0:
+			return nil
+		case task.Tags["t.mode"] == "timeout":
+			select { // outlive the attempt timeout
+			case <-st.expired:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+		return errors.New("fail once")
+	}))
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop(context.Background()) }()
+	st.waitSwept(ctx, t)
+	retry := &model.RetryPolicy{MaxRetries: 1, Backoff: model.BackoffFixed, Delay: time.Millisecond}
+	var ids []model.ExecutionID
+	for _, o := range []*flowfabric.SubmitOpts{
+		{Lane: lane, Delay: 50 * time.Millisecond},
+		{Lane: lane, RetryPolicy: retry},
+		{Lane: lane, RetryPolicy: retry, AttemptTimeout: 20 * time.Millisecond, Tags: map[string]string{"t.mode": "timeout"}},
+	} {
+		var args flowfabric.Args = step{}
+		if o.Delay > 0 {
+			args = tick{}
+		}
+		r, err := e.Submit(ctx, args, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	for i, id := range ids {
+		snap, err := e.Wait(ctx, id, 0)
+		if err != nil {
+			t.Fatalf("execution %d did not finish: its scanner did not wake when it was due: %v", i, err)
+		}
+		if snap.PublicState != model.PublicCompleted {
+			t.Fatalf("execution %d: %s", i, snap.PublicState)
+		}
+	}
+}
