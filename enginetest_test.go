@@ -13,3 +13,7 @@ import (
 func TestEngineHintDuringScan(t *testing.T) { enginetest.HintDuringScan(t, memstore.New(nil)) }
 
 func TestEngineTimersWakeWhenDue(t *testing.T) { enginetest.TimersWakeWhenDue(t, memstore.New(nil)) }
+
+func TestEngineClaimedDuringStopIsHandedBack(t *testing.T) {
+	enginetest.ClaimedDuringStopIsHandedBack(t, memstore.New(nil))
+}

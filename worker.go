@@ -430,10 +430,25 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	ctx, cancel := context.WithCancelCause(w.taskCtx)
 	defer cancel(nil)
 	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, cancel: cancel}
+	// Checked and registered under one lock: Stop marks the worker stopping
+	// before it looks at what is in flight, so a task is either seen by
+	// Stop or handed back here.
 	w.mu.Lock()
-	w.inflight[c.ID] = r
+	state, crashed := w.state, w.crashed
+	if state == workerRunning {
+		w.inflight[c.ID] = r
+	}
 	early := r.renewBy.Before(w.renewAt)
 	w.mu.Unlock()
+	if state != workerRunning {
+		// claimed (by a claim or a completion in flight) after Stop began:
+		// hand it back for immediate recovery without running it
+		if !crashed {
+			w.log.Debug("claimed while stopping; handed back", "execution", c.ID.String(), "kind", string(c.Kind))
+			w.release(context.WithoutCancel(w.taskCtx), r)
+		}
+		return nil, false
+	}
 	if early {
 		w.renewWake.Notify()
 	}

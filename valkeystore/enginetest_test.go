@@ -15,3 +15,7 @@ func TestEngineHintDuringScan(t *testing.T) {
 func TestEngineTimersWakeWhenDue(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) { enginetest.TimersWakeWhenDue(t, newStore(t, b, nil)) })
 }
+
+func TestEngineClaimedDuringStopIsHandedBack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) { enginetest.ClaimedDuringStopIsHandedBack(t, newStore(t, b, nil)) })
+}

@@ -249,3 +249,112 @@ func TimersWakeWhenDue(t *testing.T, store model.Store) {
 		}
 	}
 }
+
+// holdNext holds the reply of the first completion that claims a next
+// execution, after the store made it, until the stopping worker has begun
+// handing back its leases (its first LeaseRevoke).
+type holdNext struct {
+	*wrapped
+	once, revokeOnce sync.Once
+	held, revoked    chan struct{}
+}
+
+func (s *holdNext) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
+	r, err := s.Store.ExecutionComplete(ctx, p)
+	if p.Next == nil || err != nil || r.Next == nil || r.Next.Claimed == nil {
+		return r, err
+	}
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.held)
+		select {
+		case <-s.revoked:
+		case <-ctx.Done():
+		}
+	}
+	return r, err
+}
+
+func (s *holdNext) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*model.LeaseRevokeResult, error) {
+	s.revokeOnce.Do(func() { close(s.revoked) })
+	return s.Store.LeaseRevoke(ctx, p)
+}
+
+// ClaimedDuringStopIsHandedBack: an execution claimed by a
+// complete-and-claim-next call whose reply arrives after Stop began is
+// handed back for immediate recovery and never run by the stopping worker
+// (issue 18, defect 7). MaxConcurrent 1 and DrainTimeout 1ns, so Stop
+// cancels at once.
+func ClaimedDuringStopIsHandedBack(t *testing.T, store model.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	const lane = "enginetest_stop"
+	st := &holdNext{wrapped: wrap(store), held: make(chan struct{}), revoked: make(chan struct{})}
+	e := flowfabric.New(st, nil)
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Stop(context.Background()) }()
+	var mu sync.Mutex
+	ran := map[model.ExecutionID]int{}
+	handler := flowfabric.HandlerFunc[step](func(ctx context.Context, task *flowfabric.Task[step]) error {
+		mu.Lock()
+		ran[task.ID]++
+		mu.Unlock()
+		return ctx.Err() // a stopping worker would fail what it runs
+	})
+	var ids []model.ExecutionID
+	for range 2 {
+		r, err := e.Submit(ctx, step{}, &flowfabric.SubmitOpts{Lane: lane})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	w := flowfabric.NewWorker(e, &flowfabric.WorkerConfig{WorkerID: "stopping", Lanes: []model.LaneID{lane},
+		MaxConcurrent: 1, DrainTimeout: time.Nanosecond})
+	flowfabric.AddHandler(w, handler)
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.held:
+	case <-ctx.Done():
+		t.Fatal("no completion claimed the next execution")
+	}
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	var second model.ExecutionID
+	for _, id := range ids {
+		if ran[id] == 0 {
+			second = id
+		}
+	}
+	n := len(ran)
+	mu.Unlock()
+	if n != 1 || second.IsZero() {
+		t.Fatalf("the stopping worker ran %d executions, want only the first: what it claimed after Stop began must not run", n)
+	}
+	snap, err := e.Describe(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.State.LifecyclePhase != model.PhaseRunnable || snap.State.EligibilityState != model.EligibleNow {
+		t.Fatalf("the execution claimed during Stop is %s (%s/%s), want handed back and eligible",
+			snap.PublicState, snap.State.LifecyclePhase, snap.State.EligibilityState)
+	}
+	// another worker runs it
+	w2 := flowfabric.NewWorker(e, &flowfabric.WorkerConfig{WorkerID: "next", Lanes: []model.LaneID{lane}})
+	flowfabric.AddHandler(w2, handler)
+	if err := w2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w2.Stop(context.Background()) }()
+	if snap, err = e.Wait(ctx, second, 0); err != nil || snap.PublicState != model.PublicCompleted {
+		t.Fatalf("after the hand-back: %v %v", snap.PublicState, err)
+	}
+}
