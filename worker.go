@@ -87,11 +87,18 @@ type Worker struct {
 	renewWake   *model.Signal
 	// renewAt is when the renewal loop next wakes by itself (w.mu); a task
 	// whose lease must be renewed before then wakes it early.
-	renewAt  time.Time
-	drained  *model.Signal
-	crashed  bool // tests: the process "died"; nothing more reaches the store
-	nextLane int  // rotation of the lane asked for with a completion
-	leases   leaseWatch
+	renewAt time.Time
+	drained *model.Signal
+	crashed bool // tests: the process "died"; nothing more reaches the store
+	// tasksClosed: Stop waits for the tasks; a claim returning now hands
+	// its execution back instead of starting a task (w.mu).
+	tasksClosed bool
+	// taskN counts task goroutines (w.mu); the last one to end notifies
+	// tasksIdle while it is still tracked by the clock.
+	taskN     int
+	tasksIdle *model.Signal
+	nextLane  int // rotation of the lane asked for with a completion
+	leases    leaseWatch
 
 	// note is the wake the engine's hub gave this worker (guarded by the
 	// hub's lock).
@@ -241,6 +248,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.wake = e.clock.NewSignal()
 	w.renewWake = e.clock.NewSignal()
 	w.drained = e.clock.NewSignal()
+	w.tasksIdle = e.clock.NewSignal()
 	base := context.WithoutCancel(ctx)
 	w.taskCtx, w.taskCancel = context.WithCancelCause(base)
 	var loopCtx, renewCtx context.Context
@@ -400,13 +408,36 @@ func (w *Worker) releaseSlot() {
 // startTask runs c, and then every execution claimed together with a
 // completion, in one goroutine that holds the slot throughout.
 func (w *Worker) startTask(c *model.ClaimResult) {
-	w.goTracked(&w.tasks, func() {
+	w.mu.Lock()
+	closed, crashed := w.tasksClosed, w.crashed
+	if closed {
+		w.free++
+	} else {
+		// under the lock Stop takes to close the tasks: this Add happens
+		// before Stop's tasks.Wait
+		w.tasks.Add(1)
+		w.taskN++
+	}
+	w.mu.Unlock()
+	if closed {
+		if !crashed {
+			w.log.Debug("claimed while stopping; handed back", "execution", c.ID.String(), "kind", string(c.Kind))
+			w.release(context.WithoutCancel(w.taskCtx), &running{claim: c, fence: c.Fence()})
+		}
+		return
+	}
+	untrack := w.engine.clock.Track()
+	go func() {
+		defer w.tasks.Done()
+		defer untrack()
 		var quiet bool
 		for c != nil {
 			c, quiet = w.runTask(c)
 		}
 		w.mu.Lock()
 		w.free++
+		w.taskN--
+		idle := w.taskN == 0
 		running := w.state == workerRunning
 		empty := len(w.inflight) == 0
 		w.mu.Unlock()
@@ -416,7 +447,10 @@ func (w *Worker) startTask(c *model.ClaimResult) {
 		if empty {
 			w.drained.Notify()
 		}
-	})
+		if idle {
+			w.tasksIdle.Notify()
+		}
+	}()
 }
 
 // runTask runs the handler of c and records its outcome. It returns the
@@ -578,6 +612,12 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			level, msg := w.outcomeRefused(r, err)
 			w.log.Log(ctx, level, msg, "execution", id.String(), "err", err)
 			return nil, false
+		}
+		w.mu.Lock()
+		gone := r.lost || r.released || w.crashed
+		w.mu.Unlock()
+		if gone {
+			return nil, false // the lease is gone or handed back: nothing left to record
 		}
 		if e.clock.Wait(ctx, backoff, nil) != nil {
 			return nil, false
@@ -758,16 +798,29 @@ func (w *Worker) stop(ctx context.Context) error {
 	for _, r := range rest {
 		w.release(bg, r)
 	}
+	// From here on a claim that returns hands its execution back in the
+	// claiming goroutine (startTask) instead of adding a task: no tasks.Add
+	// races the Wait below.
+	w.mu.Lock()
+	w.tasksClosed = true
+	w.mu.Unlock()
+	// Wait for the tasks on the engine's clock, not on a bare channel: a
+	// task may be backing off on a simulated clock, which moves only while
+	// this goroutine waits in it. The last task notifies before it stops
+	// being tracked, so time does not jump in between.
 	var err error
-	done := make(chan struct{})
-	go func() {
-		w.tasks.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = fmt.Errorf("flowfabric: worker stop: handlers still running: %w", ctx.Err())
+	for {
+		w.mu.Lock()
+		n := w.taskN
+		w.mu.Unlock()
+		if n == 0 {
+			w.tasks.Wait() // only their deferred bookkeeping is left
+			break
+		}
+		if e.clock.Wait(ctx, 0, w.tasksIdle) != nil {
+			err = fmt.Errorf("flowfabric: worker stop: handlers still running: %w", ctx.Err())
+			break
+		}
 	}
 	w.renewCancel()
 	w.loops.Wait()
@@ -810,6 +863,7 @@ func (w *Worker) crash() {
 		return
 	}
 	w.crashed = true
+	w.tasksClosed = true
 	w.state = workerStopped
 	w.mu.Unlock()
 	w.loopCancel()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/memstore"
 	"github.com/flowfabric/flowfabric/model"
 )
 
@@ -222,5 +224,41 @@ func TestHandBuiltTaskProgress(t *testing.T) {
 	}
 	if !task.Fence().IsZero() {
 		t.Fatal("fence of a hand-built task")
+	}
+}
+
+// downComplete fails every completion with a transport error (the store
+// is unreachable) and counts the calls.
+type downComplete struct {
+	*memstore.Store
+	calls atomic.Int64
+}
+
+func (s *downComplete) ExecutionComplete(context.Context, *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
+	s.calls.Add(1)
+	return nil, errors.New("connection refused")
+}
+
+// StopWorker never deadlocks on the harness's own clock, even while a
+// completion backs off on it (issue 18, defect 8): the worker's stop waits
+// for its tasks on the clock, so simulated time still moves.
+func TestStopWorkerWhileCompletionBacksOff(t *testing.T) {
+	var st *downComplete
+	h := flowfabrictest.New(t, &flowfabrictest.Options{WrapStore: func(m *memstore.Store) model.Store {
+		st = &downComplete{Store: m}
+		return st
+	}})
+	w := h.NewWorker(&flowfabric.WorkerConfig{DrainTimeout: time.Nanosecond})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[ping](func(context.Context, *flowfabric.Task[ping]) error { return nil }))
+	h.StartWorker(w)
+	if _, err := h.Engine.Submit(h.Ctx, ping{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntil(func() bool { return st.calls.Load() > 0 })
+	// bounded in real time so the old deadlock fails instead of hanging
+	ctx, cancel := context.WithTimeout(h.Ctx, 20*time.Second)
+	defer cancel()
+	if err := w.Stop(ctx); err != nil {
+		t.Fatalf("stop while a completion backs off on the simulated clock: %v", err)
 	}
 }
