@@ -17,3 +17,7 @@ func TestEngineTimersWakeWhenDue(t *testing.T) { enginetest.TimersWakeWhenDue(t,
 func TestEngineClaimedDuringStopIsHandedBack(t *testing.T) {
 	enginetest.ClaimedDuringStopIsHandedBack(t, memstore.New(nil))
 }
+
+func TestEngineRefusedOutcomeFailsAtOnce(t *testing.T) {
+	enginetest.RefusedOutcomeFailsAtOnce(t, memstore.New(nil))
+}

@@ -86,6 +86,9 @@ type TaskInfo struct {
 	w      *Worker
 	run    *running
 	result []byte
+	// resultErr is why the last SetResult was refused; a handler that
+	// returns nil anyway fails with category invalid_outcome.
+	resultErr error
 }
 
 // newTaskInfo is what the handler of claim c, run by w as r, is told.
@@ -113,17 +116,29 @@ func (t *TaskInfo) Fence() Fence {
 	return t.run.fence
 }
 
-// SetResult sets the bytes stored when the handler returns nil.
-func (t *TaskInfo) SetResult(b []byte) { t.result = b }
+// SetResult sets the bytes stored when the handler returns nil. A result
+// over model.MaxResultBytes (1 MiB) is refused with a validation error
+// (errors.Is(err, ErrValidation)); if the handler returns nil anyway, the
+// attempt fails at once with category invalid_outcome (not retried).
+func (t *TaskInfo) SetResult(b []byte) error {
+	if len(b) > model.MaxResultBytes {
+		err := fmt.Errorf("flowfabric: set result: %w", &model.Error{Code: model.CodeInvalidInput, Field: "TaskInfo.SetResult",
+			Detail: fmt.Sprintf("result is %d bytes; at most %d (MaxResultBytes)", len(b), model.MaxResultBytes)})
+		t.resultErr = err
+		return err
+	}
+	t.result, t.resultErr = b, nil
+	return nil
+}
 
-// SetResultJSON sets the result to the JSON encoding of v.
+// SetResultJSON sets the result to the JSON encoding of v, under the same
+// limit as SetResult.
 func (t *TaskInfo) SetResultJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("flowfabric: result: %w", err)
+		return fmt.Errorf("flowfabric: set result: %w", err)
 	}
-	t.result = b
-	return nil
+	return t.SetResult(b)
 }
 
 // Progress records progress (0–100) and a message on the execution. On a
@@ -174,9 +189,20 @@ func Permanent(err error) error {
 }
 
 // Fail fails the attempt with an explicit category. Categories other than
-// permanent, cancelled and payload_invalid retry per the policy.
+// permanent, cancelled, payload_invalid and invalid_outcome retry per the
+// policy. A malformed category (more than 64 bytes, or a byte outside
+// [a-z0-9_]) fails the attempt with category invalid_outcome instead, not
+// retried, with a reason naming the category.
 func Fail(category FailureCategory, err error) error {
+	if verr := model.ValidateFailureCategory(category); verr != nil {
+		return invalidOutcome(fmt.Errorf("flowfabric: Fail: category %q: %w (handler error: %v)", category, verr, err))
+	}
 	return &outcome{kind: outcomeFail, err: err, category: category}
+}
+
+// invalidOutcome fails the attempt because its outcome cannot be recorded.
+func invalidOutcome(err error) *outcome {
+	return &outcome{kind: outcomeFail, err: err, category: model.FailureInvalidOutcome}
 }
 
 // Snooze hands the execution back to run again after d, resuming the same

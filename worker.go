@@ -122,6 +122,7 @@ type running struct {
 	claim     *model.ClaimResult
 	fence     model.Fence
 	renewBy   time.Time
+	expiresAt time.Time // of the lease, as last renewed (w.mu)
 	cancel    context.CancelCauseFunc
 	lost      bool
 	released  bool
@@ -463,7 +464,7 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	e.hint(e.timeouts, c.ID, c.TimeoutAt)
 	ctx, cancel := context.WithCancelCause(w.taskCtx)
 	defer cancel(nil)
-	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, cancel: cancel}
+	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, expiresAt: c.Lease.ExpiresAt, cancel: cancel}
 	// Checked and registered under one lock: Stop marks the worker stopping
 	// before it looks at what is in flight, so a task is either seen by
 	// Stop or handed back here.
@@ -547,9 +548,15 @@ func callHandler(ctx context.Context, h handlerEntry, info *TaskInfo) (err error
 	return err
 }
 
-// finish records the outcome in the store, retrying transport errors
-// (terminal operations replay idempotently). A completion also claims the
+// finish records the outcome in the store. A completion also claims the
 // worker's next execution when it can; finish returns it.
+//
+// An outcome that cannot be recorded for a reason retrying cannot fix (a
+// result the handler's SetResult refused, or a validation error from the
+// store) fails the attempt at once with category invalid_outcome. Transport
+// errors are retried (terminal operations replay idempotently) until the
+// lease would expire; after that the store refuses the outcome anyway and
+// the lease-expiry scanner recovers the execution.
 func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.ClaimResult, quiet bool) {
 	w.mu.Lock()
 	skip := w.crashed || r.released
@@ -560,6 +567,9 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 	e := w.engine
 	id, fence := r.claim.ID, r.fence
 	ctx := context.WithoutCancel(w.taskCtx)
+	if herr == nil && info.resultErr != nil {
+		herr = invalidOutcome(info.resultErr)
+	}
 	op := func(ctx context.Context) error {
 		now := e.clock.Now()
 		if herr == nil {
@@ -602,27 +612,43 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 		return err
 	}
 	backoff := 50 * time.Millisecond
-	for try := 0; ; try++ {
+	refused := false
+	for {
 		err := op(ctx)
 		if err == nil {
 			return next, quiet
 		}
 		var me *model.Error
-		if errors.As(err, &me) || try == 5 {
+		if errors.As(err, &me) && me.IsValidation() && !refused {
+			// the store refuses this outcome as invalid: retrying would not
+			// help, so the attempt fails now instead of at lease expiry
+			w.log.Warn("task outcome refused by the store; failing the attempt", "execution", id.String(), "err", err)
+			herr, refused = invalidOutcome(fmt.Errorf("flowfabric: record outcome: %w", err)), true
+			next, quiet = nil, false
+			continue
+		}
+		w.mu.Lock()
+		gone := r.lost || r.released || w.crashed
+		expires := r.expiresAt
+		w.mu.Unlock()
+		if me != nil && !me.Retryable() {
 			level, msg := w.outcomeRefused(r, err)
 			w.log.Log(ctx, level, msg, "execution", id.String(), "err", err)
 			return nil, false
 		}
-		w.mu.Lock()
-		gone := r.lost || r.released || w.crashed
-		w.mu.Unlock()
 		if gone {
 			return nil, false // the lease is gone or handed back: nothing left to record
 		}
-		if e.clock.Wait(ctx, backoff, nil) != nil {
+		left := expires.Sub(e.clock.Now())
+		if left <= 0 {
+			w.log.Warn("recording task outcome failed until the lease expired; the execution will be recovered",
+				"execution", id.String(), "err", err)
 			return nil, false
 		}
-		backoff *= 2
+		if e.clock.Wait(ctx, min(backoff, left), nil) != nil {
+			return nil, false
+		}
+		backoff = min(backoff*2, time.Second)
 	}
 }
 
@@ -703,6 +729,7 @@ func (w *Worker) renew(ctx context.Context, r *running) {
 	defer w.mu.Unlock()
 	if err == nil {
 		r.renewBy = res.RenewBy
+		r.expiresAt = res.ExpiresAt
 		r.retryWait = 0
 		return
 	}

@@ -377,3 +377,44 @@ func TestWakeNotPassedOnForTakenWork(t *testing.T) {
 		t.Fatalf("%d claim calls after the job was taken elsewhere, want 1 (the woken worker's)", n)
 	}
 }
+
+// downUntil fails completions with a transport error until a simulated
+// time, as a store that is unreachable for a while.
+type downUntil struct {
+	*memstore.Store
+	clock model.Clock
+	until time.Time
+	fails atomic.Int32
+}
+
+func (s *downUntil) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
+	if s.clock.Now().Before(s.until) {
+		s.fails.Add(1)
+		return nil, errors.New("connection refused")
+	}
+	return s.Store.ExecutionComplete(ctx, p)
+}
+
+// A completion is retried while the store is unreachable for as long as
+// the lease lasts, not for a fixed ~1.55s: with the store down for 5s the
+// job is not re-run (issue 18, defect 6).
+func TestCompletionRetriedWhileLeaseLasts(t *testing.T) {
+	var st *downUntil
+	h := flowfabrictest.New(t, &flowfabrictest.Options{WrapStore: func(m *memstore.Store) model.Store {
+		st = &downUntil{Store: m}
+		return st
+	}})
+	st.clock, st.until = h.Clock, h.Clock.Now().Add(5*time.Second)
+	var calls atomic.Int32
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[greet](func(context.Context, *flowfabric.Task[greet]) error {
+		calls.Add(1)
+		return nil
+	}))
+	h.StartWorker(w)
+	snap := h.WaitTerminal(mustSubmit(t, h, greet{Name: "x"}, nil))
+	if snap.PublicState != model.PublicCompleted || snap.TotalAttempts != 1 || calls.Load() != 1 {
+		t.Fatalf("%s after %d attempts, %d runs (%d refused completions): want completed by the first run",
+			snap.PublicState, snap.TotalAttempts, calls.Load(), st.fails.Load())
+	}
+}

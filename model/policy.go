@@ -486,12 +486,18 @@ const (
 	// FailureUnknownKind: the worker has no handler for the kind (retried,
 	// so that a worker that has one can run it).
 	FailureUnknownKind FailureCategory = "unknown_kind"
+	// FailureInvalidOutcome: the handler's outcome cannot be recorded (a
+	// result over MaxResultBytes, Fail with a malformed category, an
+	// outcome the store refuses as invalid). Not retried: a retry would
+	// produce the same outcome.
+	FailureInvalidOutcome FailureCategory = "invalid_outcome"
 )
 
 // Retryable reports whether a failure of this category may be retried:
-// everything except permanent, cancelled and payload_invalid.
+// everything except permanent, cancelled, payload_invalid and
+// invalid_outcome.
 func (c FailureCategory) Retryable() bool {
-	return c != FailurePermanent && c != FailureCancelled && c != FailurePayloadInvalid
+	return c != FailurePermanent && c != FailureCancelled && c != FailurePayloadInvalid && c != FailureInvalidOutcome
 }
 
 // ValidateFailureCategory checks the category's form: 0–64 bytes of

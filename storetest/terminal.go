@@ -245,7 +245,7 @@ func testTerminal(t *testing.T, newStore NewStoreFunc) {
 		wantErr(t, err, model.ErrResultNotFound)
 	})
 
-	// Permanent, cancelled and payload_invalid failures are terminal
+	// Permanent, cancelled, payload_invalid and invalid_outcome failures are terminal
 	// whatever the policy; every other category, an unknown one or none
 	// (recorded as transient) retries.
 	t.Run("FailCategory", func(t *testing.T) {
@@ -265,6 +265,7 @@ func testTerminal(t *testing.T, newStore NewStoreFunc) {
 			{model.FailurePermanent, model.FailurePermanent, model.FailTerminal},
 			{model.FailureCancelled, model.FailureCancelled, model.FailTerminal},
 			{model.FailurePayloadInvalid, model.FailurePayloadInvalid, model.FailTerminal},
+			{model.FailureInvalidOutcome, model.FailureInvalidOutcome, model.FailTerminal},
 		}
 		for _, c := range cases {
 			t.Run("category_"+string(c.cat), func(t *testing.T) {

@@ -19,3 +19,7 @@ func TestEngineTimersWakeWhenDue(t *testing.T) {
 func TestEngineClaimedDuringStopIsHandedBack(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) { enginetest.ClaimedDuringStopIsHandedBack(t, newStore(t, b, nil)) })
 }
+
+func TestEngineRefusedOutcomeFailsAtOnce(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) { enginetest.RefusedOutcomeFailsAtOnce(t, newStore(t, b, nil)) })
+}

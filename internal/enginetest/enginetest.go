@@ -6,6 +6,7 @@
 package enginetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -356,5 +357,112 @@ func ClaimedDuringStopIsHandedBack(t *testing.T, store model.Store) {
 	defer func() { _ = w2.Stop(context.Background()) }()
 	if snap, err = e.Wait(ctx, second, 0); err != nil || snap.PublicState != model.PublicCompleted {
 		t.Fatalf("after the hand-back: %v %v", snap.PublicState, err)
+	}
+}
+
+// refuseComplete refuses the completions of chosen executions (those whose
+// payload names mode "refused") with a validation error, as a store with a
+// smaller limit would.
+type refuseComplete struct {
+	*wrapped
+	mu     sync.Mutex
+	refuse map[model.ExecutionID]bool
+}
+
+func (s *refuseComplete) ExecutionCreate(ctx context.Context, p *model.ExecutionCreateParams) (*model.ExecutionCreateResult, error) {
+	if bytes.Contains(p.Payload, []byte(`"refused"`)) {
+		s.mu.Lock()
+		s.refuse[p.ID] = true
+		s.mu.Unlock()
+	}
+	return s.Store.ExecutionCreate(ctx, p)
+}
+
+func (s *refuseComplete) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
+	s.mu.Lock()
+	bad := s.refuse[p.ID]
+	s.mu.Unlock()
+	if bad {
+		return nil, model.InvalidField("result", "too_large")
+	}
+	return s.Store.ExecutionComplete(ctx, p)
+}
+
+type outcomeArgs struct {
+	Mode string `json:"mode"`
+}
+
+func (outcomeArgs) Kind() string { return "enginetest_outcome" }
+
+// RefusedOutcomeFailsAtOnce: an outcome that cannot be recorded for a
+// reason retrying cannot fix fails the attempt at once with category
+// invalid_outcome, not retried, instead of leaving the execution active
+// until its lease expires and re-running it (issue 18, defect 6): a result
+// over MaxResultBytes (SetResult refuses it), Fail with a malformed
+// category, and a completion the store refuses as invalid.
+func RefusedOutcomeFailsAtOnce(t *testing.T, store model.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	const lane = "enginetest_outcome"
+	st := &refuseComplete{wrapped: wrap(store), refuse: map[model.ExecutionID]bool{}}
+	e := flowfabric.New(st, nil)
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Stop(context.Background()) }()
+	var mu sync.Mutex
+	runs := map[string]int{}
+	var setErr error
+	w := flowfabric.NewWorker(e, &flowfabric.WorkerConfig{Lanes: []model.LaneID{lane}})
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[outcomeArgs](func(ctx context.Context, task *flowfabric.Task[outcomeArgs]) error {
+		mu.Lock()
+		runs[task.Args.Mode]++
+		mu.Unlock()
+		switch task.Args.Mode {
+		case "big":
+			err := task.SetResult(make([]byte, model.MaxResultBytes+1))
+			mu.Lock()
+			setErr = err
+			mu.Unlock()
+			return nil // ignores the error
+		case "category":
+			return flowfabric.Fail("Not A Category!", errors.New("boom"))
+		}
+		return nil
+	}))
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop(context.Background()) }()
+	retry := &model.RetryPolicy{MaxRetries: 3, Backoff: model.BackoffFixed, Delay: time.Millisecond}
+	ids := map[string]model.ExecutionID{}
+	for _, mode := range []string{"big", "category", "refused"} {
+		r, err := e.Submit(ctx, outcomeArgs{Mode: mode}, &flowfabric.SubmitOpts{Lane: lane, RetryPolicy: retry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[mode] = r.ID
+	}
+	for mode, id := range ids {
+		snap, err := e.Wait(ctx, id, 0)
+		if err != nil {
+			t.Fatalf("%s: not failed at once (left active until its lease expires?): %v", mode, err)
+		}
+		if snap.PublicState != model.PublicFailed || snap.FailureCategory != model.FailureInvalidOutcome || snap.TotalAttempts != 1 {
+			t.Errorf("%s: %s category %q after %d attempts (%s), want failed, invalid_outcome, 1 attempt",
+				mode, snap.PublicState, snap.FailureCategory, snap.TotalAttempts, snap.FailureReason)
+		}
+		t.Logf("%s: %s", mode, snap.FailureReason)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !errors.Is(setErr, model.ErrValidation) {
+		t.Errorf("SetResult of %d bytes returned %v, want a validation error", model.MaxResultBytes+1, setErr)
+	}
+	for mode, n := range runs {
+		if n != 1 {
+			t.Errorf("%s ran %d times", mode, n)
+		}
 	}
 }
