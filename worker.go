@@ -488,6 +488,10 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 		w.renewWake.Notify()
 	}
 	w.checkEarlyNotice(r)
+	if w.log.Enabled(ctx, slog.LevelDebug) {
+		w.log.Debug("task claimed", "execution", c.ID.String(), "kind", string(c.Kind), "lane", string(c.Lane),
+			"attempt", c.AttemptIndex, "attempt_type", c.AttemptType.String(), "epoch", c.Lease.Epoch)
+	}
 	info := newTaskInfo(c, w, r)
 	w.mu.Lock()
 	h := w.handlers[c.Kind]
@@ -537,7 +541,12 @@ func (w *Worker) nextClaim(ctx context.Context, part int) *model.NextClaim {
 func callHandler(ctx context.Context, h handlerEntry, info *TaskInfo) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = Fail(model.FailurePanic, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+			stack := debug.Stack()
+			err = Fail(model.FailurePanic, fmt.Errorf("panic: %v\n%s", p, stack))
+			if info.w != nil && info.w.log.Enabled(ctx, slog.LevelDebug) {
+				info.w.log.Debug("task panicked", "execution", info.ID.String(), "kind", string(info.Kind),
+					"attempt", info.Attempt, "panic", fmt.Sprint(p), "stack", string(stack))
+			}
 		}
 	}()
 	err = h(ctx, info)
@@ -570,6 +579,7 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 	if herr == nil && info.resultErr != nil {
 		herr = invalidOutcome(info.resultErr)
 	}
+	dbg := w.log.Enabled(ctx, slog.LevelDebug)
 	op := func(ctx context.Context) error {
 		now := e.clock.Now()
 		if herr == nil {
@@ -590,6 +600,10 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 				// announced meanwhile, it is idle, without another look.
 				quiet = next == nil && len(w.cfg.Lanes) == 1 && e.idleIfQuiet(w, n.Lane, seq)
 			}
+			if err == nil && dbg {
+				w.log.Debug("task completed", "execution", id.String(), "kind", string(info.Kind),
+					"attempt", info.Attempt, "result_bytes", len(info.result))
+			}
 			return err
 		}
 		o := classify(herr)
@@ -599,15 +613,30 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			_, err := e.store.ExecutionDelay(ctx, &model.ExecutionDelayParams{ID: id, Fence: fence, DelayUntil: until, Now: now})
 			if err == nil {
 				e.hint(e.delayed, id, until)
+				if dbg {
+					w.log.Debug("task snoozed", "execution", id.String(), "kind", string(info.Kind), "until", until)
+				}
 			}
 			return err
 		case outcomeCancel:
 			_, err := e.store.ExecutionCancel(ctx, &model.ExecutionCancelParams{ID: id, Fence: fence, Reason: reasonText(o.err), Now: now})
+			if err == nil && dbg {
+				w.log.Debug("task cancelled itself", "execution", id.String(), "kind", string(info.Kind), "reason", reasonText(o.err))
+			}
 			return err
 		}
 		res, err := e.store.ExecutionFail(ctx, &model.ExecutionFailParams{ID: id, Fence: fence, Reason: reasonText(o.err), Category: o.category, Now: now})
 		if err == nil && res.Outcome == model.FailRetryScheduled {
 			e.hint(e.delayed, id, res.DelayUntil)
+		}
+		if err == nil && dbg {
+			args := []any{"execution", id.String(), "kind", string(info.Kind), "attempt", info.Attempt,
+				"category", string(o.category), "err", reasonText(o.err)}
+			if res.Outcome == model.FailRetryScheduled {
+				w.log.Debug("task failed; retry scheduled", append(args, "retry_at", res.DelayUntil)...)
+			} else {
+				w.log.Debug("task failed; no retry left", args...)
+			}
 		}
 		return err
 	}

@@ -1,10 +1,14 @@
 package flowfabric_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -417,4 +421,53 @@ func TestCompletionRetriedWhileLeaseLasts(t *testing.T) {
 		t.Fatalf("%s after %d attempts, %d runs (%d refused completions): want completed by the first run",
 			snap.PublicState, snap.TotalAttempts, calls.Load(), st.fails.Load())
 	}
+}
+
+type panicky struct{}
+
+func (panicky) Kind() string { return "panicky" }
+
+// Each job's life is logged at Debug (claimed, completed, failed with the
+// retry time, panicked with the stack), so a failing handler is never
+// silent; nothing per job is logged at Info (issue 18).
+func TestPerJobLogsAtDebug(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := flowfabrictest.New(t, &flowfabrictest.Options{Engine: &flowfabric.Config{Logger: logger}})
+	w := h.NewWorker(nil)
+	var calls atomic.Int32
+	flowfabric.AddHandler(w, flakyHandler(&calls))
+	flowfabric.AddHandler(w, flowfabric.HandlerFunc[panicky](func(context.Context, *flowfabric.Task[panicky]) error {
+		panic("handler exploded")
+	}))
+	h.StartWorker(w)
+	h.WaitTerminal(mustSubmit(t, h, flaky{FailTimes: 1}, &flowfabric.SubmitOpts{RetryPolicy: &model.RetryPolicy{MaxRetries: 1}}))
+	h.WaitTerminal(mustSubmit(t, h, panicky{}, nil))
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{"level=DEBUG msg=\"task claimed\"", "level=DEBUG msg=\"task completed\"",
+		"level=DEBUG msg=\"task failed; retry scheduled\"", "retry_at=", "level=DEBUG msg=\"task panicked\"",
+		"handler exploded", "stack=", "level=DEBUG msg=\"task failed; no retry left\""} {
+		if !strings.Contains(out, want) {
+			t.Errorf("debug log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "level=INFO") && strings.Contains(line, "execution=") {
+			t.Errorf("per-job log at Info: %s", line)
+		}
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
