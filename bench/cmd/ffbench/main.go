@@ -46,6 +46,7 @@ type config struct {
 	S4 s4Config
 	S5 int
 	S6 s6Config
+	S7 int
 
 	// QuietBelow and QuietWait gate every measurement: wait until other
 	// processes use less than QuietBelow of the machine (up to QuietWait).
@@ -58,7 +59,7 @@ type config struct {
 
 func disturbed(c *config, share float64) bool { return c.QuietBelow > 0 && share >= c.QuietBelow }
 
-var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6"}
+var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7"}
 
 // knownSystems lists every system name -systems accepts.
 var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1"}
@@ -66,7 +67,7 @@ var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asyn
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("ffbench", flag.ContinueOnError)
 	c := &config{}
-	only := fs.String("only", "S1,S2,S3,S4,S5,S6", "scenarios to run (comma-separated)")
+	only := fs.String("only", "S1,S2,S3,S4,S5,S6,S7", "scenarios to run (comma-separated)")
 	systems := fs.String("systems", "memstore,valkey,valkey-cluster,raw,asynq,river,valkey-1x16",
 		"systems for S1 (comma-separated): "+strings.Join(knownSystems, ", "))
 	s2systems := fs.String("s2-systems", "", "systems for S2 (default: -systems without the worker-shape variants)")
@@ -85,6 +86,7 @@ func parseFlags(args []string) (*config, error) {
 	idle := fs.Duration("s3-window", 0, "S3 idle window (default 10s; quick 1s)")
 	s5 := fs.Int("s5-queued", 0, "S5 queued executions (default 100000; quick 2000)")
 	s6 := fs.Int("s6-samples", 0, "S6 cancels per store (default 200; quick 10)")
+	s7 := fs.Int("s7-jobs", 0, "S7 delayed jobs and retried jobs, each (default 200; quick 20)")
 	quiet := fs.Float64("quiet", -1, "before each measurement wait until processes outside the bench use less than this share of the machine (0.1 = 10%; default 0.1 in full runs, off in quick runs; 0: off)")
 	fs.DurationVar(&c.QuietWait, "quiet-wait", 3*time.Minute, "longest wait for a quiet machine before each measurement")
 	fs.StringVar(&serverFlavor, "server", "auto", "server binaries: auto (valkey-server if installed, else redis-server), valkey or redis")
@@ -108,6 +110,7 @@ func parseFlags(args []string) (*config, error) {
 	c.S4 = s4Config{Blocked: []int{1000, 50_000}, Leases: 10_000}
 	c.S5 = pick(*s5, 100_000, 2000)
 	c.S6 = s6Config{Samples: pick(*s6, 200, 10)}
+	c.S7 = pick(*s7, 200, 20)
 	if c.Quick {
 		c.S3 = s3Config{Window: time.Second, Warmup: 500 * time.Millisecond, Wakes: 5}
 		c.S4 = s4Config{Blocked: []int{100, 2000}, Leases: 500}
@@ -259,7 +262,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			"scenarios": cfg.Only, "systems": cfg.Systems, "s2_systems": cfg.S2Systems, "ff_shape": cfg.FFShape,
 			"slots": cfg.S1.Slots, "s1_jobs": cfg.S1.Jobs, "s1_latency_jobs": cfg.S1.LatJobs, "s1_latency_rate": cfg.S1.LatRate,
 			"s2_jobs": cfg.S2.Jobs, "s2_batch": cfg.S2.Batch, "s3_window_s": cfg.S3.Window.Seconds(),
-			"s4_blocked": cfg.S4.Blocked, "s4_leases": cfg.S4.Leases, "s5_queued": cfg.S5, "s6_samples": cfg.S6.Samples,
+			"s4_blocked": cfg.S4.Blocked, "s4_leases": cfg.S4.Leases, "s5_queued": cfg.S5, "s6_samples": cfg.S6.Samples, "s7_jobs": cfg.S7,
 			"asynq_task_check_interval": cfg.AsynqCheck.String(), "pg_durable": cfg.PGDurable,
 			"quiet_below": cfg.QuietBelow, "quiet_wait_s": cfg.QuietWait.Seconds(), "retries": cfg.Retries,
 		}}
@@ -284,7 +287,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 
 	// servers
 	needStandalone := cfg.anySystem("valkey", "raw", "asynq", "valkey-1x16", "valkey-16x1") ||
-		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6")
+		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7")
 	if needStandalone {
 		s, err := startRedis(filepath.Join(dir, "standalone"), false)
 		if err != nil {
@@ -496,6 +499,22 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 		rep.S6 = &r
 		for _, row := range r.Runs {
 			logf("  S6 %s: cancel p50 %.3f ms p99 %.3f ms, idle wake p50 %.3f ms (%.2f ×)", row.Store, row.Cancel.P50, row.Cancel.P99, row.Wake.P50, row.Ratio)
+		}
+	}
+	if cfg.wants("S7") && ctx.Err() == nil {
+		gate("S7")
+		logf("S7: delay error, %d delayed and %d retried jobs per store", cfg.S7, cfg.S7)
+		var addrs []string
+		if e.standalone != nil {
+			addrs = []string{e.standalone.Addr()}
+		} else {
+			notRun("S7 valkey row", "no redis server")
+		}
+		r := runS7(ctx, addrs, cfg.S7)
+		rep.S7 = &r
+		for _, row := range r.Rows {
+			logf("  S7 %-8s delay error p50 %.2f ms p99 %.2f ms; retry error p50 %.2f ms p99 %.2f ms",
+				row.Store, row.Delay.P50, row.Delay.P99, row.Retry.P50, row.Retry.P99)
 		}
 	}
 	if cfg.wants("S5") && ctx.Err() == nil {

@@ -28,6 +28,7 @@ type Report struct {
 	S4       *S4Result  `json:"s4,omitempty"`
 	S5       *S5Result  `json:"s5,omitempty"`
 	S6       *S6Result  `json:"s6,omitempty"`
+	S7       *S7Result  `json:"s7,omitempty"`
 	Targets  []Target   `json:"targets"`
 	Glossary []string   `json:"definitions"`
 	// OtherCPU is the share of the machine used by processes outside the
@@ -70,6 +71,7 @@ var glossary = []string{
 	"S3: commands/s over an idle window after a warm-up (engine scanners at default intervals, 4 idle Workers, 256 partitions); the full sweep every partition gets every 30 s is measured separately and amortised. Idle wake: submit → handler start of a job submitted while the workers idle.",
 	"S4: one unblock pass over every partition with route-blocked executions that no live worker can serve; lease recovery: the lease-expiry scanner (default batch) run pass after pass until no due work remains.",
 	"Other load: CPU used on the host by processes outside the bench's process tree (the bench and the servers it started) during the phase, as a share of all cores; from /proc. Anything above a few percent means the numbers were disturbed.",
+	"S7: delay error = handler start − due time, one job at a time on an otherwise idle engine with default scanner intervals: a Submit with RunAt (due = RunAt) and a retry after a failed first attempt (due = the handler's failing return + the fixed retry delay); delays uniform in 20–100 ms; target p99 ≤ 10 ms.",
 	"S6: cancel latency: start of an operator's Engine.Cancel of a running execution → its handler's context done (4 Workers, default 30 s lease, so a renewal would take 20 s), beside the idle wake (submit → handler start) of the same jobs in the same run; 20–60 ms pauses between steps.",
 	"S5: bytes per queued execution − payload: for memstore the median of the Go heap (after GC) growth per execution over 5 equal fill steps, for the server (after − before)/queued of used_memory; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
 }
@@ -135,6 +137,23 @@ func computeTargets(r *Report) {
 				t.Detail = rec.Error
 			}
 			r.Targets = append(r.Targets, t)
+		}
+	}
+	if s := r.S7; s != nil {
+		for _, row := range s.Rows {
+			for _, k := range []struct {
+				what string
+				l    Latency
+			}{{"delay", row.Delay}, {"retry", row.Retry}} {
+				t := Target{Name: fmt.Sprintf("S7 %s error p99, %s (idle engine)", k.what, row.Store), Value: k.l.P99, Op: "≤", Limit: 10}
+				if row.Error == "" {
+					t.Pass = boolp(k.l.P99 <= 10)
+					t.Detail = fmt.Sprintf("p50 %.2f ms over %d jobs", k.l.P50, k.l.N)
+				} else {
+					t.Detail = row.Error
+				}
+				r.Targets = append(r.Targets, t)
+			}
 		}
 	}
 	if s := r.S6; s != nil {
@@ -391,6 +410,19 @@ func (r *Report) markdown() string {
 			}
 			w("\n")
 		}
+	}
+
+	if s := r.S7; s != nil {
+		w("## S7 delay error (start − due), %d jobs of each kind\n\n%s.\n\n| store | delay p50 | delay p99 | delay max | retry p50 | retry p99 | retry max |\n|---|---:|---:|---:|---:|---:|---:|\n", s.Jobs, s.Note)
+		for _, row := range s.Rows {
+			if row.Error != "" {
+				w("| %s | error: %s | | | | | |\n", row.Store, row.Error)
+				continue
+			}
+			w("| %s | %.2f ms | **%.2f ms** | %.2f ms | %.2f ms | **%.2f ms** | %.2f ms |\n", row.Store,
+				row.Delay.P50, row.Delay.P99, row.Delay.Max, row.Retry.P50, row.Retry.P99, row.Retry.Max)
+		}
+		w("\n")
 	}
 
 	if s := r.S6; s != nil {
