@@ -117,7 +117,7 @@ func (t *TaskInfo) Fence() Fence {
 }
 
 // SetResult sets the bytes stored when the handler returns nil. A result
-// over model.MaxResultBytes (1 MiB) is refused with a validation error
+// over MaxResultBytes (1 MiB) is refused with a validation error
 // (errors.Is(err, ErrValidation)); if the handler returns nil anyway, the
 // attempt fails at once with category invalid_outcome (not retried).
 func (t *TaskInfo) SetResult(b []byte) error {

@@ -25,7 +25,9 @@ type WorkResult struct {
 	// FailureCategory is the category of a failed attempt ("" otherwise):
 	// FailureTransient for a plain error, FailurePermanent for
 	// Permanent(err), FailurePanic for a panic, FailurePayloadInvalid when
-	// the payload did not decode, or the category given to Fail.
+	// the payload did not decode, FailureInvalidOutcome when the outcome
+	// cannot be recorded (a result SetResult refused, a malformed category
+	// given to Fail), or the category given to Fail.
 	FailureCategory FailureCategory
 	// Snapshot is the execution after the outcome was recorded: completed,
 	// failed, delayed (a retry or a snooze is scheduled) or cancelled.
@@ -76,9 +78,12 @@ func Work[T Args](ctx context.Context, e *Engine, h Handler[T], args T, opts *Su
 	}
 	taskCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, cancel: cancel}
+	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, expiresAt: c.Lease.ExpiresAt, cancel: cancel}
 	info := newTaskInfo(c, w, r)
 	herr := callHandler(taskCtx, typedEntry(h), info)
+	if herr == nil && info.resultErr != nil {
+		herr = invalidOutcome(info.resultErr) // as finish records it
+	}
 	w.finish(r, info, herr)
 	e.activity()
 

@@ -123,6 +123,11 @@ const (
 	FailurePayloadInvalid = model.FailurePayloadInvalid
 	// FailureUnknownKind: no handler for the kind on the worker.
 	FailureUnknownKind = model.FailureUnknownKind
+	// FailureInvalidOutcome: the handler's outcome cannot be recorded (a
+	// result over MaxResultBytes that SetResult refused, Fail with a
+	// malformed category, an outcome the store refuses as invalid); no
+	// retry.
+	FailureInvalidOutcome = model.FailureInvalidOutcome
 )
 
 // Attempt types (TaskInfo.AttemptType, Attempt.Type).
@@ -178,3 +183,6 @@ var (
 	// expired, taken over); see Task for the specific causes.
 	ErrLeaseLost = errors.New("flowfabric: lease lost")
 )
+
+// MaxResultBytes is the largest result TaskInfo.SetResult accepts (1 MiB).
+const MaxResultBytes = model.MaxResultBytes

@@ -170,6 +170,11 @@ func TestWork(t *testing.T) {
 			return flowfabric.Permanent(errors.New("bad address"))
 		case "panic":
 			panic("boom")
+		case "big":
+			if err := task.SetResult(make([]byte, flowfabric.MaxResultBytes+1)); !errors.Is(err, flowfabric.ErrValidation) {
+				return fmt.Errorf("SetResult of a too large result: %v", err)
+			}
+			return nil // ignores the refusal
 		}
 		return fmt.Errorf("attempt %d/%d (epoch %d)", task.RetryCount, task.MaxRetries, task.LeaseEpoch)
 	})
@@ -183,6 +188,11 @@ func TestWork(t *testing.T) {
 			}
 			if r.Snapshot.ProgressPercent != 50 || r.Snapshot.ProgressMessage != "halfway" {
 				t.Fatalf("progress %d %q", r.Snapshot.ProgressPercent, r.Snapshot.ProgressMessage)
+			}
+		}},
+		{"big", func(t *testing.T, r *flowfabric.WorkResult) {
+			if r.Completed || r.FailureCategory != flowfabric.FailureInvalidOutcome || r.Snapshot.PublicState != flowfabric.PublicFailed {
+				t.Fatalf("%+v", r)
 			}
 		}},
 		{"snooze", func(t *testing.T, r *flowfabric.WorkResult) {
