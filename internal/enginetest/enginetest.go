@@ -54,7 +54,7 @@ func (s *wrapped) waitSwept(ctx context.Context, t *testing.T) {
 	}
 }
 
-func (s *wrapped) WatchWork(lane model.LaneID, f func()) (stop func()) {
+func (s *wrapped) WatchWork(lane model.LaneID, f func(partition int)) (stop func()) {
 	return s.Store.(model.WorkNotifier).WatchWork(lane, f)
 }
 
