@@ -580,10 +580,14 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 		herr = invalidOutcome(info.resultErr)
 	}
 	dbg := w.log.Enabled(ctx, slog.LevelDebug)
+	withNext := true // false once the store refused the next-claim request
 	op := func(ctx context.Context) error {
 		now := e.clock.Now()
 		if herr == nil {
-			n := w.nextClaim(ctx, id.Partition())
+			var n *model.NextClaim
+			if withNext {
+				n = w.nextClaim(ctx, id.Partition())
+			}
 			var seq uint64
 			if n != nil {
 				seq = e.laneSeq(n.Lane)
@@ -648,6 +652,13 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			return next, quiet
 		}
 		var me *model.Error
+		if errors.As(err, &me) && me.IsValidation() && withNext && herr == nil && strings.HasPrefix(me.Field, "Next.") {
+			// the worker's own next-claim request was refused, not the
+			// handler's outcome: record the outcome without it
+			w.log.Warn("next claim refused by the store; completing without it", "execution", id.String(), "err", err)
+			withNext, next, quiet = false, nil, false
+			continue
+		}
 		if errors.As(err, &me) && me.IsValidation() && !refused {
 			// the store refuses this outcome as invalid: retrying would not
 			// help, so the attempt fails now instead of at lease expiry

@@ -362,28 +362,39 @@ func ClaimedDuringStopIsHandedBack(t *testing.T, store model.Store) {
 
 // refuseComplete refuses the completions of chosen executions (those whose
 // payload names mode "refused") with a validation error, as a store with a
-// smaller limit would.
+// smaller limit would, and refuses the next-claim request carried by the
+// completions of executions whose payload names mode "next_refused".
 type refuseComplete struct {
 	*wrapped
-	mu     sync.Mutex
-	refuse map[model.ExecutionID]bool
+	mu         sync.Mutex
+	refuse     map[model.ExecutionID]bool
+	refuseNext map[model.ExecutionID]bool
+	nextSeen   bool // a completion of a next_refused execution carried a next claim
 }
 
 func (s *refuseComplete) ExecutionCreate(ctx context.Context, p *model.ExecutionCreateParams) (*model.ExecutionCreateResult, error) {
+	s.mu.Lock()
 	if bytes.Contains(p.Payload, []byte(`"refused"`)) {
-		s.mu.Lock()
 		s.refuse[p.ID] = true
-		s.mu.Unlock()
 	}
+	if bytes.Contains(p.Payload, []byte(`"next_refused"`)) {
+		s.refuseNext[p.ID] = true
+	}
+	s.mu.Unlock()
 	return s.Store.ExecutionCreate(ctx, p)
 }
 
 func (s *refuseComplete) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
 	s.mu.Lock()
 	bad := s.refuse[p.ID]
+	badNext := s.refuseNext[p.ID] && p.Next != nil
+	s.nextSeen = s.nextSeen || badNext
 	s.mu.Unlock()
 	if bad {
 		return nil, model.InvalidField("result", "too_large")
+	}
+	if badNext {
+		return nil, model.InvalidField("Next.Capabilities", "too_many")
 	}
 	return s.Store.ExecutionComplete(ctx, p)
 }
@@ -405,7 +416,7 @@ func RefusedOutcomeFailsAtOnce(t *testing.T, store model.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	const lane = "enginetest_outcome"
-	st := &refuseComplete{wrapped: wrap(store), refuse: map[model.ExecutionID]bool{}}
+	st := &refuseComplete{wrapped: wrap(store), refuse: map[model.ExecutionID]bool{}, refuseNext: map[model.ExecutionID]bool{}}
 	e := flowfabric.New(st, nil)
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -464,5 +475,27 @@ func RefusedOutcomeFailsAtOnce(t *testing.T, store model.Store) {
 		if n != 1 {
 			t.Errorf("%s ran %d times", mode, n)
 		}
+	}
+	// A refused next-claim request is the worker's, not the handler's: the
+	// handler's success is recorded without it.
+	r, err := e.Submit(ctx, outcomeArgs{Mode: "next_refused"}, &flowfabric.SubmitOpts{Lane: lane, RetryPolicy: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Unlock()
+	snap, err := e.Wait(ctx, r.ID, 0)
+	mu.Lock()
+	if err != nil {
+		t.Fatalf("next_refused: %v", err)
+	}
+	if snap.PublicState != model.PublicCompleted || snap.TotalAttempts != 1 || runs["next_refused"] != 1 {
+		t.Errorf("next_refused: %s after %d attempts and %d runs (%s), want completed once",
+			snap.PublicState, snap.TotalAttempts, runs["next_refused"], snap.FailureReason)
+	}
+	st.mu.Lock()
+	seen := st.nextSeen
+	st.mu.Unlock()
+	if !seen {
+		t.Error("next_refused: no completion carried a next claim; the case proves nothing")
 	}
 }
