@@ -55,7 +55,7 @@ func lossOfNotice(kind model.LeaseNoticeKind) *leaseLost {
 	case model.LeaseNoticeOverridden:
 		return &leaseLost{"execution completed, failed or delayed by operator", model.ErrNotActive, slog.LevelInfo}
 	case model.LeaseNoticeTimedOut:
-		return &leaseLost{"attempt timed out", context.DeadlineExceeded, slog.LevelInfo}
+		return &leaseLost{"attempt timed out", context.DeadlineExceeded, slog.LevelDebug}
 	case model.LeaseNoticeExpired:
 		return &leaseLost{"lease expired before it was renewed", model.ErrLeaseExpired, slog.LevelWarn}
 	}
@@ -78,7 +78,7 @@ func lossOfError(err error) (loss *leaseLost, ok bool) {
 		case st.TerminalOutcome == model.OutcomeCancelled:
 			return &leaseLost{"execution cancelled", &joined{ErrExecutionCancelled, me}, slog.LevelInfo}, true
 		case st.TerminalOutcome == model.OutcomeExpired:
-			return &leaseLost{"execution timed out", &joined{context.DeadlineExceeded, me}, slog.LevelInfo}, true
+			return &leaseLost{"execution timed out", &joined{context.DeadlineExceeded, me}, slog.LevelDebug}, true
 		case st.LifecyclePhase == model.PhaseTerminal:
 			return &leaseLost{"execution ended elsewhere (" + st.TerminalOutcome.String() + ")", me, slog.LevelInfo}, true
 		}

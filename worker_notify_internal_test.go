@@ -23,7 +23,7 @@ func TestLossOfError(t *testing.T) {
 		is    error
 	}{
 		{notActive(model.PhaseTerminal, model.OutcomeCancelled), "execution cancelled", slog.LevelInfo, ErrExecutionCancelled},
-		{notActive(model.PhaseTerminal, model.OutcomeExpired), "execution timed out", slog.LevelInfo, context.DeadlineExceeded},
+		{notActive(model.PhaseTerminal, model.OutcomeExpired), "execution timed out", slog.LevelDebug, context.DeadlineExceeded},
 		{notActive(model.PhaseTerminal, model.OutcomeSuccess), "execution ended elsewhere (success)", slog.LevelInfo, ErrNotActive},
 		{notActive(model.PhaseRunnable, model.OutcomeNone), "execution taken over (now runnable)", slog.LevelWarn, ErrNotActive},
 		{model.ErrLeaseRevoked, "lease revoked", slog.LevelInfo, ErrLeaseRevoked},
