@@ -106,8 +106,7 @@ func (g *gate) handler() flowfabric.HandlerFunc[blocker] {
 		if err := g.hold(ctx, t.Args.Key); err != nil {
 			return err
 		}
-		t.SetResult([]byte("released:" + t.Args.Key))
-		return nil
+		return t.SetResult([]byte("released:" + t.Args.Key))
 	}
 }
 

@@ -52,8 +52,7 @@ func ExampleNewWorker() {
 
 	w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{WorkerID: "mailer"})
 	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[SendEmail]) error {
-		t.SetResult([]byte("sent to " + t.Args.To))
-		return nil
+		return t.SetResult([]byte("sent to " + t.Args.To))
 	}))
 	if err := w.Start(ctx); err != nil {
 		panic(err)
@@ -119,8 +118,7 @@ func Example_capabilityRouting() {
 		name := spec.id
 		w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{WorkerID: name, Capabilities: spec.caps})
 		flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Render]) error {
-			t.SetResult([]byte(string(name)))
-			return nil
+			return t.SetResult([]byte(string(name)))
 		}))
 		if err := w.Start(ctx); err != nil {
 			panic(err)

@@ -195,7 +195,7 @@ func Permanent(err error) error {
 // retried, with a reason naming the category.
 func Fail(category FailureCategory, err error) error {
 	if verr := model.ValidateFailureCategory(category); verr != nil {
-		return invalidOutcome(fmt.Errorf("flowfabric: Fail: category %q: %w (handler error: %v)", category, verr, err))
+		return invalidOutcome(fmt.Errorf("flowfabric: Fail: category %q: %w (handler error: %w)", category, verr, err))
 	}
 	return &outcome{kind: outcomeFail, err: err, category: category}
 }

@@ -160,8 +160,7 @@ func TestWork(t *testing.T) {
 		}
 		switch task.Args.To {
 		case "ok":
-			task.SetResult([]byte("sent"))
-			return nil
+			return task.SetResult([]byte("sent"))
 		case "snooze":
 			return flowfabric.Snooze(time.Minute)
 		case "cancel":
@@ -172,7 +171,7 @@ func TestWork(t *testing.T) {
 			panic("boom")
 		case "big":
 			if err := task.SetResult(make([]byte, flowfabric.MaxResultBytes+1)); !errors.Is(err, flowfabric.ErrValidation) {
-				return fmt.Errorf("SetResult of a too large result: %v", err)
+				return fmt.Errorf("SetResult of a too large result: %w", err)
 			}
 			return nil // ignores the refusal
 		}

@@ -1,6 +1,7 @@
 package proptest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,8 +118,9 @@ func (m *machine) compareLeaseNotices(t *rapid.T) {
 	}
 	want := lw.sinceCompare
 	lw.sinceCompare = nil
-	deadline := time.NewTimer(noticeWait)
-	defer deadline.Stop()
+	// a wall-clock bound: notices cross a network on some stores
+	deadline, cancel := context.WithTimeout(context.Background(), noticeWait)
+	defer cancel()
 	for i := range lw.others {
 		for {
 			lw.mu.Lock()
@@ -129,7 +131,7 @@ func (m *machine) compareLeaseNotices(t *rapid.T) {
 			}
 			select {
 			case <-lw.arrived:
-			case <-deadline.C:
+			case <-deadline.Done():
 				m.fatalf(t, "store %s sent %d lease notice(s) since the last comparison, store A %d:\n  A: %s\n  %s: %s",
 					storeName(i+1), len(got), len(want), noticeText(want), storeName(i+1), noticeText(got))
 			}
@@ -239,7 +241,7 @@ func (m *machine) checkLeaseNotices(t *rapid.T, before, after *Observation) {
 			m.fatalf(t, "lease notice %+v to %s, yet the lease is still live", n, pn.instance)
 		}
 		st := cur.State
-		ok := true
+		var ok bool
 		switch n.Kind {
 		case model.LeaseNoticeCancelled:
 			ok = st.TerminalOutcome == model.OutcomeCancelled
@@ -249,8 +251,6 @@ func (m *machine) checkLeaseNotices(t *rapid.T, before, after *Observation) {
 			ok = st.OwnershipState == model.OwnershipLeaseExpiredReclaimable || st.LifecyclePhase != model.PhaseActive
 		case model.LeaseNoticeTimedOut, model.LeaseNoticeOverridden:
 			ok = st.LifecyclePhase != model.PhaseActive || st.OwnershipState == model.OwnershipLeased
-		default:
-			ok = false
 		}
 		if !ok && !newer {
 			m.fatalf(t, "lease notice %+v does not match the state after the step: %+v", n, st)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -200,10 +201,12 @@ func (l *noticeLog) f(n model.LeaseNotice) {
 // notice crosses a network to a subscription on some stores).
 func (l *noticeLog) next(t *testing.T) model.LeaseNotice {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), noticeWait)
+	defer cancel()
 	select {
 	case n := <-l.ch:
 		return n
-	case <-time.After(noticeWait):
+	case <-ctx.Done():
 		t.Fatal("no lease notice")
 		return model.LeaseNotice{}
 	}

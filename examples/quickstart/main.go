@@ -101,8 +101,7 @@ func run(store flowfabric.Store) error {
 			return t.SetResultJSON(map[string]string{"sent_to": t.Args.To})
 		}))
 		flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Render]) error {
-			t.SetResult([]byte("rendered " + t.Args.Scene + " on " + name))
-			return nil
+			return t.SetResult([]byte("rendered " + t.Args.Scene + " on " + name))
 		}))
 		return w, w.Start(ctx)
 	}
