@@ -1,13 +1,8 @@
 package valkeystore
 
 import (
-	"context"
-	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
-
-	"github.com/valkey-io/valkey-go"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -31,111 +26,18 @@ import (
 // node (a worker's leases live on many partitions; there is no node to pin
 // it to).
 
-// leaseWatch is the subscription of one worker instance.
-type leaseWatch struct {
-	fs     map[int]func(model.LeaseNotice)
-	cancel context.CancelFunc
-	done   chan struct{}
-	ready  chan struct{} // closed once the first subscription is confirmed
-}
-
 // WatchLeases implements model.LeaseNotifier. It returns once the
 // instance's subscription is confirmed (or after a few seconds if the
 // server does not answer, in which case the subscription keeps being
 // retried). f runs on the subscription's reader goroutine.
 func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseNotice)) (stop func()) {
-	s.watchMu.Lock()
-	if s.closed {
-		s.watchMu.Unlock()
-		return func() {}
-	}
-	w := s.leaseWatches[instance]
-	if w == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		w = &leaseWatch{fs: make(map[int]func(model.LeaseNotice)), cancel: cancel,
-			done: make(chan struct{}), ready: make(chan struct{})}
-		s.leaseWatches[instance] = w
-		go s.subscribeLeases(ctx, instance, w)
-	}
-	s.watchSeq++
-	id := s.watchSeq
-	w.fs[id] = f
-	s.watchMu.Unlock()
-
-	// Real time on purpose, as in WatchWork.
-	wctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-	select {
-	case <-w.ready:
-	case <-w.done:
-	case <-wctx.Done():
-	}
-	cancel()
-
-	return func() {
-		s.watchMu.Lock()
-		delete(w.fs, id)
-		last := len(w.fs) == 0 && s.leaseWatches[instance] == w
-		if last {
-			delete(s.leaseWatches, instance)
+	return addWatch(s, s.leaseWatches, instance, f, func() subscription[model.LeaseNotice] {
+		return subscription[model.LeaseNotice]{
+			channel: s.keys.leaseChannel(instance),
+			parse:   parseLeaseNotice,
+			lost:    model.LeaseNotice{Kind: model.LeaseNoticeRecheck},
 		}
-		s.watchMu.Unlock()
-		if last {
-			w.cancel()
-			<-w.done
-		}
-	}
-}
-
-// closeLeaseWatches stops every lease watch; the caller has set s.closed.
-func (s *Store) closeLeaseWatches() {
-	s.watchMu.Lock()
-	ws := make([]*leaseWatch, 0, len(s.leaseWatches))
-	for wi, w := range s.leaseWatches {
-		ws = append(ws, w)
-		delete(s.leaseWatches, wi)
-	}
-	s.watchMu.Unlock()
-	for _, w := range ws {
-		w.cancel()
-		<-w.done
-	}
-}
-
-// subscribeLeases keeps instance's channel subscribed until ctx ends.
-func (s *Store) subscribeLeases(ctx context.Context, instance model.WorkerInstanceID, w *leaseWatch) {
-	defer close(w.done)
-	ch := s.keys.leaseChannel(instance)
-	var confirmed atomic.Bool
-	for {
-		rctx := valkey.WithOnSubscriptionHook(ctx, func(sub valkey.PubSubSubscription) {
-			if sub.Kind != "subscribe" {
-				return
-			}
-			if confirmed.CompareAndSwap(false, true) {
-				close(w.ready)
-				return
-			}
-			// Resubscribed after a loss: notices may have been published
-			// meanwhile.
-			s.fireLease(w, model.LeaseNotice{Kind: model.LeaseNoticeRecheck})
-		})
-		dc, release := s.client.Dedicate()
-		_ = dc.Receive(rctx, dc.B().Subscribe().Channel(ch).Build(), func(m valkey.PubSubMessage) {
-			if n, ok := parseLeaseNotice(m.Message); ok {
-				s.fireLease(w, n)
-			}
-		})
-		release()
-		if ctx.Err() != nil {
-			return
-		}
-		pause, cancel := context.WithTimeout(ctx, resubscribeDelay)
-		<-pause.Done()
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-	}
+	})
 }
 
 // parseLeaseNotice parses notify_lease's "<kind>|<epoch>|<id>".
@@ -154,22 +56,4 @@ func parseLeaseNotice(msg string) (model.LeaseNotice, bool) {
 		return model.LeaseNotice{}, false
 	}
 	return model.LeaseNotice{Kind: model.LeaseNoticeKind(kind), ID: eid, LeaseEpoch: e}, true
-}
-
-// fireLease calls w's functions in registration order.
-func (s *Store) fireLease(w *leaseWatch, n model.LeaseNotice) {
-	s.watchMu.Lock()
-	ids := make([]int, 0, len(w.fs))
-	for id := range w.fs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	calls := make([]func(model.LeaseNotice), 0, len(ids))
-	for _, id := range ids {
-		calls = append(calls, w.fs[id])
-	}
-	s.watchMu.Unlock()
-	for _, f := range calls {
-		f(n)
-	}
 }

@@ -2,8 +2,6 @@ package valkeystore
 
 import (
 	"context"
-	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -58,141 +56,36 @@ const subscribeTimeout = 5 * time.Second
 // resubscribeDelay is the pause before a lost subscription is retried.
 const resubscribeDelay = 250 * time.Millisecond
 
-// laneWatch is the subscription of one lane.
-type laneWatch struct {
-	fs     map[int]func(int)
-	cancel context.CancelFunc
-	done   chan struct{}
-	ready  chan struct{} // closed once the first subscription is confirmed
-}
-
 // WatchWork implements model.WorkNotifier. It returns once the lane's
 // subscription is confirmed (or after a few seconds if the server does not
 // answer, in which case the subscription keeps being retried).
 func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()) {
-	s.watchMu.Lock()
-	if s.closed {
-		s.watchMu.Unlock()
-		return func() {}
-	}
-	w := s.watches[lane]
-	if w == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		w = &laneWatch{fs: make(map[int]func(int)), cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
-		s.watches[lane] = w
-		go s.subscribe(ctx, lane, w)
-	}
-	s.watchSeq++
-	id := s.watchSeq
-	w.fs[id] = f
-	s.watchMu.Unlock()
-
-	// Real time on purpose: this bounds a wait on the network, not engine
-	// time (context timers are not the engine's clock).
-	wctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-	select {
-	case <-w.ready:
-	case <-w.done:
-	case <-wctx.Done():
-	}
-	cancel()
-
-	return func() {
-		s.watchMu.Lock()
-		delete(w.fs, id)
-		last := len(w.fs) == 0 && s.watches[lane] == w
-		if last {
-			delete(s.watches, lane)
+	return addWatch(s, s.watches, lane, f, func() subscription[int] {
+		return subscription[int]{
+			channel: s.keys.workChannel(lane),
+			// Bind the connection to the node of the lane's solo partition
+			// (a no-op on a single server): the subscription then hears
+			// that partition's publishes first-hand.
+			pin: func(ctx context.Context, dc valkey.DedicatedClient) error {
+				return dc.Do(ctx, dc.B().Exists().Key(s.keys.idx(s.cfg.SoloPartition(lane))+"lanes").Build()).Error()
+			},
+			// The message is the execution's id, which names its partition.
+			parse: func(msg string) (int, bool) {
+				if id, err := model.ParseExecutionID(msg); err == nil {
+					return id.Partition(), true
+				}
+				return -1, true
+			},
+			lost: -1, // work may have been published meanwhile, on any partition
 		}
-		s.watchMu.Unlock()
-		if last {
-			w.cancel()
-			<-w.done
-		}
-	}
+	})
 }
 
 // Close stops every watch of the store (work and lease watches). It does not close the client.
 func (s *Store) Close() {
 	s.watchMu.Lock()
 	s.closed = true
-	ws := make([]*laneWatch, 0, len(s.watches))
-	for lane, w := range s.watches {
-		ws = append(ws, w)
-		delete(s.watches, lane)
-	}
 	s.watchMu.Unlock()
-	for _, w := range ws {
-		w.cancel()
-		<-w.done
-	}
-	s.closeLeaseWatches()
-}
-
-// subscribe keeps lane's channel subscribed until ctx ends.
-func (s *Store) subscribe(ctx context.Context, lane model.LaneID, w *laneWatch) {
-	defer close(w.done)
-	ch := s.keys.workChannel(lane)
-	var confirmed atomic.Bool
-	for {
-		rctx := valkey.WithOnSubscriptionHook(ctx, func(sub valkey.PubSubSubscription) {
-			if sub.Kind != "subscribe" {
-				return
-			}
-			if confirmed.CompareAndSwap(false, true) {
-				close(w.ready)
-				return
-			}
-			// Resubscribed after a loss: work may have been published
-			// meanwhile, on any partition.
-			s.fire(w, -1)
-		})
-		// A dedicated connection: miniredis (and RESP2 servers) accept no
-		// other command on a subscribed connection. Releasing it makes the
-		// client unsubscribe it before reuse.
-		dc, release := s.client.Dedicate()
-		// Bind the connection to the node of the lane's solo partition (a
-		// no-op on a single server): the subscription then hears that
-		// partition's publishes first-hand.
-		pin := dc.B().Exists().Key(s.keys.idx(s.cfg.SoloPartition(lane)) + "lanes").Build()
-		if dc.Do(rctx, pin).Error() == nil {
-			_ = dc.Receive(rctx, dc.B().Subscribe().Channel(ch).Build(), func(m valkey.PubSubMessage) {
-				// The message is the execution's id, which names its
-				// partition.
-				part := -1
-				if id, err := model.ParseExecutionID(m.Message); err == nil {
-					part = id.Partition()
-				}
-				s.fire(w, part)
-			})
-		}
-		release()
-		if ctx.Err() != nil {
-			return
-		}
-		pause, cancel := context.WithTimeout(ctx, resubscribeDelay)
-		<-pause.Done()
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-	}
-}
-
-// fire calls w's functions in registration order with partition.
-func (s *Store) fire(w *laneWatch, partition int) {
-	s.watchMu.Lock()
-	ids := make([]int, 0, len(w.fs))
-	for id := range w.fs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	calls := make([]func(int), 0, len(ids))
-	for _, id := range ids {
-		calls = append(calls, w.fs[id])
-	}
-	s.watchMu.Unlock()
-	for _, f := range calls {
-		f(partition)
-	}
+	closeWatches(s, s.watches)
+	closeWatches(s, s.leaseWatches)
 }

@@ -44,11 +44,11 @@ type Store struct {
 	gcSlack int64 // ms
 
 	watchMu  sync.Mutex
-	watches  map[model.LaneID]*laneWatch
+	watches  map[model.LaneID]*watch[int]
 	watchSeq int
 	closed   bool
 
-	leaseWatches map[model.WorkerInstanceID]*leaseWatch
+	leaseWatches map[model.WorkerInstanceID]*watch[model.LeaseNotice]
 }
 
 var (
@@ -88,9 +88,9 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 		cfg:     o.Partitions.WithDefaults(),
 		keys:    keyspace{prefix: o.Prefix},
 		gcSlack: o.GCSlack.Milliseconds(),
-		watches: make(map[model.LaneID]*laneWatch),
+		watches: make(map[model.LaneID]*watch[int]),
 
-		leaseWatches: make(map[model.WorkerInstanceID]*leaseWatch),
+		leaseWatches: make(map[model.WorkerInstanceID]*watch[model.LeaseNotice]),
 	}, nil
 }
 
