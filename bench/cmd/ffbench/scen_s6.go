@@ -7,12 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/valkey-io/valkey-go"
-
 	"github.com/flowfabric/flowfabric"
-	"github.com/flowfabric/flowfabric/memstore"
 	"github.com/flowfabric/flowfabric/model"
-	"github.com/flowfabric/flowfabric/valkeystore"
 )
 
 // S6Result is the cancel latency: an operator's Engine.Cancel of a running
@@ -63,25 +59,11 @@ func runS6Store(ctx context.Context, name string, addrs []string, c s6Config) (r
 		logf("  S6 %s: %v", name, err)
 		return run
 	}
-	var store model.Store
-	if addrs == nil {
-		store = memstore.New(nil)
-	} else {
-		if err := (&serverProbe{addrs: addrs}).flushAll(); err != nil {
-			return fail(err)
-		}
-		client, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs, DisableCache: true})
-		if err != nil {
-			return fail(err)
-		}
-		defer client.Close()
-		vs, err := valkeystore.New(client, nil)
-		if err != nil {
-			return fail(err)
-		}
-		defer vs.Close()
-		store = vs
+	store, closeStore, err := openStore(addrs)
+	if err != nil {
+		return fail(err)
 	}
+	defer closeStore()
 	engine := flowfabric.New(store, nil)
 	if err := engine.Start(ctx); err != nil {
 		return fail(err)

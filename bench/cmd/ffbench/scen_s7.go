@@ -8,12 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valkey-io/valkey-go"
-
 	"github.com/flowfabric/flowfabric"
-	"github.com/flowfabric/flowfabric/memstore"
 	"github.com/flowfabric/flowfabric/model"
-	"github.com/flowfabric/flowfabric/valkeystore"
 )
 
 // S7Result is the delay error of timed work on an idle engine: how late
@@ -62,25 +58,11 @@ func runS7Store(ctx context.Context, name string, addrs []string, jobs int) (row
 		logf("  S7 %s: %v", name, err)
 		return row
 	}
-	var store model.Store
-	if addrs == nil {
-		store = memstore.New(nil)
-	} else {
-		if err := (&serverProbe{addrs: addrs}).flushAll(); err != nil {
-			return fail(err)
-		}
-		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs, DisableCache: true})
-		if err != nil {
-			return fail(err)
-		}
-		defer c.Close()
-		vs, err := valkeystore.New(c, nil)
-		if err != nil {
-			return fail(err)
-		}
-		defer vs.Close()
-		store = vs
+	store, closeStore, err := openStore(addrs)
+	if err != nil {
+		return fail(err)
 	}
+	defer closeStore()
 	engine := flowfabric.New(store, nil)
 	if err := engine.Start(ctx); err != nil {
 		return fail(err)
