@@ -1,0 +1,263 @@
+package model
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// ClaimStore holds grants, claims and admission blocks.
+type ClaimStore interface {
+	ClaimGrantIssue(ctx context.Context, p *ClaimGrantIssueParams) (*ClaimGrantIssueResult, error)
+	ExecutionBlock(ctx context.Context, p *ExecutionBlockParams) (*ExecutionBlockResult, error)
+	ExecutionClaim(ctx context.Context, p *ExecutionClaimParams) (*ClaimResult, error)
+	ExecutionClaimNext(ctx context.Context, p *ExecutionClaimNextParams) (*ExecutionClaimNextResult, error)
+	ExecutionGrantAndClaim(ctx context.Context, p *ExecutionGrantAndClaimParams) (*ClaimResult, error)
+	ExecutionUnblock(ctx context.Context, p *ExecutionUnblockParams) (*ExecutionUnblockResult, error)
+}
+
+// ClaimGrantIssueParams grants one worker the right to claim an eligible
+// execution. The execution stays eligible; an unused grant lapses.
+type ClaimGrantIssueParams struct {
+	ID               ExecutionID
+	WorkerID         WorkerID
+	WorkerInstanceID WorkerInstanceID
+	// Capabilities are the worker's; the execution's required capabilities
+	// must be a subset.
+	Capabilities Capabilities
+	GrantTTL     time.Duration
+	Now          time.Time
+}
+
+// Validate checks every field.
+func (p *ClaimGrantIssueParams) Validate(cfg PartitionConfig) error {
+	return validateGrant(cfg, p.ID, p.WorkerID, p.WorkerInstanceID, p.Capabilities, p.GrantTTL, p.Now)
+}
+
+// ClaimGrantIssueResult reports a grant.
+type ClaimGrantIssueResult struct {
+	ExpiresAt time.Time
+}
+
+// ExecutionBlockParams moves an eligible execution off the eligible index
+// into the blocked index of its reason (admission: budget, quota, route,
+// operator, lane state).
+type ExecutionBlockParams struct {
+	ID     ExecutionID
+	Reason BlockingReason
+	Detail string
+	Now    time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionBlockParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if _, ok := BlockedEligibility(p.Reason); !ok {
+		return &Error{Code: CodeInvalidBlockingReason, Field: "Reason", Detail: p.Reason.String()}
+	}
+	if err := ValidateText("Detail", p.Detail); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// ExecutionBlockResult reports a block.
+type ExecutionBlockResult struct {
+	EligibilityState EligibilityState
+}
+
+// LeaseRequest is what every claim needs to mint a lease.
+type LeaseRequest struct {
+	WorkerID         WorkerID
+	WorkerInstanceID WorkerInstanceID
+	// LeaseID is the new lease's id, chosen by the caller.
+	LeaseID LeaseID
+	// AttemptID is the id of the attempt started, when one is started (a
+	// resumed attempt keeps its id).
+	AttemptID AttemptID
+	LeaseTTL  time.Duration
+}
+
+func (r LeaseRequest) validate() error {
+	if err := r.WorkerID.Validate(); err != nil {
+		return err
+	}
+	if err := r.WorkerInstanceID.Validate(); err != nil {
+		return err
+	}
+	if r.LeaseID.IsZero() {
+		return invalidField("LeaseID", "empty")
+	}
+	if r.AttemptID.IsZero() {
+		return invalidField("AttemptID", "empty")
+	}
+	return checkDuration("LeaseTTL", r.LeaseTTL, time.Millisecond, MaxLeaseTTL)
+}
+
+// ExecutionClaimParams consumes the caller's claim grant. The grant must
+// have been issued to the claiming worker instance (LeaseRequest's
+// WorkerID and WorkerInstanceID; otherwise invalid_claim_grant), and the
+// claimer's Capabilities must still cover the execution's required
+// capabilities (otherwise capability_mismatch).
+type ExecutionClaimParams struct {
+	ID ExecutionID
+	// Capabilities are the claiming worker's.
+	Capabilities Capabilities
+	LeaseRequest
+	Now time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionClaimParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
+		return err
+	}
+	if err := p.LeaseRequest.validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// ExecutionGrantAndClaimParams checks capabilities and claims in one step.
+type ExecutionGrantAndClaimParams struct {
+	ID           ExecutionID
+	Capabilities Capabilities
+	LeaseRequest
+	Now time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionGrantAndClaimParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
+		return err
+	}
+	if err := p.LeaseRequest.validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// ClaimResult is what a worker needs to run a claimed execution.
+type ClaimResult struct {
+	ID           ExecutionID
+	Lease        Lease
+	AttemptID    AttemptID
+	AttemptIndex int
+	AttemptType  AttemptType
+	// Resumed is true when an interrupted attempt (a worker delay) resumed
+	// instead of a new attempt starting.
+	Resumed   bool
+	Namespace Namespace
+	Lane      LaneID
+	Kind      Kind
+	Priority  int
+	// Payload is read-only: a store may hand out the bytes it keeps.
+	Payload []byte
+	// Tags is nil when the execution has none.
+	Tags map[string]string
+	// RetryCount is how many retries came before this attempt, and
+	// MaxRetries the retry policy's limit: the attempt is the last one a
+	// failure leaves when RetryCount == MaxRetries.
+	RetryCount int
+	MaxRetries int
+	CreatedAt  time.Time
+	// TimeoutAt is when the attempt times out (zero: no attempt timeout).
+	TimeoutAt time.Time
+}
+
+// Fence returns the fence of the claim's lease.
+func (r *ClaimResult) Fence() Fence {
+	return Fence{LeaseID: r.Lease.ID, LeaseEpoch: r.Lease.Epoch, AttemptID: r.AttemptID}
+}
+
+// ExecutionClaimNextParams claims the best eligible execution of a lane in
+// one partition that the worker can serve. It walks at most ScanLimit heads
+// of the eligible index in priority order; a head the worker cannot serve is
+// moved to blocked:route when no live worker can serve it (its required
+// capabilities are not within LiveCapabilities), and skipped otherwise.
+//
+// Namespace, when set, restricts the walk to the executions of that
+// namespace: a head of another namespace is skipped, never claimed nor
+// blocked, since LiveCapabilities (the union of that namespace's live
+// workers) says nothing about who could serve it. Empty means every
+// namespace (the caller's LiveCapabilities then covers them all).
+type ExecutionClaimNextParams struct {
+	Partition    int
+	Lane         LaneID
+	Namespace    Namespace
+	Capabilities Capabilities
+	// LiveCapabilities is the union of the live workers' capabilities.
+	LiveCapabilities Capabilities
+	// ScanLimit bounds the heads examined (1–1000).
+	ScanLimit int
+	LeaseRequest
+	Now time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
+	if p.Partition < 0 || p.Partition >= cfg.WithDefaults().FlowPartitions {
+		return OutOfRange("Partition", p.Partition, "0.."+strconv.Itoa(cfg.WithDefaults().FlowPartitions-1))
+	}
+	if err := p.Lane.Validate(); err != nil {
+		return err
+	}
+	if p.Namespace != "" {
+		if err := p.Namespace.Validate(); err != nil {
+			return err
+		}
+	}
+	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("LiveCapabilities", p.LiveCapabilities); err != nil {
+		return err
+	}
+	if err := checkLimit("ScanLimit", p.ScanLimit); err != nil {
+		return err
+	}
+	if err := p.LeaseRequest.validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// ExecutionClaimNextResult reports a claim-next.
+type ExecutionClaimNextResult struct {
+	// Claimed is nil when nothing could be claimed.
+	Claimed *ClaimResult
+	// Blocked lists the executions moved to blocked:route.
+	Blocked []ExecutionID
+	// Skipped counts heads left for a more capable worker.
+	Skipped int
+}
+
+// ExecutionUnblockParams returns a blocked execution to the eligible index
+// when it is still blocked for ExpectedReason.
+type ExecutionUnblockParams struct {
+	ID             ExecutionID
+	ExpectedReason BlockingReason
+	Now            time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionUnblockParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if _, ok := BlockedEligibility(p.ExpectedReason); !ok {
+		return &Error{Code: CodeInvalidBlockingReason, Field: "ExpectedReason", Detail: p.ExpectedReason.String()}
+	}
+	return checkNow(p.Now)
+}
+
+// ExecutionUnblockResult is empty.
+type ExecutionUnblockResult struct{}

@@ -1,0 +1,399 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ExecutionStore holds the transitions that create and end executions.
+type ExecutionStore interface {
+	ExecutionCancel(ctx context.Context, p *ExecutionCancelParams) (*ExecutionCancelResult, error)
+	ExecutionChangePriority(ctx context.Context, p *ExecutionChangePriorityParams) (*ExecutionChangePriorityResult, error)
+	ExecutionComplete(ctx context.Context, p *ExecutionCompleteParams) (*ExecutionCompleteResult, error)
+	ExecutionCreate(ctx context.Context, p *ExecutionCreateParams) (*ExecutionCreateResult, error)
+	ExecutionDelay(ctx context.Context, p *ExecutionDelayParams) (*ExecutionDelayResult, error)
+	ExecutionExpire(ctx context.Context, p *ExecutionExpireParams) (*ExecutionExpireResult, error)
+	ExecutionFail(ctx context.Context, p *ExecutionFailParams) (*ExecutionFailResult, error)
+	ExecutionReplay(ctx context.Context, p *ExecutionReplayParams) (*ExecutionReplayResult, error)
+	ExecutionUpdateProgress(ctx context.Context, p *ExecutionUpdateProgressParams) (*ExecutionUpdateProgressResult, error)
+}
+
+// ExecutionCreateParams creates one execution.
+type ExecutionCreateParams struct {
+	// ID is the new execution's id; its partition decides where it lives.
+	ID        ExecutionID
+	Namespace Namespace
+	Lane      LaneID
+	Kind      Kind
+	Payload   []byte
+	// Priority is clamped to [0, 9000]; higher runs first.
+	Priority             int
+	Tags                 map[string]string
+	RequiredCapabilities Capabilities
+	RetryPolicy          RetryPolicy
+	// MaxReclaims caps crash recoveries (0: DefaultMaxReclaims).
+	MaxReclaims int
+	// MaxReplays caps replays of the terminal execution (0: DefaultMaxReplays).
+	MaxReplays int
+	// AttemptTimeout limits each attempt (0: none).
+	AttemptTimeout time.Duration
+	// Deadline expires the execution, whatever its phase, when reached
+	// (zero: none).
+	Deadline time.Time
+	// DelayUntil makes the execution eligible only from then on; a time not
+	// after Now means eligible now.
+	DelayUntil time.Time
+	// IdempotencyKey, when set, makes a second create with the same key in
+	// the same namespace and partition within IdempotencyTTL return the
+	// first id. (The engine derives the partition from the lane, or from the
+	// key itself for spread lanes, so a key is scoped to namespace and lane.)
+	IdempotencyKey string
+	// IdempotencyTTL defaults to DefaultIdempotencyTTL.
+	IdempotencyTTL time.Duration
+	Now            time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := p.Namespace.Validate(); err != nil {
+		return err
+	}
+	if err := p.Lane.Validate(); err != nil {
+		return err
+	}
+	if err := p.Kind.Validate(); err != nil {
+		return err
+	}
+	if len(p.Payload) > MaxPayloadBytes {
+		return invalidField("Payload", "too_large")
+	}
+	if err := ValidateTags(p.Tags); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("RequiredCapabilities", p.RequiredCapabilities); err != nil {
+		return err
+	}
+	if err := p.RetryPolicy.Validate(); err != nil {
+		return err
+	}
+	if p.MaxReclaims < 0 || p.MaxReclaims > 1_000_000 {
+		return OutOfRange("MaxReclaims", p.MaxReclaims, "0..1000000 (0 means the default)")
+	}
+	if p.MaxReplays < 0 || p.MaxReplays > 1_000_000 {
+		return OutOfRange("MaxReplays", p.MaxReplays, "0..1000000 (0 means the default)")
+	}
+	if err := checkDuration("AttemptTimeout", p.AttemptTimeout, 0, MaxPolicyDelay); err != nil {
+		return err
+	}
+	if p.AttemptTimeout > 0 && p.AttemptTimeout < time.Millisecond {
+		return OutOfRange("AttemptTimeout", p.AttemptTimeout, "0 (none) or 1ms.."+MaxPolicyDelay.String())
+	}
+	if err := checkOptionalTime("Deadline", p.Deadline); err != nil {
+		return err
+	}
+	if err := checkOptionalTime("DelayUntil", p.DelayUntil); err != nil {
+		return err
+	}
+	if err := ValidateIdempotencyKey(p.IdempotencyKey); err != nil {
+		return err
+	}
+	if p.IdempotencyTTL != 0 {
+		if err := checkDuration("IdempotencyTTL", p.IdempotencyTTL, time.Second, MaxIdempotencyTTL); err != nil {
+			return err
+		}
+	}
+	return checkNow(p.Now)
+}
+
+// ExecutionCreateResult reports a create.
+type ExecutionCreateResult struct {
+	ID ExecutionID
+	// Duplicate is true when the idempotency key or the id already existed;
+	// ID is then the existing execution.
+	Duplicate   bool
+	PublicState PublicState
+}
+
+// ExecutionCancelParams cancels an execution in any non-terminal phase. A
+// worker cancels its own active execution with its fence; an operator
+// (SourceOperator) cancels anything without one.
+type ExecutionCancelParams struct {
+	ID     ExecutionID
+	Reason string
+	Source Source
+	Fence  Fence
+	Now    time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionCancelParams) Validate(cfg PartitionConfig) error {
+	if err := ValidateText("Reason", p.Reason); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+// ExecutionCancelResult reports a cancel.
+type ExecutionCancelResult struct {
+	PriorPhase LifecyclePhase
+	// Replayed is true when the same caller had already cancelled it.
+	Replayed bool
+}
+
+// ExecutionChangePriorityParams changes the priority of a non-terminal
+// execution; an eligible one is re-ordered at once.
+type ExecutionChangePriorityParams struct {
+	ID       ExecutionID
+	Priority int
+	Now      time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionChangePriorityParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// ExecutionChangePriorityResult reports the old and new (clamped) priority.
+type ExecutionChangePriorityResult struct {
+	Old, New int
+}
+
+// ExecutionCompleteParams completes the caller's active execution.
+type ExecutionCompleteParams struct {
+	ID     ExecutionID
+	Fence  Fence
+	Source Source
+	// Result is stored as given (binary-safe), at most MaxResultBytes.
+	Result []byte
+	// Next, when set, claims the worker's next execution in the same atomic
+	// step, as ExecutionClaimNext would on the completed execution's
+	// partition: a worker keeps its slot busy with one store call per
+	// execution instead of two. It runs only when the completion succeeds
+	// (including a replay).
+	Next *NextClaim
+	Now  time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionCompleteParams) Validate(cfg PartitionConfig) error {
+	if len(p.Result) > MaxResultBytes {
+		return invalidField("Result", "too_large")
+	}
+	if p.Next != nil {
+		if err := p.Next.validate(); err != nil {
+			return err
+		}
+	}
+	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+// NextClaim asks for the next execution within a completion. It has the
+// meaning of ExecutionClaimNextParams, on the completed execution's
+// partition.
+type NextClaim struct {
+	Lane LaneID
+	// Namespace, when set, restricts the claim to executions of that
+	// namespace (see ExecutionClaimNextParams.Namespace).
+	Namespace        Namespace
+	Capabilities     Capabilities
+	LiveCapabilities Capabilities
+	ScanLimit        int
+	LeaseRequest
+}
+
+func (n *NextClaim) validate() error {
+	prefix := func(err error) error {
+		var e *Error
+		if errors.As(err, &e) {
+			c := *e
+			c.Field = "Next." + c.Field
+			return &c
+		}
+		return err
+	}
+	if err := n.Lane.Validate(); err != nil {
+		return prefix(err)
+	}
+	if n.Namespace != "" {
+		if err := n.Namespace.Validate(); err != nil {
+			return prefix(err)
+		}
+	}
+	if _, err := NormalizeCapabilities("Capabilities", n.Capabilities); err != nil {
+		return prefix(err)
+	}
+	if _, err := NormalizeCapabilities("LiveCapabilities", n.LiveCapabilities); err != nil {
+		return prefix(err)
+	}
+	if err := checkLimit("ScanLimit", n.ScanLimit); err != nil {
+		return prefix(err)
+	}
+	return prefix(n.LeaseRequest.validate())
+}
+
+// ExecutionCompleteResult reports a completion.
+type ExecutionCompleteResult struct {
+	// Replayed is true when the same lease had already completed it.
+	Replayed bool
+	// Next is the outcome of Params.Next (nil when it was not asked for).
+	Next *ExecutionClaimNextResult
+}
+
+// ExecutionDelayParams hands the caller's active execution back until
+// DelayUntil; the same attempt resumes when it is claimed again.
+type ExecutionDelayParams struct {
+	ID         ExecutionID
+	Fence      Fence
+	Source     Source
+	DelayUntil time.Time
+	Now        time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionDelayParams) Validate(cfg PartitionConfig) error {
+	if p.DelayUntil.IsZero() {
+		return invalidField("DelayUntil", "missing")
+	}
+	if err := checkOptionalTime("DelayUntil", p.DelayUntil); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+// ExecutionDelayResult reports a delay.
+type ExecutionDelayResult struct {
+	DelayUntil time.Time
+	Replayed   bool
+}
+
+// ExecutionExpireParams expires an execution whose attempt timeout or
+// execution deadline has passed. It does nothing to an execution that is not
+// due (the index entry may be stale).
+type ExecutionExpireParams struct {
+	ID     ExecutionID
+	Reason ExpireReason
+	Now    time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionExpireParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if p.Reason != ExpireAttemptTimeout && p.Reason != ExpireExecutionDeadline {
+		return invalidField("Reason", "unknown")
+	}
+	return checkNow(p.Now)
+}
+
+// Expire outcomes.
+const (
+	ExpireExpired         = "expired"
+	ExpireRetryScheduled  = "retry_scheduled"
+	ExpireNotFoundCleaned = "not_found_cleaned"
+	ExpireAlreadyTerminal = "already_terminal"
+	ExpireNotActive       = "not_active_cleaned"
+	ExpireNotYetDue       = "not_yet_due"
+)
+
+// ExecutionExpireResult reports an expiry.
+type ExecutionExpireResult struct {
+	// Status is one of the Expire* outcomes. An attempt timeout with retries
+	// left schedules a retry (category "timeout") instead of expiring.
+	Status     string
+	PriorPhase LifecyclePhase
+	DelayUntil time.Time
+}
+
+// ExecutionFailParams fails the caller's current attempt.
+type ExecutionFailParams struct {
+	ID       ExecutionID
+	Fence    Fence
+	Source   Source
+	Reason   string
+	Category FailureCategory
+	Now      time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionFailParams) Validate(cfg PartitionConfig) error {
+	if err := ValidateText("Reason", p.Reason); err != nil {
+		return err
+	}
+	if err := ValidateFailureCategory(p.Category); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
+}
+
+// Fail outcomes.
+const (
+	FailRetryScheduled = "retry_scheduled"
+	FailTerminal       = "terminal_failed"
+)
+
+// ExecutionFailResult reports a failure.
+type ExecutionFailResult struct {
+	// Outcome is FailRetryScheduled or FailTerminal.
+	Outcome    string
+	DelayUntil time.Time
+	Replayed   bool
+}
+
+// ExecutionReplayParams makes a terminal execution runnable again with a new
+// attempt of type replay.
+type ExecutionReplayParams struct {
+	ID          ExecutionID
+	Reason      string
+	RequestedBy string
+	Now         time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionReplayParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := ValidateText("Reason", p.Reason); err != nil {
+		return err
+	}
+	if err := ValidateText("RequestedBy", p.RequestedBy); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// ExecutionReplayResult reports a replay.
+type ExecutionReplayResult struct {
+	PublicState PublicState
+}
+
+// ExecutionUpdateProgressParams records progress of the caller's attempt.
+type ExecutionUpdateProgressParams struct {
+	ID      ExecutionID
+	Fence   Fence
+	Percent int // 0–100
+	Message string
+	Now     time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionUpdateProgressParams) Validate(cfg PartitionConfig) error {
+	if p.Percent < 0 || p.Percent > 100 {
+		return OutOfRange("Percent", p.Percent, "0..100")
+	}
+	if err := ValidateText("Message", p.Message); err != nil {
+		return err
+	}
+	return checkFenced(cfg, p.ID, SourceWorker, p.Fence, p.Now)
+}
+
+// ExecutionUpdateProgressResult is empty.
+type ExecutionUpdateProgressResult struct{}

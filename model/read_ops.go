@@ -1,0 +1,113 @@
+package model
+
+import (
+	"context"
+)
+
+// ReadStore holds the reads.
+type ReadStore interface {
+	AttemptList(ctx context.Context, p *AttemptListParams) (*AttemptListResult, error)
+	ExecutionDescribe(ctx context.Context, p *ExecutionDescribeParams) (*ExecutionSnapshot, error)
+	ExecutionIndexes(ctx context.Context, p *ExecutionIndexesParams) (*ExecutionIndexesResult, error)
+	ExecutionList(ctx context.Context, p *ExecutionListParams) (*ExecutionListResult, error)
+	ExecutionPayload(ctx context.Context, p *ExecutionPayloadParams) (*ExecutionPayloadResult, error)
+	ExecutionResult(ctx context.Context, p *ExecutionResultParams) (*ExecutionResultResult, error)
+	LeaseHistory(ctx context.Context, p *LeaseHistoryParams) (*LeaseHistoryResult, error)
+}
+
+// ExecutionDescribeParams reads one execution.
+type ExecutionDescribeParams struct {
+	ID ExecutionID
+}
+
+// ExecutionListParams pages through one partition's executions in id order.
+type ExecutionListParams struct {
+	Partition int
+	// After is an exclusive cursor (zero: from the start).
+	After ExecutionID
+	Limit int // 1–1000
+}
+
+// Validate checks every field.
+func (p *ExecutionListParams) Validate(cfg PartitionConfig) error {
+	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if !p.After.IsZero() {
+		if err := checkCursor(cfg, "After", p.After, p.Partition); err != nil {
+			return err
+		}
+	}
+	return checkLimit("Limit", p.Limit)
+}
+
+// ExecutionListResult is one page.
+type ExecutionListResult struct {
+	IDs []ExecutionID
+	// Next is the cursor for the next page; zero when this page is the last.
+	Next ExecutionID
+}
+
+// ExecutionPayloadParams reads an execution's payload.
+type ExecutionPayloadParams struct {
+	ID ExecutionID
+}
+
+// ExecutionPayloadResult holds the payload bytes (nil when empty).
+type ExecutionPayloadResult struct {
+	Payload []byte
+}
+
+// ExecutionResultParams reads a completed execution's result.
+type ExecutionResultParams struct {
+	ID ExecutionID
+}
+
+// ExecutionResultResult holds the result bytes. A non-completed execution
+// yields ErrResultNotFound.
+type ExecutionResultResult struct {
+	Result []byte
+}
+
+// AttemptListParams reads every attempt of an execution.
+type AttemptListParams struct {
+	ID ExecutionID
+}
+
+// AttemptListResult lists attempts in index order.
+type AttemptListResult struct {
+	Attempts []Attempt
+}
+
+// LeaseHistoryParams reads an execution's lease history.
+type LeaseHistoryParams struct {
+	ID ExecutionID
+	// AfterSeq returns only entries with a larger sequence number.
+	AfterSeq uint64
+	Limit    int // 1–1000
+}
+
+// Validate checks every field.
+func (p *LeaseHistoryParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	return checkLimit("Limit", p.Limit)
+}
+
+// LeaseHistoryResult lists history entries, oldest first.
+type LeaseHistoryResult struct {
+	Events []LeaseEvent
+}
+
+// ExecutionIndexesParams asks which indexes hold an execution.
+type ExecutionIndexesParams struct {
+	ID ExecutionID
+}
+
+// ExecutionIndexesResult names the indexes holding the execution, sorted,
+// in the spec's naming: "lane:<L>:eligible", "lease_expiry",
+// "worker:<wiid>:leases", "all_executions", ...
+type ExecutionIndexesResult struct {
+	Indexes []string
+}

@@ -1,0 +1,184 @@
+package model
+
+import (
+	"context"
+	"time"
+)
+
+// ScanStore holds what the background scanners read and do.
+type ScanStore interface {
+	ExecutionPromoteDelayed(ctx context.Context, p *ExecutionPromoteDelayedParams) (*ExecutionPromoteDelayedResult, error)
+	IndexScanDue(ctx context.Context, p *IndexScanDueParams) (*IndexScanDueResult, error)
+	PartitionDue(ctx context.Context, p *PartitionDueParams) (*PartitionDueResult, error)
+	RouteUnblock(ctx context.Context, p *RouteUnblockParams) (*RouteUnblockResult, error)
+}
+
+// ExecutionPromoteDelayedParams makes a delayed execution eligible once its
+// time has come, and drops stale delayed-index entries.
+type ExecutionPromoteDelayedParams struct {
+	ID   ExecutionID
+	Lane LaneID
+	Now  time.Time
+}
+
+// Validate checks every field.
+func (p *ExecutionPromoteDelayedParams) Validate(cfg PartitionConfig) error {
+	if err := cfg.CheckExecutionID(p.ID); err != nil {
+		return err
+	}
+	if err := p.Lane.Validate(); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// Promote outcomes.
+const (
+	PromotePromoted          = "promoted"
+	PromoteNotFoundCleaned   = "not_found_cleaned"
+	PromoteNotRunnableClean  = "not_runnable_cleaned"
+	PromoteNotDelayedCleaned = "not_delayed_cleaned"
+	PromoteNotYetDue         = "not_yet_due"
+)
+
+// ExecutionPromoteDelayedResult reports a promotion.
+type ExecutionPromoteDelayedResult struct {
+	Status string
+}
+
+// DueCursor is an exclusive position in a timer index: (DueAt, ID).
+type DueCursor struct {
+	DueAt time.Time
+	ID    ExecutionID
+}
+
+// IndexScanDueParams reads the entries of one partition's timer index that
+// are due at Now, in (due time, id) order, after the cursor.
+type IndexScanDueParams struct {
+	Partition int
+	Index     IndexKind
+	Now       time.Time
+	After     *DueCursor
+	Limit     int // 1–1000
+}
+
+// Validate checks every field.
+func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
+	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if p.Index < IndexLeaseExpiry || p.Index > IndexDelayed {
+		return invalidField("Index", "unknown")
+	}
+	if err := checkLimit("Limit", p.Limit); err != nil {
+		return err
+	}
+	if p.After != nil {
+		if err := checkCursor(cfg, "After.ID", p.After.ID, p.Partition); err != nil {
+			return err
+		}
+		if err := checkOptionalTime("After.DueAt", p.After.DueAt); err != nil {
+			return err
+		}
+	}
+	return checkNow(p.Now)
+}
+
+// DueItem is one due entry.
+type DueItem struct {
+	ID    ExecutionID
+	Lane  LaneID // set for the delayed index
+	DueAt time.Time
+}
+
+// IndexScanDueResult reports a scan.
+type IndexScanDueResult struct {
+	Items []DueItem
+	// More is true when due entries remain after the last item.
+	More bool
+	// NextDueAt is the earliest entry due after Now (zero: none), so a
+	// scanner can sleep until then.
+	NextDueAt time.Time
+}
+
+// PartitionDueParams asks what one partition has scheduled, so a sweep
+// costs one call per partition rather than one per scanner.
+type PartitionDueParams struct {
+	Partition int
+}
+
+// Validate checks every field.
+func (p *PartitionDueParams) Validate(cfg PartitionConfig) error {
+	return checkPartition(cfg, p.Partition)
+}
+
+// PartitionDueResult tells when each timer index of a partition next comes
+// due (the earliest entry, possibly already past; zero when the index is
+// empty), whether any execution waits blocked on route, and how many
+// executions the partition holds.
+type PartitionDueResult struct {
+	LeaseExpiry       time.Time
+	AttemptTimeout    time.Time
+	ExecutionDeadline time.Time
+	Delayed           time.Time // earliest over every lane
+	RouteBlocked      bool
+	Executions        int
+}
+
+// Due returns the earliest entry of timer index k (zero: none).
+func (r *PartitionDueResult) Due(k IndexKind) time.Time {
+	switch k {
+	case IndexLeaseExpiry:
+		return r.LeaseExpiry
+	case IndexAttemptTimeout:
+		return r.AttemptTimeout
+	case IndexExecutionDeadline:
+		return r.ExecutionDeadline
+	case IndexDelayed:
+		return r.Delayed
+	}
+	return time.Time{}
+}
+
+// RouteUnblockParams returns to the eligible index up to Limit
+// route-blocked executions of a partition whose required capabilities are
+// within Live (the union of the live workers' capabilities). Its cost does
+// not grow with the number of executions that stay blocked.
+//
+// Only executions of Namespace are considered, and Live must be the union
+// of that namespace's live workers: a worker of one namespace never
+// unblocks another namespace's execution (engine.md §1, scanner 11).
+type RouteUnblockParams struct {
+	Partition int
+	Namespace Namespace
+	Live      Capabilities
+	// All unblocks regardless of capabilities (Live is ignored): the
+	// fail-open mode the unblock scanner uses when the live workers'
+	// capabilities cannot be read.
+	All   bool
+	Limit int // 1–1000
+	Now   time.Time
+}
+
+// Validate checks every field.
+func (p *RouteUnblockParams) Validate(cfg PartitionConfig) error {
+	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if err := p.Namespace.Validate(); err != nil {
+		return err
+	}
+	if _, err := NormalizeCapabilities("Live", p.Live); err != nil {
+		return err
+	}
+	if err := checkLimit("Limit", p.Limit); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// RouteUnblockResult reports the unblocked executions.
+type RouteUnblockResult struct {
+	Unblocked []ExecutionID
+	More      bool
+}
