@@ -165,8 +165,9 @@ func (s *Store) indexesOf(e *execution) (*partition, *laneIndexes) {
 	return p, p.lane(e.lane)
 }
 
-// laneSetFor returns the lane sorted set that holds a runnable execution in
-// eligibility state es.
+// runnableSet returns the lane sorted set that holds a runnable execution in
+// eligibility state es: eligible, delayed or the blocked set of es; nil for
+// a state no runnable set holds.
 func (l *laneIndexes) runnableSet(es model.EligibilityState) *zset {
 	switch es {
 	case model.EligibleNow:
