@@ -52,9 +52,27 @@ func cold(f recordField) recordField {
 	return f
 }
 
+// recordVersion is the layout version of X:core, stamped in every record
+// as its first hot number (layout_version) and checked by load_exec: a
+// script meeting a record of another version refuses it with a corruption
+// error (model.ErrCorrupt) instead of misreading it.
+//
+// The upgrade rule: any change to recordFields (a field added, removed,
+// moved, renamed, or made hot or cold) bumps recordVersion and updates
+// recordLayoutGolden in record_test.go, whose test fails until both are
+// done. Because the version is checked for equality, a new version is not
+// readable by a process running the old build and vice versa: a rolling
+// deploy across a layout change is not supported; drain (stop every
+// process of the old build) first, or run a migration. Reading an older
+// layout needs a decoder for it (an upgrade step in load_exec), written
+// with the change.
+const recordVersion = 1
+
 // recordFields is the layout of X:core. Changing it changes the stored
-// format: records written by another layout are not readable.
+// format; see recordVersion.
 var recordFields = []recordField{
+	// the layout version; must stay the first hot number (load_exec reads e[1][1])
+	{"layout_version", fnum, false, fmt.Sprint(recordVersion)},
 	// identity
 	sfield("id"), sfield("ns"), sfield("lane"), sfield("kind"), nfield("priority"), nfield("created_at"),
 	sfield("required_caps"),
@@ -149,6 +167,7 @@ func recordLua() string {
 	list := func(l []string) string { return strings.Join(l, ", ") }
 	var b strings.Builder
 	b.WriteString("-- generated from record.go\n")
+	fmt.Fprintf(&b, "local REC_VERSION = %d\n", recordVersion)
 	fmt.Fprintf(&b, "local REC_NUM_FMT = '[%s]'\n", strings.Join(fmts[0][1], ","))
 	fmt.Fprintf(&b, "local REC_COLD_FMT = '[[%s],'\n", strings.Join(fmts[1][1], ","))
 	fmt.Fprintf(&b, "local function rec_blank()\n  return { %s }, { %s }\nend\n", list(blank[0][1]), list(blank[0][2]))

@@ -3,6 +3,7 @@ package valkeystore
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -335,6 +336,10 @@ func (r *reply) scriptError() error {
 // transportError wraps an error of the client or the server (a script that
 // failed to run) for op.
 func transportError(op string, err error) error {
+	if strings.Contains(err.Error(), "valkeystore: record layout version") {
+		// load_exec refused a record of another layout (record.go)
+		return fmt.Errorf("valkeystore: %s: %w", op, &model.Error{Code: model.CodeCorruption, Detail: err.Error()})
+	}
 	return fmt.Errorf("valkeystore: %s: %w", op, err)
 }
 

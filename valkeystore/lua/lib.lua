@@ -206,7 +206,12 @@ end
 local function load_exec(k)
   local r = redis.call('HMGET', k.core, 'n', 's')
   if not r[1] then return nil end
-  return { cjson.decode(r[1]), cjson.decode(r[2]), k = k }
+  local n = cjson.decode(r[1])
+  -- e[1][1] is layout_version (record.go): refuse another layout
+  if n[1] ~= REC_VERSION then
+    error('valkeystore: record layout version ' .. tostring(n[1]) .. ' of ' .. k.core .. ', this build reads ' .. REC_VERSION)
+  end
+  return { n, cjson.decode(r[2]), k = k }
 end
 
 -- rec_cold returns e's cold fields, reading them on first use.
