@@ -29,6 +29,15 @@
 // (a Redis hardening), so a payload costs about 1 µs per KiB each time it
 // passes through a script (at create and at claim).
 //
+// The record is versioned: its first hot number is recordVersion, and
+// load_exec, through which every script reads a record, refuses a record
+// of another version with model.ErrCorrupt (the Lua error is mapped in
+// transportError). Any change to recordFields bumps recordVersion and the
+// golden layout in version_test.go; appending fields at the end is the one
+// change a new build may read old records across (the missing trailing
+// fields take their blank values); anything else needs a migration. Builds
+// of different record versions must not run against one server at once.
+//
 // Scripts return flat name/value arrays (numbers as integer replies); one
 // decoder (reply.go) reads fields by name with a sticky error, and maps a
 // script's error to the *model.Error memstore returns. Client and server
