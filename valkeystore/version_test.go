@@ -44,6 +44,19 @@ func TestRecordLayoutGolden(t *testing.T) {
 	if got := recordLayout(); got != recordLayoutGolden {
 		t.Fatalf("record layout changed: bump recordVersion, write the upgrade path, and update recordLayoutGolden.\n got: %s\nwant: %s", got, recordLayoutGolden)
 	}
+	// The other positional encodings of an execution are versioned by its
+	// record: the lease history (read only through the_exec, so after the
+	// record's check) and the grant (record fields). Changing the history
+	// entry changes the layout too: bump recordVersion with it.
+	lib, err := luaFiles.ReadFile("lua/lib.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hist = `string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)
+      .. kind .. '|' .. e.lease_id .. '|' .. e.lease_wi .. '|' .. reason)`
+	if recordVersion != 1 || !strings.Contains(string(lib), hist) {
+		t.Fatalf("the lease history entry of layout v1 changed: bump recordVersion, write the upgrade path, and update this test")
+	}
 	// load_exec reads the version as e[1][1]
 	if sl := recordSlots["layout_version"]; sl != (recordSlot{false, 1, 1}) {
 		t.Fatalf("layout_version is at %+v, want the first hot number", sl)
