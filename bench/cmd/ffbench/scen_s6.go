@@ -59,16 +59,11 @@ func runS6Store(ctx context.Context, name string, addrs []string, c s6Config) (r
 		logf("  S6 %s: %v", name, err)
 		return run
 	}
-	store, closeStore, err := openStore(addrs)
+	engine, stop, err := startEngine(ctx, addrs)
 	if err != nil {
 		return fail(err)
 	}
-	defer closeStore()
-	engine := flowfabric.New(store, nil)
-	if err := engine.Start(ctx); err != nil {
-		return fail(err)
-	}
-	defer func() { _ = engine.Stop(context.Background()) }()
+	defer stop()
 
 	type event struct {
 		id    model.ExecutionID

@@ -58,16 +58,11 @@ func runS7Store(ctx context.Context, name string, addrs []string, jobs int) (row
 		logf("  S7 %s: %v", name, err)
 		return row
 	}
-	store, closeStore, err := openStore(addrs)
+	engine, stop, err := startEngine(ctx, addrs)
 	if err != nil {
 		return fail(err)
 	}
-	defer closeStore()
-	engine := flowfabric.New(store, nil)
-	if err := engine.Start(ctx); err != nil {
-		return fail(err)
-	}
-	defer func() { _ = engine.Stop(context.Background()) }()
+	defer stop()
 
 	var mu sync.Mutex
 	failedAt := map[int]time.Time{}

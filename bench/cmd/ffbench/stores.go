@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric"
 
 	"github.com/flowfabric/flowfabric/memstore"
 	"github.com/flowfabric/flowfabric/model"
@@ -32,4 +36,19 @@ func openStore(addrs []string) (model.Store, func(), error) {
 		return memstore.New(nil), func() {}, nil
 	}
 	return openValkey(addrs)
+}
+
+// startEngine starts an engine with the default config on openStore(addrs);
+// stop stops the engine, then closes the store.
+func startEngine(ctx context.Context, addrs []string) (engine *flowfabric.Engine, stop func(), err error) {
+	store, closeStore, err := openStore(addrs)
+	if err != nil {
+		return nil, nil, err
+	}
+	engine = flowfabric.New(store, nil)
+	if err := engine.Start(ctx); err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	return engine, func() { _ = engine.Stop(context.Background()); closeStore() }, nil
 }
