@@ -30,13 +30,13 @@
 // passes through a script (at create and at claim).
 //
 // The record is versioned: its first hot number is recordVersion, and
-// load_exec, through which every script reads a record, refuses a record
-// of another version with model.ErrCorrupt (the Lua error is mapped in
-// transportError). Any change to recordFields bumps recordVersion and the
-// golden layout in version_test.go; appending fields at the end is the one
-// change a new build may read old records across (the missing trailing
-// fields take their blank values); anything else needs a migration. Builds
-// of different record versions must not run against one server at once.
+// load_exec, through which every script reads a record, passes a record
+// of another version to rec_upgrade, generated from pastLayouts and
+// recordUpgrades: a past layout is read into the current one (appended
+// fields take their blank values; other changes need a decoder, or the
+// package does not initialise), and an unknown version (a newer build's)
+// is refused with model.ErrCorrupt (the Lua error is mapped in
+// transportError). See recordVersion for the upgrade rule.
 //
 // Scripts return flat name/value arrays (numbers as integer replies); one
 // decoder (reply.go) reads fields by name with a sticky error, and maps a

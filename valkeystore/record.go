@@ -2,6 +2,8 @@ package valkeystore
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -53,19 +55,31 @@ func cold(f recordField) recordField {
 }
 
 // recordVersion is the layout version of X:core, stamped in every record
-// as its first hot number (layout_version) and checked by load_exec: a
-// script meeting a record of another version refuses it with a corruption
-// error (model.ErrCorrupt) instead of misreading it.
+// as its first hot number (layout_version) and checked by load_exec.
 //
-// The upgrade rule: any change to recordFields (a field added, removed,
-// moved, renamed, or made hot or cold) bumps recordVersion and updates
-// recordLayoutGolden in record_test.go, whose test fails until both are
-// done. Because the version is checked for equality, a new version is not
-// readable by a process running the old build and vice versa: a rolling
-// deploy across a layout change is not supported; drain (stop every
-// process of the old build) first, or run a migration. Reading an older
-// layout needs a decoder for it (an upgrade step in load_exec), written
-// with the change.
+// The upgrade rule. Any change to recordFields (a field added, removed,
+// moved, renamed, or made hot or cold) bumps recordVersion, adds the old
+// layout (the golden string of version_test.go at the old version) to
+// pastLayouts, and updates the golden; TestRecordLayoutGolden fails until
+// all three are done. A record of a past version is then read through
+// rec_upgrade (upgradeLua):
+//
+//   - if each of the old layout's four arrays is a prefix of the current
+//     one (fields were only appended), the missing trailing fields take
+//     their blank values: nothing else to write;
+//   - otherwise recordUpgrades must hold a Lua decoder from that version
+//     to the current one; without it the package does not initialise
+//     (and the golden test says so). A decoder names its target version,
+//     so the next bump makes it stale and asks for it again.
+//
+// An upgraded record is saved in the current layout by the next script
+// that writes it. A record of a version this build does not know (a
+// newer build wrote it, or a past version was dropped from pastLayouts)
+// is refused with a corruption error (model.ErrCorrupt), never misread or
+// overwritten. So a new build reads every record an old build wrote, but
+// not the reverse: during a rolling deploy across a version change, an old
+// process meeting a record a new process has written refuses that
+// operation.
 const recordVersion = 1
 
 // recordFields is the layout of X:core. Changing it changes the stored
@@ -119,12 +133,15 @@ type recordSlot struct {
 	array, index int
 }
 
-var recordSlots = func() map[string]recordSlot {
-	m := make(map[string]recordSlot, len(recordFields))
+var recordSlots = mustSlots(recordFields)
+
+// slotsOf places each field of a layout (see recordSlot).
+func slotsOf(fields []recordField) (map[string]recordSlot, error) {
+	m := make(map[string]recordSlot, len(fields))
 	var n [2][3]int // [cold][array]
-	for _, f := range recordFields {
+	for _, f := range fields {
 		if _, dup := m[f.name]; dup || f.name == "k" || f.name == "c" {
-			panic("valkeystore: bad record field " + f.name)
+			return nil, fmt.Errorf("valkeystore: bad record field %s", f.name)
 		}
 		c, a := 0, 2
 		if f.cold {
@@ -136,8 +153,16 @@ var recordSlots = func() map[string]recordSlot {
 		n[c][a]++
 		m[f.name] = recordSlot{f.cold, a, n[c][a]}
 	}
+	return m, nil
+}
+
+func mustSlots(fields []recordField) map[string]recordSlot {
+	m, err := slotsOf(fields)
+	if err != nil {
+		panic(err)
+	}
 	return m
-}()
+}
 
 // expr is the Lua expression of the field in record e.
 func (s recordSlot) expr() string {
@@ -151,9 +176,22 @@ func (s recordSlot) expr() string {
 // and the helpers that depend on it. Each is a "local" definition, so
 // scripts pick them like lib.lua's.
 func recordLua() string {
+	src, err := recordLuaFor(recordFields, recordVersion, pastLayouts, recordUpgrades)
+	if err != nil {
+		panic(err)
+	}
+	return src
+}
+
+// recordLuaFor generates recordLua for a given layout and its history.
+func recordLuaFor(fields []recordField, version int, past map[int]string, decoders map[[2]int]string) (string, error) {
+	slots, err := slotsOf(fields)
+	if err != nil {
+		return "", err
+	}
 	var names, blank, fmts [2][3][]string // [cold][array]
-	for _, f := range recordFields {
-		sl := recordSlots[f.name]
+	for _, f := range fields {
+		sl := slots[f.name]
 		c := 0
 		if sl.cold {
 			c = 1
@@ -167,7 +205,7 @@ func recordLua() string {
 	list := func(l []string) string { return strings.Join(l, ", ") }
 	var b strings.Builder
 	b.WriteString("-- generated from record.go\n")
-	fmt.Fprintf(&b, "local REC_VERSION = %d\n", recordVersion)
+	fmt.Fprintf(&b, "local REC_VERSION = %d\n", version)
 	fmt.Fprintf(&b, "local REC_NUM_FMT = '[%s]'\n", strings.Join(fmts[0][1], ","))
 	fmt.Fprintf(&b, "local REC_COLD_FMT = '[[%s],'\n", strings.Join(fmts[1][1], ","))
 	fmt.Fprintf(&b, "local function rec_blank()\n  return { %s }, { %s }\nend\n", list(blank[0][1]), list(blank[0][2]))
@@ -175,5 +213,137 @@ func recordLua() string {
 	b.WriteString("-- the field names of each array: hot numbers, hot strings, cold numbers, cold strings\n")
 	fmt.Fprintf(&b, "local function rec_names()\n  return { %s }, { %s }, { %s }, { %s }\nend\n",
 		list(names[0][1]), list(names[0][2]), list(names[1][1]), list(names[1][2]))
-	return b.String()
+	up, err := upgradeLua(fields, version, past, decoders)
+	if err != nil {
+		return "", err
+	}
+	b.WriteString(up)
+	return b.String(), nil
+}
+
+// pastLayouts holds the layout of X:core at each earlier version this
+// build still reads, in the format of layoutString. Empty while version 1
+// is the only one.
+var pastLayouts = map[int]string{}
+
+// recordUpgrades holds, per (past version, current version), the Lua
+// statements that turn a record of the past layout into the current one.
+// They run inside rec_upgrade with the decoded arrays in n (hot numbers),
+// s (hot strings) and c ({cold numbers, cold strings}), and must leave
+// each array in the current layout's order; fields they leave out at the
+// end take their blank values. Only a past layout that is not the current
+// one with fields appended needs one.
+var recordUpgrades = map[[2]int]string{}
+
+// layoutString is the golden form of a layout: "v<version>" then each
+// field as name:<kind>[c], kind n (number) or s (string), c when cold.
+func layoutString(version int, fields []recordField) string {
+	out := []string{fmt.Sprintf("v%d", version)}
+	for _, f := range fields {
+		k := "s"
+		if f.kind == fnum {
+			k = "n"
+		}
+		if f.cold {
+			k += "c"
+		}
+		out = append(out, f.name+":"+k)
+	}
+	return strings.Join(out, " ")
+}
+
+// layoutArrays splits a layout string into its version and the field
+// names of its four arrays ([cold][array], array 1 numbers, 2 strings).
+func layoutArrays(layout string) (int, [2][3][]string, error) {
+	var arrays [2][3][]string
+	words := strings.Fields(layout)
+	var version int
+	if len(words) == 0 {
+		return 0, arrays, fmt.Errorf("valkeystore: empty record layout")
+	}
+	if _, err := fmt.Sscanf(words[0], "v%d", &version); err != nil || version < 1 {
+		return 0, arrays, fmt.Errorf("valkeystore: record layout %q: want v<version> first", words[0])
+	}
+	for _, w := range words[1:] {
+		name, kind, ok := strings.Cut(w, ":")
+		c, a := 0, 0
+		switch kind {
+		case "n":
+			a = 1
+		case "s":
+			a = 2
+		case "nc":
+			c, a = 1, 1
+		case "sc":
+			c, a = 1, 2
+		}
+		if !ok || name == "" || a == 0 {
+			return 0, arrays, fmt.Errorf("valkeystore: record layout v%d: bad field %q", version, w)
+		}
+		arrays[c][a] = append(arrays[c][a], name)
+	}
+	return version, arrays, nil
+}
+
+// isPrefix reports whether every array of old is a prefix of cur's.
+func isPrefix(old, cur [2][3][]string) bool {
+	for c := range 2 {
+		for a := 1; a <= 2; a++ {
+			o, n := old[c][a], cur[c][a]
+			if len(o) > len(n) || !slices.Equal(o, n[:len(o)]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// upgradeLua generates rec_upgrade, which load_exec calls for a record of
+// another version: it reads the record of a past version into the
+// current layout (see recordVersion) and refuses any other. It fails when
+// a past layout has no upgrade path.
+func upgradeLua(cur []recordField, version int, past map[int]string, decoders map[[2]int]string) (string, error) {
+	_, curArrays, err := layoutArrays(layoutString(version, cur))
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("-- rec_upgrade reads a record of a past layout version into this one (record.go)\n")
+	b.WriteString("local function rec_upgrade(n, s, k)\n  local v = n[1]\n")
+	b.WriteString("  local c = nil\n")
+	for key := range decoders {
+		if key[1] != version || past[key[0]] == "" {
+			return "", fmt.Errorf("valkeystore: recordUpgrades has a stale decoder from v%d to v%d (current v%d)", key[0], key[1], version)
+		}
+	}
+	versions := slices.Sorted(maps.Keys(past))
+	for i, v := range versions {
+		pv, arrays, err := layoutArrays(past[v])
+		if err != nil {
+			return "", err
+		}
+		if pv != v || v >= version {
+			return "", fmt.Errorf("valkeystore: past record layout v%d is stamped v%d (current v%d)", v, pv, version)
+		}
+		kw := "elseif"
+		if i == 0 {
+			kw = "if"
+		}
+		fmt.Fprintf(&b, "  %s v == %d then\n    c = cjson.decode(redis.call('HGET', k.core, 'c'))\n", kw, v)
+		if dec, ok := decoders[[2]int{v, version}]; ok {
+			b.WriteString(dec)
+			b.WriteString("\n")
+		} else if !isPrefix(arrays, curArrays) {
+			return "", fmt.Errorf("valkeystore: record layout v%d is not v%d with fields appended, and recordUpgrades has no decoder from v%d to v%d", v, version, v, version)
+		}
+	}
+	if len(versions) > 0 {
+		b.WriteString("  end\n")
+	}
+	b.WriteString("  if c == nil then\n    error('valkeystore: record layout version ' .. tostring(v) .. ' of ' .. k.core .. ', this build reads ' .. REC_VERSION)\n  end\n")
+	b.WriteString("  local bn, bs = rec_blank()\n  local bc = rec_blank_cold()\n")
+	b.WriteString("  for _, p in ipairs({ { n, bn }, { s, bs }, { c[1], bc[1] }, { c[2], bc[2] } }) do\n")
+	b.WriteString("    for i = #p[1] + 1, #p[2] do p[1][i] = p[2][i] end\n  end\n")
+	b.WriteString("  n[1] = REC_VERSION\n  return { n, s, k = k, c = c }\nend\n")
+	return b.String(), nil
 }

@@ -3,8 +3,11 @@ package valkeystore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -13,36 +16,30 @@ import (
 // recordFields fails TestRecordLayoutGolden until recordVersion is bumped
 // and this golden is updated with it (and an upgrade path written: see
 // recordVersion).
-const recordLayoutGolden = `v1 layout_version id ns lane kind priority created_at required_caps ` +
-	`lifecycle_phase ownership_state eligibility_state blocking_reason blocking_detail terminal_outcome ` +
-	`attempt_state last_mutation_at last_transition_at started_at terminal_at delay_until retry_max ` +
-	`retry_backoff:c retry_delay_ms:c retry_initial_ms:c retry_multiplier:c retry_max_delay_ms:c ` +
-	`retry_count max_reclaims:c reclaim_count:c max_replays:c replay_count:c attempt_timeout deadline ` +
-	`timeout_at total_attempts cur_attempt cur_attempt_id pending_type pending_reason:c ` +
-	`pending_requested_by:c pending_prev_index:c epoch lease_id lease_worker_id lease_wi ` +
-	`lease_acquired_at lease_expires_at lease_renew_by lease_expired_at lease_revoked_at revoke_reason:c ` +
-	`hist_seq grant_kind grant_worker_id:c grant_wi:c grant_created_at:c grant_expires_at:c ` +
-	`progress_pct:c progress_msg:c progress_at:c last_cap_mismatch_at:c failure_reason:c ` +
-	`failure_category:c cancellation_reason:c cancelled_by:c op_kind op_operator op_fence_lease ` +
-	`op_fence_epoch op_fence_attempt op_fail_result:c op_delay_until:c op_prior_phase:c`
+const recordLayoutGolden = `v1 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+	`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
+	`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
+	`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
+	`retry_delay_ms:nc retry_initial_ms:nc retry_multiplier:sc retry_max_delay_ms:nc ` +
+	`retry_count:n max_reclaims:nc reclaim_count:nc max_replays:nc replay_count:nc ` +
+	`attempt_timeout:n deadline:n timeout_at:n total_attempts:n cur_attempt:n cur_attempt_id:s ` +
+	`pending_type:s pending_reason:sc pending_requested_by:sc pending_prev_index:nc epoch:n ` +
+	`lease_id:s lease_worker_id:s lease_wi:s lease_acquired_at:n lease_expires_at:n ` +
+	`lease_renew_by:n lease_expired_at:n lease_revoked_at:n revoke_reason:sc hist_seq:n ` +
+	`grant_kind:s grant_worker_id:sc grant_wi:sc grant_created_at:nc grant_expires_at:nc ` +
+	`progress_pct:nc progress_msg:sc progress_at:nc last_cap_mismatch_at:nc failure_reason:sc ` +
+	`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
+	`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
+	`op_prior_phase:sc`
 
-func recordLayout() string {
-	out := []string{fmt.Sprintf("v%d", recordVersion)}
-	for _, f := range recordFields {
-		s := f.name
-		if f.cold {
-			s += ":c"
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, " ")
-}
+func recordLayout() string { return layoutString(recordVersion, recordFields) }
 
 // TestRecordLayoutGolden fails when the layout of X:core changes without
 // its version: see recordVersion for the upgrade rule.
 func TestRecordLayoutGolden(t *testing.T) {
 	if got := recordLayout(); got != recordLayoutGolden {
-		t.Fatalf("record layout changed: bump recordVersion, write the upgrade path, and update recordLayoutGolden.\n got: %s\nwant: %s", got, recordLayoutGolden)
+		t.Fatalf("record layout changed: bump recordVersion, add the old golden to pastLayouts "+
+			"(with a decoder in recordUpgrades unless fields were only appended), and update recordLayoutGolden.\n got: %s\nwant: %s", got, recordLayoutGolden)
 	}
 	// The other positional encodings of an execution are versioned by its
 	// record: the lease history (read only through the_exec, so after the
@@ -98,6 +95,152 @@ func TestRecordOtherVersionRefused(t *testing.T) {
 			t.Fatalf("cancel of a v99 record: err = %v, want ErrCorrupt", err)
 		}
 		if got, _ := c.Do(bg, c.B().Hget().Key(core).Field("n").Build()).ToString(); got != other {
+			t.Fatalf("refused record changed: %s", got)
+		}
+	})
+}
+
+// Synthetic layouts for the upgrade tests: v1, v2 = v1 with a field
+// appended to each array, v3 = v1 with two hot numbers swapped.
+var (
+	upV1 = []recordField{
+		{"layout_version", fnum, false, "1"}, nfield("a"), nfield("b"), sfield("x"), sfield("y"),
+		cold(nfield("cn")), cold(sfield("cs")),
+	}
+	upV2 = append(slices.Clone(upV1), nfield("z"), recordField{"w", fstr, false, "'w0'"},
+		recordField{"cz", fnum, true, "3"}, recordField{"cw", fstr, true, "'cw0'"})
+	upV3 = []recordField{
+		{"layout_version", fnum, false, "1"}, nfield("b"), nfield("a"), sfield("x"), sfield("y"),
+		cold(nfield("cn")), cold(sfield("cs")),
+	}
+)
+
+// TestRecordUpgradePaths checks which past layouts a build accepts: one
+// with fields appended needs nothing, any other needs a decoder to the
+// current version, and a decoder to an older version is refused as stale.
+func TestRecordUpgradePaths(t *testing.T) {
+	v1 := map[int]string{1: layoutString(1, upV1)}
+	if _, err := upgradeLua(upV2, 2, v1, nil); err != nil {
+		t.Fatalf("appended fields: %v", err)
+	}
+	if _, err := upgradeLua(upV3, 3, v1, nil); err == nil || !strings.Contains(err.Error(), "no decoder from v1 to v3") {
+		t.Fatalf("moved fields without a decoder: err = %v", err)
+	}
+	if _, err := upgradeLua(upV3, 3, v1, map[[2]int]string{{1, 3}: "n[2], n[3] = n[3], n[2]"}); err != nil {
+		t.Fatalf("moved fields with a decoder: %v", err)
+	}
+	if _, err := upgradeLua(upV3, 3, v1, map[[2]int]string{{1, 2}: "n[2], n[3] = n[3], n[2]"}); err == nil || !strings.Contains(err.Error(), "stale decoder from v1 to v2") {
+		t.Fatalf("decoder to an older version: err = %v", err)
+	}
+	if _, err := upgradeLua(upV2, 2, map[int]string{1: layoutString(2, upV1)}, nil); err == nil {
+		t.Fatal("past layout stamped with another version accepted")
+	}
+	// The build's own history has a path for every past layout (init
+	// panics otherwise; this names the culprit).
+	if _, err := upgradeLua(recordFields, recordVersion, pastLayouts, recordUpgrades); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pastLayouts[recordVersion]; ok {
+		t.Fatalf("pastLayouts holds the current version %d", recordVersion)
+	}
+}
+
+// upgradeScript assembles a test script on a synthetic layout: its
+// generated record definitions, the library's load_exec, rec_cold and
+// save_exec, then body (with the record's keys in k).
+func upgradeScript(t *testing.T, fields []recordField, version int, past map[int]string, dec map[[2]int]string, body string) string {
+	t.Helper()
+	gen, err := recordLuaFor(fields, version, past, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString(gen)
+	for _, name := range []string{"load_exec", "rec_cold", "save_exec"} {
+		found := false
+		for _, d := range library.defs {
+			if d.name == name {
+				b.WriteString(d.text)
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("library has no %s", name)
+		}
+	}
+	b.WriteString("local k = { core = KEYS[1] }\n")
+	b.WriteString(body)
+	return b.String()
+}
+
+// TestRecordUpgradeReadsPastLayouts stores a record of layout v1 and
+// reads it with builds of v2 (fields appended: they take their blank
+// values) and v3 (fields moved: its decoder runs); a script that writes
+// saves it in the new layout, which the v1 build then refuses (miniredis
+// and real servers).
+func TestRecordUpgradeReadsPastLayouts(t *testing.T) {
+	const dump = `local e = load_exec(k)
+local c = rec_cold(e)
+return cjson.encode({ e[1], e[2], c[1], c[2] })`
+	const save = `local e = load_exec(k)
+rec_cold(e)
+save_exec(e)
+return redis.call('HMGET', k.core, 'n', 's', 'c')`
+	v1 := map[int]string{1: layoutString(1, upV1)}
+	v2dump := upgradeScript(t, upV2, 2, v1, nil, dump)
+	v2save := upgradeScript(t, upV2, 2, v1, nil, save)
+	v3dump := upgradeScript(t, upV3, 3, v1, map[[2]int]string{{1, 3}: "    n[2], n[3] = n[3], n[2]"}, dump)
+	v1dump := upgradeScript(t, upV1, 1, nil, nil, dump)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		key := fmt.Sprintf("upgrade%d:{x}:core", prefixSeq.Add(1))
+		put := func() {
+			t.Helper()
+			if err := c.Do(bg, c.B().Hset().Key(key).FieldValue().FieldValue("n", "[1,5,6]").
+				FieldValue("s", `["x1","y1"]`).FieldValue("c", `[[7],["cs1"]]`).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eval := func(src string) (valkey.ValkeyMessage, error) {
+			return c.Do(bg, c.B().Eval().Script(src).Numkeys(1).Key(key).Build()).ToMessage()
+		}
+		str := func(src string) string {
+			t.Helper()
+			m, err := eval(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := m.ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		put()
+		if got, want := str(v1dump), `[[1,5,6],["x1","y1"],[7],["cs1"]]`; got != want {
+			t.Fatalf("v1 reads v1: %s, want %s", got, want)
+		}
+		if got, want := str(v2dump), `[[2,5,6,0],["x1","y1","w0"],[7,3],["cs1","cw0"]]`; got != want {
+			t.Fatalf("v2 reads v1: %s, want %s", got, want)
+		}
+		if got, want := str(v3dump), `[[3,6,5],["x1","y1"],[7],["cs1"]]`; got != want {
+			t.Fatalf("v3 reads v1: %s, want %s", got, want)
+		}
+		m, err := eval(v2save)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved, err := m.AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"[2,5,6,0]", `["x1","y1","w0"]`, `[[7,3],["cs1","cw0"]]`}; !slices.Equal(saved, want) {
+			t.Fatalf("v2 saved %q, want %q", saved, want)
+		}
+		if _, err := eval(v1dump); err == nil || !strings.Contains(err.Error(), "record layout version 2") {
+			t.Fatalf("v1 reading a v2 record: err = %v, want a layout version refusal", err)
+		}
+		if got, _ := c.Do(bg, c.B().Hget().Key(key).Field("n").Build()).ToString(); got != "[2,5,6,0]" {
 			t.Fatalf("refused record changed: %s", got)
 		}
 	})

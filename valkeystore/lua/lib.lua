@@ -207,10 +207,9 @@ local function load_exec(k)
   local r = redis.call('HMGET', k.core, 'n', 's')
   if not r[1] then return nil end
   local n = cjson.decode(r[1])
-  -- e[1][1] is layout_version (record.go): refuse another layout
-  if n[1] ~= REC_VERSION then
-    error('valkeystore: record layout version ' .. tostring(n[1]) .. ' of ' .. k.core .. ', this build reads ' .. REC_VERSION)
-  end
+  -- e[1][1] is layout_version (record.go): upgrade a past layout, refuse
+  -- an unknown one
+  if n[1] ~= REC_VERSION then return rec_upgrade(n, cjson.decode(r[2]), k) end
   return { n, cjson.decode(r[2]), k = k }
 end
 
