@@ -274,7 +274,7 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 	e.grant = nil
 	l.blocked[es].add(e.id, now)
 	if es == model.BlockedByRoute {
-		key := routeGroupKey(e)
+		key := routeMember(e.namespace, e.requiredCaps.CSV())
 		g := l.routeGroups[key]
 		if g == nil {
 			g = newZset()

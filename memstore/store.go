@@ -10,7 +10,6 @@ package memstore
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/flowfabric/flowfabric/model"
@@ -74,41 +73,6 @@ func New(opts *Options) *Store {
 // Partitions implements model.Store.
 func (s *Store) Partitions() model.PartitionConfig { return s.cfg }
 
-// partition holds one partition's indexes.
-type partition struct {
-	lanes          map[model.LaneID]*laneIndexes
-	laneNames      []model.LaneID // sorted
-	leaseExpiry    *zset
-	attemptTimeout *zset
-	deadline       *zset
-	workerLeases   map[model.WorkerInstanceID]*idset
-	all            *idset
-}
-
-// laneIndexes holds one lane's sorted sets in one partition.
-type laneIndexes struct {
-	eligible, delayed, active, terminal, suspended *zset
-	blocked                                        map[model.EligibilityState]*zset
-	// routeGroups groups route-blocked executions by namespace and
-	// required-capability CSV (routeGroupKey), so an unblock pass costs the
-	// number of distinct sets of its namespace, not the number of blocked
-	// executions.
-	routeGroups map[string]*zset
-}
-
-func newLaneIndexes() *laneIndexes {
-	l := &laneIndexes{
-		eligible: newZset(), delayed: newZset(), active: newZset(), terminal: newZset(),
-		suspended:   newZset(),
-		blocked:     make(map[model.EligibilityState]*zset),
-		routeGroups: make(map[string]*zset),
-	}
-	for _, es := range blockedStates {
-		l.blocked[es] = newZset()
-	}
-	return l
-}
-
 var blockedStates = []model.EligibilityState{
 	model.BlockedByDependencies, model.BlockedByBudget, model.BlockedByQuota,
 	model.BlockedByRoute, model.BlockedByOperator, model.BlockedByLaneState,
@@ -122,47 +86,6 @@ var blockedIndexName = map[model.EligibilityState]string{
 	model.BlockedByRoute:        "blocked:route",
 	model.BlockedByOperator:     "blocked:operator",
 	model.BlockedByLaneState:    "blocked:lane_state",
-}
-
-func (s *Store) part(n int) *partition {
-	p := s.parts[n]
-	if p == nil {
-		p = &partition{
-			lanes:          make(map[model.LaneID]*laneIndexes),
-			leaseExpiry:    newZset(),
-			attemptTimeout: newZset(),
-			deadline:       newZset(),
-			workerLeases:   make(map[model.WorkerInstanceID]*idset),
-			all:            newIDSet(),
-		}
-		s.parts[n] = p
-	}
-	return p
-}
-
-func (p *partition) lane(l model.LaneID) *laneIndexes {
-	li := p.lanes[l]
-	if li == nil {
-		li = newLaneIndexes()
-		p.lanes[l] = li
-		i, _ := slices.BinarySearch(p.laneNames, l)
-		p.laneNames = slices.Insert(p.laneNames, i, l)
-	}
-	return li
-}
-
-func (p *partition) wl(w model.WorkerInstanceID) *idset {
-	s := p.workerLeases[w]
-	if s == nil {
-		s = newIDSet()
-		p.workerLeases[w] = s
-	}
-	return s
-}
-
-func (s *Store) indexesOf(e *execution) (*partition, *laneIndexes) {
-	p := s.part(e.id.Partition())
-	return p, p.lane(e.lane)
 }
 
 // runnableSet returns the lane sorted set that holds a runnable execution in
@@ -198,14 +121,8 @@ func (s *Store) removeFromLane(e *execution) {
 	}
 }
 
-// routeGroupKey is "<namespace>:<required capabilities CSV>"; a
-// namespace has no ':', so the key splits at its first ':'.
-func routeGroupKey(e *execution) string {
-	return string(e.namespace) + ":" + e.requiredCaps.CSV()
-}
-
 func (l *laneIndexes) removeRouteGroup(e *execution) {
-	key := routeGroupKey(e)
+	key := routeMember(e.namespace, e.requiredCaps.CSV())
 	if g := l.routeGroups[key]; g != nil {
 		g.remove(e.id)
 		if g.len() == 0 {
