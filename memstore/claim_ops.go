@@ -16,7 +16,7 @@ func (s *Store) ClaimGrantIssue(ctx context.Context, p *model.ClaimGrantIssuePar
 		if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
 			return nil, model.ErrNotEligible
 		}
-		if e.grant.live(now) {
+		if grantLive(e, now) {
 			return nil, model.ErrGrantAlreadyExists
 		}
 		if _, l := s.indexesOf(e); !l.eligible.has(e.id) {
@@ -40,7 +40,7 @@ func checkGrant(e *execution, kind model.GrantKind, r *model.LeaseRequest, caps 
 	if g == nil || g.kind != kind || g.workerID != r.WorkerID || g.workerInstanceID != r.WorkerInstanceID {
 		return model.ErrInvalidClaimGrant
 	}
-	if !g.live(now) {
+	if !grantLive(e, now) {
 		return model.ErrClaimGrantExpired
 	}
 	caps, _ = model.NormalizeCapabilities("capabilities", caps)
@@ -92,7 +92,7 @@ func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGr
 		if e.as == model.AttemptRunning {
 			return nil, model.ErrActiveAttemptExists
 		}
-		if e.grant.live(now) {
+		if grantLive(e, now) {
 			return nil, model.ErrGrantAlreadyExists
 		}
 		if e.es != model.EligibleNow {
@@ -158,7 +158,7 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 			res.Skipped++
 			continue
 		}
-		if e.grant.live(now) && e.grant.workerID != n.WorkerID {
+		if grantLive(e, now) && e.grant.workerID != n.WorkerID {
 			res.Skipped++
 			continue
 		}
@@ -182,7 +182,7 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 func (s *Store) claim(e *execution, r *model.LeaseRequest, now int64) *model.ClaimResult {
 	p, l := s.indexesOf(e)
 	l.eligible.remove(e.id)
-	e.grant = nil
+	clearGrant(e)
 	e.epoch++
 	ttl := r.LeaseTTL.Milliseconds()
 	e.lease = &leaseRec{
@@ -211,7 +211,7 @@ func (s *Store) claim(e *execution, r *model.LeaseRequest, now int64) *model.Cla
 	a.LeaseEpoch = e.epoch
 	a.WorkerID = r.WorkerID
 	a.WorkerInstanceID = r.WorkerInstanceID
-	e.pending = nil
+	clearPending(e)
 	e.delayUntil = 0
 	e.leaseExpiredAt, e.leaseRevokedAt, e.revokeReason = 0, 0, ""
 	if e.startedAt == 0 {
@@ -254,7 +254,7 @@ func (s *Store) claimResult(e *execution, resumed bool) *model.ClaimResult {
 func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParams) (*model.ExecutionBlockResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionBlockResult, error) {
 		if e.lp == model.PhaseTerminal {
-			return nil, e.notActiveErr()
+			return nil, e.notActive()
 		}
 		if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
 			return nil, model.ErrNotEligible
@@ -271,7 +271,7 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 	l.eligible.remove(e.id)
 	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, es, reason, model.OutcomeNone, e.as)
 	e.blockingDetail = detail
-	e.grant = nil
+	clearGrant(e)
 	l.blocked[es].add(e.id, now)
 	if es == model.BlockedByRoute {
 		key := routeMember(e.namespace, e.requiredCaps.CSV())

@@ -87,7 +87,7 @@ func nonEmpty(b []byte) []byte {
 // active execution: phase, revocation, expiry, then identity.
 func validateLease(e *execution, f model.Fence, now int64) error {
 	if e.lp != model.PhaseActive {
-		return e.notActiveErr()
+		return e.notActive()
 	}
 	if e.os == model.OwnershipLeaseRevoked {
 		return model.ErrLeaseRevoked
@@ -110,7 +110,7 @@ func checkFencedOp(e *execution, kind opKind, src model.Source, f model.Fence, n
 	}
 	if src == model.SourceOperator {
 		if e.lp != model.PhaseActive {
-			return nil, e.notActiveErr()
+			return nil, e.notActive()
 		}
 		return nil, nil
 	}
@@ -128,7 +128,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 		res := &model.ExecutionCompleteResult{Replayed: replay != nil}
 		if replay == nil {
 			if p.Source == model.SourceOperator {
-				s.noteLease(e, model.LeaseNoticeOverridden)
+				s.notifyLease(e, model.LeaseNoticeOverridden)
 			}
 			e.endAttempt(now, model.AttemptEndedSuccess, "", "")
 			e.result = nonEmpty(p.Result)
@@ -161,7 +161,7 @@ func (s *Store) ExecutionFail(ctx context.Context, p *model.ExecutionFailParams)
 			cat = model.FailureTransient
 		}
 		if p.Source == model.SourceOperator {
-			s.noteLease(e, model.LeaseNoticeOverridden)
+			s.notifyLease(e, model.LeaseNoticeOverridden)
 		}
 		e.endAttempt(now, model.AttemptEndedFailure, p.Reason, cat)
 		s.removeFromLane(e)
@@ -180,7 +180,7 @@ func (s *Store) failOrRetry(e *execution, now int64, reason string, cat model.Fa
 	if cat.Retryable() && e.retryCount < e.retry.MaxRetries {
 		until := now + e.retry.BackoffMs(e.retryCount)
 		e.retryCount++
-		e.pending = &model.PendingAttempt{Type: model.AttemptRetry, Reason: reason, PreviousIndex: e.curAttempt}
+		setPending(e, model.AttemptRetry, reason, "")
 		s.makeRunnable(e, now, until, model.WaitingForRetryBackoff, model.AttemptPendingRetry)
 		return &model.ExecutionFailResult{Outcome: model.FailRetryScheduled, DelayUntil: tm(until)}
 	}
@@ -203,7 +203,7 @@ func (s *Store) ExecutionDelay(ctx context.Context, p *model.ExecutionDelayParam
 		}
 		until := ms(p.DelayUntil)
 		if p.Source == model.SourceOperator {
-			s.noteLease(e, model.LeaseNoticeOverridden)
+			s.notifyLease(e, model.LeaseNoticeOverridden)
 		}
 		if a := e.currentAttempt(); a != nil {
 			a.Status = model.AttemptSuspended
@@ -228,13 +228,13 @@ func (s *Store) ExecutionCancel(ctx context.Context, p *model.ExecutionCancelPar
 				return nil, err
 			}
 		} else if e.lp == model.PhaseTerminal {
-			return nil, e.notActiveErr()
+			return nil, e.notActive()
 		}
 		prior := e.lp
 		s.removeFromLane(e)
 		if prior == model.PhaseActive {
 			if p.Source == model.SourceOperator {
-				s.noteLease(e, model.LeaseNoticeCancelled)
+				s.notifyLease(e, model.LeaseNoticeCancelled)
 			}
 			s.releaseLease(e, now, model.LeaseCancelled, p.Reason)
 		}
@@ -287,7 +287,7 @@ func (s *Store) ExecutionReplay(ctx context.Context, p *model.ExecutionReplayPar
 		e.cancellationReason, e.cancelledBy = "", ""
 		e.result, e.hasResult = nil, false
 		e.lastOp = nil
-		e.pending = &model.PendingAttempt{Type: model.AttemptReplay, Reason: p.Reason, RequestedBy: p.RequestedBy, PreviousIndex: e.curAttempt}
+		setPending(e, model.AttemptReplay, p.Reason, p.RequestedBy)
 		if e.deadline > now {
 			pt, _ := s.indexesOf(e)
 			pt.deadline.add(e.id, e.deadline)
@@ -343,7 +343,7 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 				return &model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: prior}, nil
 			}
 			reason := model.ExpireAttemptTimeout.String()
-			s.noteLease(e, model.LeaseNoticeTimedOut)
+			s.notifyLease(e, model.LeaseNoticeTimedOut)
 			e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)
 			s.removeFromLane(e)
 			s.releaseLease(e, now, model.LeaseReleased, reason)
@@ -366,7 +366,7 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 		reason := model.ExpireExecutionDeadline.String()
 		s.removeFromLane(e)
 		if prior == model.PhaseActive {
-			s.noteLease(e, model.LeaseNoticeTimedOut)
+			s.notifyLease(e, model.LeaseNoticeTimedOut)
 			s.releaseLease(e, now, model.LeaseReleased, reason)
 		}
 		e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)

@@ -40,18 +40,6 @@ func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseN
 	}
 }
 
-// noteLease queues a notice of kind for the holder of e's lease, if it has
-// one. The caller holds the store's lock and has not released the lease yet.
-func (s *Store) noteLease(e *execution, kind model.LeaseNoticeKind) {
-	if e.lease == nil {
-		return
-	}
-	s.leaseOut = append(s.leaseOut, leaseNote{
-		instance: e.lease.workerInstanceID,
-		n:        model.LeaseNotice{Kind: kind, ID: e.id, LeaseEpoch: e.epoch},
-	})
-}
-
 // unlock releases the store's lock and then delivers the lease notices the
 // transition queued.
 func (s *Store) unlock() {

@@ -49,7 +49,7 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 		case e.lease.expiresAt > now:
 			return status(model.MarkExpiredNotYet)
 		}
-		s.noteLease(e, model.LeaseNoticeExpired)
+		s.notifyLease(e, model.LeaseNoticeExpired)
 		e.setState(now, model.PhaseActive, model.OwnershipLeaseExpiredReclaimable, model.NotApplicable,
 			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
 		e.leaseExpiredAt = now
@@ -62,7 +62,7 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*model.LeaseRevokeResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.LeaseRevokeResult, error) {
 		if e.lp != model.PhaseActive {
-			return nil, e.notActiveErr()
+			return nil, e.notActive()
 		}
 		switch e.os {
 		case model.OwnershipLeaseRevoked:
@@ -80,14 +80,8 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 		old := e.lease.id
 		pt, _ := s.indexesOf(e)
 		e.addHistory(now, model.LeaseRevoked, p.Reason)
-		s.noteLease(e, model.LeaseNoticeRevoked)
-		if w := pt.workerLeases[e.lease.workerInstanceID]; w != nil {
-			w.remove(e.id)
-			if w.len() == 0 {
-				delete(pt.workerLeases, e.lease.workerInstanceID)
-			}
-		}
-		e.lease = nil
+		s.notifyLease(e, model.LeaseNoticeRevoked)
+		s.clearLease(e)
 		// A revoked lease stays discoverable for recovery: its lease-expiry
 		// entry moves to now, so the lease-expiry scanner recovers it at once.
 		pt.leaseExpiry.add(e.id, now)
@@ -112,7 +106,7 @@ func (s *Store) ReclaimGrantIssue(ctx context.Context, p *model.ReclaimGrantIssu
 		if !reclaimable(e) {
 			return nil, model.ErrNotReclaimable
 		}
-		if e.grant.live(now) {
+		if grantLive(e, now) {
 			return nil, model.ErrGrantAlreadyExists
 		}
 		if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
@@ -156,7 +150,7 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 		e.endAttempt(now, model.AttemptInterruptedReclaimed, "", "")
 		s.releaseLease(e, now, model.LeaseReclaimed, "")
 		e.reclaimCount++
-		e.pending = &model.PendingAttempt{Type: model.AttemptReclaim, PreviousIndex: e.curAttempt}
+		setPending(e, model.AttemptReclaim, "", "")
 		// The execution goes straight from its old lease to the new one.
 		e.as = model.AttemptPendingRetry
 		r := s.claim(e, &p.LeaseRequest, now)
@@ -181,9 +175,9 @@ func (s *Store) ExecutionRecover(ctx context.Context, p *model.ExecutionRecoverP
 		e.endAttempt(now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)
 		s.removeFromLane(e)
 		s.releaseLease(e, now, model.LeaseRecovered, reason)
-		e.grant = nil
+		clearGrant(e)
 		e.reclaimCount++
-		e.pending = &model.PendingAttempt{Type: model.AttemptReclaim, Reason: reason, PreviousIndex: e.curAttempt}
+		setPending(e, model.AttemptReclaim, reason, "")
 		s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingRetry)
 		return &model.ExecutionRecoverResult{Status: model.ReclaimRequeued}, nil
 	})

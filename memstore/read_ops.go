@@ -106,7 +106,7 @@ func (s *Store) ExecutionIndexes(ctx context.Context, p *model.ExecutionIndexesP
 			}
 			for _, es := range blockedStates {
 				if l.blocked[es].has(id) {
-					add(prefix + blockedIndexName[es])
+					add(prefix + blockedIndex(es))
 				}
 			}
 		}

@@ -89,9 +89,6 @@ type grantRec struct {
 	expiresAt        int64
 }
 
-// live reports whether the grant may still be used at now.
-func (g *grantRec) live(now int64) bool { return g != nil && g.expiresAt >= now }
-
 // opKind names the worker-facing terminal-ish operations that replay
 // idempotently.
 type opKind uint8
@@ -122,33 +119,6 @@ func (o *opRecord) matches(kind opKind, src model.Source, f model.Fence) bool {
 		return o.operator
 	}
 	return !o.operator && o.fence == f
-}
-
-func (e *execution) vector() model.StateVector {
-	return model.StateVector{
-		LifecyclePhase: e.lp, OwnershipState: e.os, EligibilityState: e.es,
-		BlockingReason: e.br, BlockingDetail: e.blockingDetail,
-		TerminalOutcome: e.to, AttemptState: e.as,
-	}
-}
-
-// setState writes all seven dimensions and stamps the transition.
-func (e *execution) setState(now int64, lp model.LifecyclePhase, os model.OwnershipState,
-	es model.EligibilityState, br model.BlockingReason, to model.TerminalOutcome, as model.AttemptState) {
-	e.lp, e.os, e.es, e.br, e.to, e.as = lp, os, es, br, to, as
-	e.blockingDetail = ""
-	e.lastTransitionAt = now
-	e.lastMutationAt = now
-}
-
-func (e *execution) notActiveErr() error {
-	st := &model.NotActiveState{
-		LifecyclePhase: e.lp, TerminalOutcome: e.to, LeaseEpoch: e.epoch,
-	}
-	if e.curAttempt >= 0 {
-		st.AttemptID = e.attempts[e.curAttempt].ID
-	}
-	return &model.Error{Code: model.CodeExecutionNotActive, State: st}
 }
 
 func (e *execution) currentAttempt() *model.Attempt {

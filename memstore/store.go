@@ -73,21 +73,6 @@ func New(opts *Options) *Store {
 // Partitions implements model.Store.
 func (s *Store) Partitions() model.PartitionConfig { return s.cfg }
 
-var blockedStates = []model.EligibilityState{
-	model.BlockedByDependencies, model.BlockedByBudget, model.BlockedByQuota,
-	model.BlockedByRoute, model.BlockedByOperator, model.BlockedByLaneState,
-}
-
-// blockedIndexName is the spec's name of each blocked sorted set.
-var blockedIndexName = map[model.EligibilityState]string{
-	model.BlockedByDependencies: "blocked:dependencies",
-	model.BlockedByBudget:       "blocked:budget",
-	model.BlockedByQuota:        "blocked:quota",
-	model.BlockedByRoute:        "blocked:route",
-	model.BlockedByOperator:     "blocked:operator",
-	model.BlockedByLaneState:    "blocked:lane_state",
-}
-
 // runnableSet returns the lane sorted set that holds a runnable execution in
 // eligibility state es: eligible, delayed or the blocked set of es; nil for
 // a state no runnable set holds.
@@ -159,19 +144,11 @@ func (s *Store) makeRunnable(e *execution, now, delayUntil int64, delayReason mo
 func (s *Store) releaseLease(e *execution, now int64, kind model.LeaseEventKind, reason string) {
 	p, l := s.indexesOf(e)
 	e.addHistory(now, kind, reason)
-	e.grant = nil
+	clearGrant(e)
 	p.leaseExpiry.remove(e.id)
 	p.attemptTimeout.remove(e.id)
 	l.active.remove(e.id)
-	if e.lease != nil {
-		if w := p.workerLeases[e.lease.workerInstanceID]; w != nil {
-			w.remove(e.id)
-			if w.len() == 0 {
-				delete(p.workerLeases, e.lease.workerInstanceID)
-			}
-		}
-	}
-	e.lease = nil
+	s.clearLease(e)
 	e.timeoutAt = 0
 }
 
@@ -186,8 +163,8 @@ func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	e.setState(now, model.PhaseTerminal, model.OwnershipUnowned, model.NotApplicable, model.BlockingNone, to, as)
 	e.terminalAt = now
 	e.delayUntil = 0
-	e.pending = nil
-	e.grant = nil
+	clearPending(e)
+	clearGrant(e)
 	p.deadline.remove(e.id)
 	p.attemptTimeout.remove(e.id)
 	l.terminal.add(e.id, now)

@@ -1,0 +1,103 @@
+package memstore
+
+import (
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// The blocked eligibility states, in the order ExecutionIndexes checks
+// them (Lua's BLOCKED_NAMES).
+var blockedStates = []model.EligibilityState{
+	model.BlockedByDependencies, model.BlockedByBudget, model.BlockedByQuota,
+	model.BlockedByRoute, model.BlockedByOperator, model.BlockedByLaneState,
+}
+
+// blockedIndexName is the spec's name of each blocked sorted set.
+var blockedIndexName = map[model.EligibilityState]string{
+	model.BlockedByDependencies: "blocked:dependencies",
+	model.BlockedByBudget:       "blocked:budget",
+	model.BlockedByQuota:        "blocked:quota",
+	model.BlockedByRoute:        "blocked:route",
+	model.BlockedByOperator:     "blocked:operator",
+	model.BlockedByLaneState:    "blocked:lane_state",
+}
+
+// blockedIndex names the index of a blocked eligibility state
+// (BlockedByRoute: "blocked:route"); "" for any other state. It is the one
+// place memstore maps an eligibility state to an index name.
+func blockedIndex(es model.EligibilityState) string {
+	return blockedIndexName[es]
+}
+
+// setState writes all seven dimensions and stamps the transition.
+func (e *execution) setState(now int64, lp model.LifecyclePhase, os model.OwnershipState,
+	es model.EligibilityState, br model.BlockingReason, to model.TerminalOutcome, as model.AttemptState) {
+	e.lp, e.os, e.es, e.br, e.to, e.as = lp, os, es, br, to, as
+	e.blockingDetail = ""
+	e.lastTransitionAt = now
+	e.lastMutationAt = now
+}
+
+// vector is the state vector.
+func (e *execution) vector() model.StateVector {
+	return model.StateVector{
+		LifecyclePhase: e.lp, OwnershipState: e.os, EligibilityState: e.es,
+		BlockingReason: e.br, BlockingDetail: e.blockingDetail,
+		TerminalOutcome: e.to, AttemptState: e.as,
+	}
+}
+
+// notActive is the execution_not_active error with e's state.
+func (e *execution) notActive() error {
+	st := &model.NotActiveState{
+		LifecyclePhase: e.lp, TerminalOutcome: e.to, LeaseEpoch: e.epoch,
+	}
+	if e.curAttempt >= 0 {
+		st.AttemptID = e.attempts[e.curAttempt].ID
+	}
+	return &model.Error{Code: model.CodeExecutionNotActive, State: st}
+}
+
+// grantLive reports whether e holds a grant that may still be used at now.
+func grantLive(e *execution, now int64) bool {
+	return e.grant != nil && e.grant.expiresAt >= now
+}
+
+// clearGrant drops the grant.
+func clearGrant(e *execution) { e.grant = nil }
+
+// clearPending drops the pending attempt.
+func clearPending(e *execution) { e.pending = nil }
+
+// setPending records the attempt the next claim starts; it follows the
+// current one.
+func setPending(e *execution, typ model.AttemptType, reason, requestedBy string) {
+	e.pending = &model.PendingAttempt{Type: typ, Reason: reason, RequestedBy: requestedBy, PreviousIndex: e.curAttempt}
+}
+
+// notifyLease queues a notice of kind for the holder of e's lease, if it
+// has one (lease_notify.go). The caller holds the store's lock and has not
+// cleared the lease yet; the holder's own operations never call it.
+func (s *Store) notifyLease(e *execution, kind model.LeaseNoticeKind) {
+	if e.lease == nil {
+		return
+	}
+	s.leaseOut = append(s.leaseOut, leaseNote{
+		instance: e.lease.workerInstanceID,
+		n:        model.LeaseNotice{Kind: kind, ID: e.id, LeaseEpoch: e.epoch},
+	})
+}
+
+// clearLease drops the lease and its entry in the holder's lease index
+// (workerLeases).
+func (s *Store) clearLease(e *execution) {
+	if e.lease != nil {
+		p := s.part(e.id.Partition())
+		if w := p.workerLeases[e.lease.workerInstanceID]; w != nil {
+			w.remove(e.id)
+			if w.len() == 0 {
+				delete(p.workerLeases, e.lease.workerInstanceID)
+			}
+		}
+	}
+	e.lease = nil
+}
