@@ -83,40 +83,6 @@ func nonEmpty(b []byte) []byte {
 	return cloneBytes(b)
 }
 
-// validateLease is the spec's VL check for a worker's fenced operation on an
-// active execution: phase, revocation, expiry, then identity.
-func validateLease(e *execution, f model.Fence, now int64) error {
-	if e.lp != model.PhaseActive {
-		return e.notActive()
-	}
-	if e.os == model.OwnershipLeaseRevoked {
-		return model.ErrLeaseRevoked
-	}
-	if e.os == model.OwnershipLeaseExpiredReclaimable || e.lease == nil || e.lease.expiresAt <= now {
-		return model.ErrLeaseExpired
-	}
-	if e.fence() != f {
-		return model.ErrStaleLease
-	}
-	return nil
-}
-
-// checkFencedOp is the common front of complete, fail and delay: a replay of
-// the same caller's operation returns its record; otherwise the lease must
-// be valid (workers) or the execution active (operators).
-func checkFencedOp(e *execution, kind opKind, src model.Source, f model.Fence, now int64) (replay *opRecord, err error) {
-	if e.lastOp.matches(kind, src, f) && src == model.SourceWorker {
-		return e.lastOp, nil
-	}
-	if src == model.SourceOperator {
-		if e.lp != model.PhaseActive {
-			return nil, e.notActive()
-		}
-		return nil, nil
-	}
-	return nil, validateLease(e, f, now)
-}
-
 // ExecutionComplete implements model.ExecutionStore.
 func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionCompleteResult, error) {
@@ -136,7 +102,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 			s.removeFromLane(e)
 			s.releaseLease(e, now, model.LeaseReleased, "completed")
 			s.terminate(e, now, model.OutcomeSuccess)
-			e.lastOp = &opRecord{kind: opComplete, operator: p.Source == model.SourceOperator, fence: p.Fence}
+			recordOp(e, opComplete, p.Source, p.Fence)
 		}
 		if p.Next != nil {
 			res.Next = s.claimNext(p.ID.Partition(), p.Next, now)
@@ -167,8 +133,8 @@ func (s *Store) ExecutionFail(ctx context.Context, p *model.ExecutionFailParams)
 		s.removeFromLane(e)
 		s.releaseLease(e, now, model.LeaseReleased, "failed")
 		res := s.failOrRetry(e, now, p.Reason, cat)
-		e.lastOp = &opRecord{kind: opFail, operator: p.Source == model.SourceOperator, fence: p.Fence,
-			failResult: res.Outcome, delayUntil: ms(res.DelayUntil)}
+		op := recordOp(e, opFail, p.Source, p.Fence)
+		op.failResult, op.delayUntil = res.Outcome, ms(res.DelayUntil)
 		return res, nil
 	})
 }
@@ -211,7 +177,7 @@ func (s *Store) ExecutionDelay(ctx context.Context, p *model.ExecutionDelayParam
 		s.removeFromLane(e)
 		s.releaseLease(e, now, model.LeaseReleased, "worker_delay")
 		s.makeRunnable(e, now, until, model.WaitingForDelay, model.AttemptInterrupted)
-		e.lastOp = &opRecord{kind: opDelay, operator: p.Source == model.SourceOperator, fence: p.Fence, delayUntil: until}
+		recordOp(e, opDelay, p.Source, p.Fence).delayUntil = until
 		return &model.ExecutionDelayResult{DelayUntil: tm(until)}, nil
 	})
 }
@@ -220,8 +186,8 @@ func (s *Store) ExecutionDelay(ctx context.Context, p *model.ExecutionDelayParam
 func (s *Store) ExecutionCancel(ctx context.Context, p *model.ExecutionCancelParams) (*model.ExecutionCancelResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionCancelResult, error) {
 		now := ms(p.Now)
-		if e.lp == model.PhaseTerminal && e.lastOp.matches(opCancel, p.Source, p.Fence) {
-			return &model.ExecutionCancelResult{PriorPhase: e.lastOp.priorPhase, Replayed: true}, nil
+		if e.lp == model.PhaseTerminal && opMatches(e, opCancel, p.Source, p.Fence) {
+			return &model.ExecutionCancelResult{PriorPhase: e.op.priorPhase, Replayed: true}, nil
 		}
 		if p.Source == model.SourceWorker {
 			if err := validateLease(e, p.Fence, now); err != nil {
@@ -246,7 +212,7 @@ func (s *Store) ExecutionCancel(ctx context.Context, p *model.ExecutionCancelPar
 		} else {
 			e.cancelledBy = "worker"
 		}
-		e.lastOp = &opRecord{kind: opCancel, operator: p.Source == model.SourceOperator, fence: p.Fence, priorPhase: prior}
+		recordOp(e, opCancel, p.Source, p.Fence).priorPhase = prior
 		return &model.ExecutionCancelResult{PriorPhase: prior}, nil
 	})
 }
@@ -286,7 +252,7 @@ func (s *Store) ExecutionReplay(ctx context.Context, p *model.ExecutionReplayPar
 		e.failureReason, e.failureCategory = "", ""
 		e.cancellationReason, e.cancelledBy = "", ""
 		e.result, e.hasResult = nil, false
-		e.lastOp = nil
+		clearOp(e)
 		setPending(e, model.AttemptReplay, p.Reason, p.RequestedBy)
 		if e.deadline > now {
 			pt, _ := s.indexesOf(e)

@@ -69,7 +69,7 @@ type execution struct {
 	history  []model.LeaseEvent
 	histSeq  uint64
 
-	lastOp *opRecord
+	op *opRecord // the last replayable operation (fence.go)
 }
 
 type leaseRec struct {
@@ -89,54 +89,11 @@ type grantRec struct {
 	expiresAt        int64
 }
 
-// opKind names the worker-facing terminal-ish operations that replay
-// idempotently.
-type opKind uint8
-
-const (
-	opComplete opKind = iota + 1
-	opFail
-	opDelay
-	opCancel
-)
-
-// opRecord remembers the last replayable operation and its outcome so that
-// the same caller asking again gets the same answer.
-type opRecord struct {
-	kind       opKind
-	operator   bool
-	fence      model.Fence
-	failResult string
-	delayUntil int64
-	priorPhase model.LifecyclePhase
-}
-
-func (o *opRecord) matches(kind opKind, src model.Source, f model.Fence) bool {
-	if o == nil || o.kind != kind {
-		return false
-	}
-	if src == model.SourceOperator {
-		return o.operator
-	}
-	return !o.operator && o.fence == f
-}
-
 func (e *execution) currentAttempt() *model.Attempt {
 	if e.curAttempt < 0 {
 		return nil
 	}
 	return &e.attempts[e.curAttempt]
-}
-
-func (e *execution) fence() model.Fence {
-	f := model.Fence{LeaseEpoch: e.epoch}
-	if e.lease != nil {
-		f.LeaseID = e.lease.id
-	}
-	if a := e.currentAttempt(); a != nil {
-		f.AttemptID = a.ID
-	}
-	return f
 }
 
 func (e *execution) addHistory(now int64, kind model.LeaseEventKind, reason string) {
