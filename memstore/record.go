@@ -89,29 +89,6 @@ type grantRec struct {
 	expiresAt        int64
 }
 
-func (e *execution) currentAttempt() *model.Attempt {
-	if e.curAttempt < 0 {
-		return nil
-	}
-	return &e.attempts[e.curAttempt]
-}
-
-func (e *execution) addHistory(now int64, kind model.LeaseEventKind, reason string) {
-	e.histSeq++
-	ev := model.LeaseEvent{
-		Seq: e.histSeq, Kind: kind, LeaseEpoch: e.epoch, AttemptIndex: e.curAttempt,
-		At: model.FromMillis(now), Reason: reason,
-	}
-	if e.lease != nil {
-		ev.LeaseID = e.lease.id
-		ev.WorkerInstanceID = e.lease.workerInstanceID
-	}
-	e.history = append(e.history, ev)
-	if over := len(e.history) - model.DefaultLeaseHistory; over > 0 {
-		e.history = append(e.history[:0:0], e.history[over:]...)
-	}
-}
-
 func ms(t time.Time) int64 {
 	if t.IsZero() {
 		return 0

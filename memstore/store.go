@@ -170,18 +170,6 @@ func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	l.terminal.add(e.id, now)
 }
 
-// endAttempt closes the current attempt if it is open.
-func (e *execution) endAttempt(now int64, status model.AttemptStatus, reason string, cat model.FailureCategory) {
-	a := e.currentAttempt()
-	if a == nil || !a.Status.IsOpen() {
-		return
-	}
-	a.Status = status
-	a.EndedAt = tm(now)
-	a.FailureReason = reason
-	a.FailureCategory = cat
-}
-
 func (s *Store) lookup(id model.ExecutionID) (*execution, error) {
 	e := s.execs[id]
 	if e == nil {

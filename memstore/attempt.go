@@ -1,0 +1,43 @@
+package memstore
+
+import (
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// endAttempt closes the current attempt if it is open.
+func (e *execution) endAttempt(now int64, status model.AttemptStatus, reason string, cat model.FailureCategory) {
+	a := e.currentAttempt()
+	if a == nil || !a.Status.IsOpen() {
+		return
+	}
+	a.Status = status
+	a.EndedAt = tm(now)
+	a.FailureReason = reason
+	a.FailureCategory = cat
+}
+
+// currentAttempt is the current attempt (nil before the first claim).
+func (e *execution) currentAttempt() *model.Attempt {
+	if e.curAttempt < 0 {
+		return nil
+	}
+	return &e.attempts[e.curAttempt]
+}
+
+// addHistory appends an event to the lease history, keeping the newest
+// model.DefaultLeaseHistory.
+func (e *execution) addHistory(now int64, kind model.LeaseEventKind, reason string) {
+	e.histSeq++
+	ev := model.LeaseEvent{
+		Seq: e.histSeq, Kind: kind, LeaseEpoch: e.epoch, AttemptIndex: e.curAttempt,
+		At: model.FromMillis(now), Reason: reason,
+	}
+	if e.lease != nil {
+		ev.LeaseID = e.lease.id
+		ev.WorkerInstanceID = e.lease.workerInstanceID
+	}
+	e.history = append(e.history, ev)
+	if over := len(e.history) - model.DefaultLeaseHistory; over > 0 {
+		e.history = append(e.history[:0:0], e.history[over:]...)
+	}
+}
