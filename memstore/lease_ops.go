@@ -93,11 +93,6 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 	})
 }
 
-func reclaimable(e *execution) bool {
-	return e.lp == model.PhaseActive &&
-		(e.os == model.OwnershipLeaseExpiredReclaimable || e.os == model.OwnershipLeaseRevoked)
-}
-
 // ReclaimGrantIssue implements model.LeaseStore.
 func (s *Store) ReclaimGrantIssue(ctx context.Context, p *model.ReclaimGrantIssueParams) (*model.ReclaimGrantIssueResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ReclaimGrantIssueResult, error) {
@@ -117,21 +112,6 @@ func (s *Store) ReclaimGrantIssue(ctx context.Context, p *model.ReclaimGrantIssu
 		e.lastMutationAt = now
 		return &model.ReclaimGrantIssueResult{ExpiresAt: tm(e.grant.expiresAt)}, nil
 	})
-}
-
-// reclaimCapReached fails e terminally when its recoveries are used up.
-func (s *Store) reclaimCapReached(e *execution, now int64) bool {
-	if e.reclaimCount < e.maxReclaims {
-		return false
-	}
-	const reason = "max_reclaims_exceeded"
-	e.endAttempt(now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)
-	s.removeFromLane(e)
-	s.releaseLease(e, now, model.LeaseReleased, reason)
-	e.failureReason = reason
-	e.failureCategory = model.FailureInfraCrash
-	s.terminate(e, now, model.OutcomeFailed)
-	return true
 }
 
 // ExecutionReclaim implements model.LeaseStore.
