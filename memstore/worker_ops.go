@@ -3,46 +3,9 @@ package memstore
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/flowfabric/flowfabric/model"
 )
-
-// workerRec is one registered worker instance.
-type workerRec struct {
-	workerID     model.WorkerID
-	instance     model.WorkerInstanceID
-	session      string
-	lanes        []model.LaneID
-	caps         model.Capabilities
-	ttl          int64
-	registeredAt int64
-	heartbeatAt  int64
-	expiresAt    int64
-}
-
-func (w *workerRec) alive(now int64) bool { return w.expiresAt > now }
-
-func (w *workerRec) info(ns model.Namespace) model.WorkerInfo {
-	return model.WorkerInfo{
-		Namespace: ns, WorkerID: w.workerID, WorkerInstanceID: w.instance,
-		Lanes:           slices.Clone(w.lanes),
-		Capabilities:    cloneCaps(w.caps),
-		TTL:             time.Duration(w.ttl) * time.Millisecond,
-		RegisteredAt:    tm(w.registeredAt),
-		LastHeartbeatAt: tm(w.heartbeatAt),
-		ExpiresAt:       tm(w.expiresAt),
-	}
-}
-
-func (s *Store) ns(n model.Namespace) map[model.WorkerInstanceID]*workerRec {
-	m := s.workers[n]
-	if m == nil {
-		m = make(map[model.WorkerInstanceID]*workerRec)
-		s.workers[n] = m
-	}
-	return m
-}
 
 // WorkerRegister implements model.WorkerStore.
 func (s *Store) WorkerRegister(ctx context.Context, p *model.WorkerRegisterParams) (*model.WorkerRegisterResult, error) {
@@ -62,7 +25,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p *model.WorkerRegisterParam
 	old := m[p.WorkerInstanceID]
 	status := model.WorkerRegistered
 	registeredAt := now
-	if old != nil && old.alive(now) {
+	if old != nil && workerAlive(old, now) {
 		if old.session != p.SessionID {
 			return nil, model.NewError(model.CodeDuplicateWorkerInstance, string(p.WorkerInstanceID))
 		}
@@ -83,7 +46,7 @@ func (s *Store) WorkerHeartbeat(ctx context.Context, p *model.WorkerHeartbeatPar
 	return withLock(s, ctx, p.Validate(), func() (*model.WorkerHeartbeatResult, error) {
 		now := ms(p.Now)
 		w := s.workers[p.Namespace][p.WorkerInstanceID]
-		if w == nil || !w.alive(now) {
+		if w == nil || !workerAlive(w, now) {
 			return nil, model.ErrWorkerNotRegistered
 		}
 		if w.session != p.SessionID {
@@ -119,7 +82,7 @@ func (s *Store) WorkerExpire(ctx context.Context, p *model.WorkerExpireParams) (
 			if len(res.Removed) >= p.Limit {
 				break
 			}
-			if !m[id].alive(now) {
+			if !workerAlive(m[id], now) {
 				delete(m, id)
 				res.Removed = append(res.Removed, id)
 			}
@@ -135,19 +98,10 @@ func (s *Store) WorkerList(ctx context.Context, p *model.WorkerListParams) (*mod
 		m := s.workers[p.Namespace]
 		res := &model.WorkerListResult{}
 		for _, id := range sortedInstances(m) {
-			if w := m[id]; w.alive(now) {
+			if w := m[id]; workerAlive(w, now) {
 				res.Workers = append(res.Workers, w.info(p.Namespace))
 			}
 		}
 		return res, nil
 	})
-}
-
-func sortedInstances(m map[model.WorkerInstanceID]*workerRec) []model.WorkerInstanceID {
-	ids := make([]model.WorkerInstanceID, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
