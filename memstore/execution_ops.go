@@ -76,13 +76,6 @@ func (s *Store) duplicate(id model.ExecutionID) *model.ExecutionCreateResult {
 	return r
 }
 
-func nonEmpty(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return cloneBytes(b)
-}
-
 // ExecutionComplete implements model.ExecutionStore.
 func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionCompleteResult, error) {

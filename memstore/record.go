@@ -172,3 +172,19 @@ func cloneBytes(b []byte) []byte {
 	}
 	return append([]byte{}, b...)
 }
+
+// loadExec returns the record of id, or model.ErrNotFound.
+func (s *Store) loadExec(id model.ExecutionID) (*execution, error) {
+	e := s.execs[id]
+	if e == nil {
+		return nil, model.ErrNotFound
+	}
+	return e, nil
+}
+
+func nonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return cloneBytes(b)
+}

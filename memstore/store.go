@@ -1,15 +1,6 @@
-// Package memstore is the in-memory Store: deterministic, driven only by the
-// Now of each call, laid out like the Valkey keyspace (per-partition and
-// per-lane sorted sets on tidwall/btree). It is the embedded default and the
-// oracle the Valkey store is compared with.
-//
-// All operations run under one mutex. Iteration orders are those of the
-// sorted sets (score, then member bytes) or of sorted names, never of Go
-// maps, so the same operations at the same times give the same results.
 package memstore
 
 import (
-	"context"
 	"sync"
 
 	"github.com/flowfabric/flowfabric/model"
@@ -72,44 +63,3 @@ func New(opts *Options) *Store {
 
 // Partitions implements model.Store.
 func (s *Store) Partitions() model.PartitionConfig { return s.cfg }
-
-func (s *Store) lookup(id model.ExecutionID) (*execution, error) {
-	e := s.execs[id]
-	if e == nil {
-		return nil, model.ErrNotFound
-	}
-	return e, nil
-}
-
-func (s *Store) lock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	return nil
-}
-
-// withLock runs f under the store's lock once the parameters validated.
-func withLock[R any](s *Store, ctx context.Context, invalid error, f func() (R, error)) (R, error) {
-	var zero R
-	if invalid != nil {
-		return zero, invalid
-	}
-	if err := s.lock(ctx); err != nil {
-		return zero, err
-	}
-	defer s.unlock()
-	return f()
-}
-
-// withExec is withLock for operations on one existing execution.
-func withExec[R any](s *Store, ctx context.Context, invalid error, id model.ExecutionID, f func(e *execution) (R, error)) (R, error) {
-	return withLock(s, ctx, invalid, func() (R, error) {
-		e, err := s.lookup(id)
-		if err != nil {
-			var zero R
-			return zero, err
-		}
-		return f(e)
-	})
-}
