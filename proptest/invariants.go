@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/flowfabric/flowfabric/internal/invariant"
 	"github.com/flowfabric/flowfabric/model"
 )
 
@@ -46,46 +47,31 @@ func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired ma
 	return v
 }
 
-// laneSetName is the lane index a snapshot's state puts it in.
-func laneSetName(v model.StateVector) string {
-	switch v.LifecyclePhase {
-	case model.PhaseActive:
-		return "active"
-	case model.PhaseSuspended:
-		return "suspended"
-	case model.PhaseTerminal:
-		return "terminal"
-	case model.PhaseRunnable:
-		switch v.EligibilityState {
-		case model.EligibleNow:
-			return "eligible"
-		case model.NotEligibleUntilTime:
-			return "delayed"
-		case model.BlockedByDependencies:
-			return "blocked:dependencies"
-		case model.BlockedByBudget:
-			return "blocked:budget"
-		case model.BlockedByQuota:
-			return "blocked:quota"
-		case model.BlockedByRoute:
-			return "blocked:route"
-		case model.BlockedByOperator:
-			return "blocked:operator"
-		case model.BlockedByLaneState:
-			return "blocked:lane_state"
+// Violations checks one observation: the listing, every listed execution
+// on its own (internal/invariant's rules), the timer indexes against the
+// records, and the live workers.
+func (o *Observation) Violations(known []model.ExecutionID) []string {
+	out := o.listViolations(known)
+	ids := make([]model.ExecutionID, 0, len(o.Execs))
+	for id := range o.Execs {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, model.ExecutionID.Compare)
+	for _, id := range ids {
+		for _, msg := range o.execViolations(id, o.Execs[id]) {
+			out = append(out, fmt.Sprintf("%v: %s", id, msg))
 		}
 	}
-	return "?"
+	out = append(out, o.dueViolations()...)
+	return append(out, o.workerViolations()...)
 }
 
-// Violations checks one observation: every listed execution on its own,
-// the listing, and the timer indexes against the records.
-func (o *Observation) Violations(known []model.ExecutionID) []string {
+// listViolations checks the listing, which reads all_executions (§6.3: an
+// execution is never lost from its indexes): sorted, no duplicates, each id
+// in its own partition, nothing known is lost.
+func (o *Observation) listViolations(known []model.ExecutionID) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-
-	// Listing: sorted, no duplicates, each id in its own partition, nothing
-	// known is lost.
 	listed := map[model.ExecutionID]int{}
 	for part, lo := range o.Lists {
 		for i, id := range lo.IDs {
@@ -111,18 +97,15 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 			bad("%v lost: not listed by ExecutionList", id)
 		}
 	}
+	return out
+}
 
-	ids := make([]model.ExecutionID, 0, len(o.Execs))
-	for id := range o.Execs {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, model.ExecutionID.Compare)
-	for _, id := range ids {
-		for _, msg := range o.execViolations(id, o.Execs[id]) {
-			bad("%v: %s", id, msg)
-		}
-	}
-	out = append(out, o.dueViolations()...)
+// workerViolations checks the worker registry (no §6 rule; lua-semantics
+// worker registration): each namespace's live workers are ordered by
+// instance, unexpired at Now, and of that namespace.
+func (o *Observation) workerViolations() []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	for ns, ws := range o.Workers {
 		for i, w := range ws {
 			if i > 0 && ws[i-1].WorkerInstanceID >= w.WorkerInstanceID {
@@ -139,286 +122,24 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 	return out
 }
 
-var knownPartitionIndexes = map[string]bool{
-	"all_executions": true, "lease_expiry": true, "attempt_timeout": true, "execution_deadline": true,
-}
-
+// execViolations applies internal/invariant's rules (lua-semantics §6.1–9
+// on one execution) to x.
 func (o *Observation) execViolations(id model.ExecutionID, x *ExecObservation) []string {
-	var out []string
-	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	s := x.Snapshot
-	if s == nil {
-		return []string{"no snapshot"}
-	}
-	v := s.State
-	lp, os := v.LifecyclePhase, v.OwnershipState
-	if s.ID != id {
-		bad("describe returned id %v", s.ID)
-	}
-
-	// §6.1–2, 7: the vector on its own; the public state is derived.
-	if msg := v.Check(); msg != "" {
-		bad("state vector %+v: %s", v, msg)
-	}
-	if want := model.DerivePublicState(lp, v.EligibilityState, v.TerminalOutcome); s.PublicState != want {
-		bad("public state %v, derived %v", s.PublicState, want)
-	}
-	// The blocking reason each transition macro (RUN/ACT/TERM, mark_expired,
-	// revoke, block) writes.
-	switch lp {
-	case model.PhaseRunnable:
-		switch es := v.EligibilityState; es {
-		case model.EligibleNow:
-			if v.BlockingReason != model.WaitingForWorker {
-				bad("eligible_now with blocking reason %v", v.BlockingReason)
-			}
-		case model.NotEligibleUntilTime:
-			if v.BlockingReason != model.WaitingForDelay && v.BlockingReason != model.WaitingForRetryBackoff {
-				bad("not_eligible_until_time with blocking reason %v", v.BlockingReason)
-			}
-			if s.DelayUntil.IsZero() {
-				bad("not_eligible_until_time without delay_until")
-			}
-		default:
-			if want, ok := model.BlockedEligibility(v.BlockingReason); !ok || want != es {
-				bad("%v with blocking reason %v", es, v.BlockingReason)
-			}
-		}
-	case model.PhaseActive:
-		want := model.BlockingNone
-		if os != model.OwnershipLeased {
-			want = model.WaitingForWorker
-		}
-		if v.BlockingReason != want {
-			bad("active/%v with blocking reason %v, want %v", os, v.BlockingReason, want)
-		}
-	case model.PhaseTerminal:
-		if v.BlockingReason != model.BlockingNone {
-			bad("terminal with blocking reason %v", v.BlockingReason)
-		}
-	}
-	if s.Priority < model.MinPriority || s.Priority > model.MaxPriority {
-		bad("priority %d out of range", s.Priority)
-	}
-	if (lp == model.PhaseTerminal) != !s.TerminalAt.IsZero() {
-		bad("phase %v with terminal_at %v", lp, s.TerminalAt)
-	}
-	if x.HasResult != (s.PublicState == model.PublicCompleted) {
-		bad("has result %v in public state %v", x.HasResult, s.PublicState)
-	}
-
-	// §6.3, 9: index membership.
-	idx := map[string]bool{}
-	var lanes, workers []string
-	for i, name := range x.Indexes {
-		if i > 0 && x.Indexes[i-1] >= name {
-			bad("indexes not sorted and distinct: %q then %q", x.Indexes[i-1], name)
-		}
-		idx[name] = true
-		switch {
-		case strings.HasPrefix(name, "lane:"):
-			lanes = append(lanes, name)
-		case strings.HasPrefix(name, "worker:") && strings.HasSuffix(name, ":leases"):
-			workers = append(workers, name)
-		case !knownPartitionIndexes[name]:
-			bad("unknown index %q", name)
-		}
-	}
-	if want := "lane:" + string(s.Lane) + ":" + laneSetName(v); len(lanes) != 1 || lanes[0] != want {
-		bad("%v/%v is in lane indexes %q, want exactly [%s]", lp, v.EligibilityState, lanes, want)
-	}
-	if !idx["all_executions"] {
-		bad("not in all_executions")
-	}
-	if idx["lease_expiry"] != (lp == model.PhaseActive) {
-		bad("phase %v/%v but in lease_expiry = %v", lp, os, idx["lease_expiry"])
-	}
-	if want := lp == model.PhaseActive && s.AttemptTimeout > 0; idx["attempt_timeout"] != want {
-		bad("phase %v, attempt timeout %v, but in attempt_timeout = %v", lp, s.AttemptTimeout, idx["attempt_timeout"])
-	}
-	if want := lp != model.PhaseTerminal && !s.Deadline.IsZero(); idx["execution_deadline"] != want {
-		bad("phase %v, deadline %v, but in execution_deadline = %v", lp, s.Deadline, idx["execution_deadline"])
-	}
-
-	// §6.4–5: ownership, the lease record and the worker index.
-	l := s.CurrentLease
-	switch os {
-	case model.OwnershipLeased, model.OwnershipLeaseExpiredReclaimable:
-		if l == nil {
-			bad("%v without a current lease", os)
-			break
-		}
-		if l.ID.IsZero() {
-			bad("%v with an empty lease id", os)
-		}
-		if l.Epoch != s.LeaseEpoch || s.LeaseEpoch == 0 {
-			bad("lease epoch %d, execution epoch %d", l.Epoch, s.LeaseEpoch)
-		}
-		if want := "worker:" + string(l.WorkerInstanceID) + ":leases"; len(workers) != 1 || workers[0] != want {
-			bad("%v by %s but in worker indexes %q", os, l.WorkerInstanceID, workers)
-		}
-		if os == model.OwnershipLeaseExpiredReclaimable && s.LeaseExpiredAt.IsZero() {
-			bad("lease_expired_reclaimable without lease_expired_at")
-		}
-	case model.OwnershipLeaseRevoked:
-		if l != nil {
-			bad("lease_revoked but a current lease remains")
-		}
-		if len(workers) != 0 {
-			bad("lease_revoked but in worker indexes %q", workers)
-		}
-		if s.LeaseRevokedAt.IsZero() {
-			bad("lease_revoked without lease_revoked_at")
-		}
-	default:
-		if l != nil {
-			bad("%v but a current lease remains", os)
-		}
-		if len(workers) != 0 {
-			bad("%v but in worker indexes %q", os, workers)
-		}
-	}
-
-	// §6.8: at most one grant (one field), of the kind its phase allows.
-	if g := s.Grant; g != nil {
-		switch g.Kind {
-		case model.GrantClaim:
-			if lp != model.PhaseRunnable || v.EligibilityState != model.EligibleNow {
-				bad("claim grant (for %s) on a %v/%v execution", g.WorkerID, lp, v.EligibilityState)
-			}
-		case model.GrantReclaim:
-			if lp != model.PhaseActive || (os != model.OwnershipLeaseExpiredReclaimable && os != model.OwnershipLeaseRevoked) {
-				bad("reclaim grant (for %s) on a %v/%v/%v execution", g.WorkerID, lp, v.EligibilityState, os)
-			}
-		default:
-			bad("grant of unknown kind %d", g.Kind)
-		}
-	}
-
-	out = append(out, attemptViolations(s, x.Attempts)...)
-
-	// Lease history: sequence numbers rise, epochs never fall.
-	for i, ev := range x.History {
-		if i > 0 && ev.Seq <= x.History[i-1].Seq {
-			bad("history seq %d after %d", ev.Seq, x.History[i-1].Seq)
-		}
-		if i > 0 && ev.LeaseEpoch < x.History[i-1].LeaseEpoch {
-			bad("history epoch %d after %d", ev.LeaseEpoch, x.History[i-1].LeaseEpoch)
-		}
-		if ev.LeaseEpoch > s.LeaseEpoch {
-			bad("history epoch %d above the execution's %d", ev.LeaseEpoch, s.LeaseEpoch)
-		}
-	}
-	return out
+	return invariant.Violations(&invariant.Exec{
+		ID:        id,
+		Snapshot:  x.Snapshot,
+		Indexes:   x.Indexes,
+		Attempts:  x.Attempts,
+		History:   x.History,
+		HasResult: &x.HasResult,
+	})
 }
 
-// attemptViolations checks §6.6–7 on the attempt records.
-func attemptViolations(s *model.ExecutionSnapshot, atts []model.Attempt) []string {
-	var out []string
-	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	v := s.State
-	lp, as := v.LifecyclePhase, v.AttemptState
-	if len(atts) != s.TotalAttempts {
-		bad("%d attempt records, total_attempts %d", len(atts), s.TotalAttempts)
-	}
-	open := -1
-	seen := map[model.AttemptID]bool{}
-	for i, a := range atts {
-		if a.Index != i {
-			bad("attempt %d has index %d (not contiguous from 0)", i, a.Index)
-		}
-		if a.ID.IsZero() || seen[a.ID] {
-			bad("attempt %d id %v empty or repeated", i, a.ID)
-		}
-		seen[a.ID] = true
-		if a.LeaseEpoch == 0 || a.LeaseEpoch > s.LeaseEpoch {
-			bad("attempt %d epoch %d (execution epoch %d)", i, a.LeaseEpoch, s.LeaseEpoch)
-		}
-		if i > 0 && a.LeaseEpoch <= atts[i-1].LeaseEpoch {
-			bad("attempt %d epoch %d not above attempt %d's %d", i, a.LeaseEpoch, i-1, atts[i-1].LeaseEpoch)
-		}
-		if a.Status.IsOpen() {
-			if open >= 0 {
-				bad("attempts %d and %d both open", open, i)
-			}
-			open = i
-		} else if a.EndedAt.IsZero() {
-			bad("attempt %d %v without ended_at", i, a.Status)
-		}
-	}
-	last := len(atts) - 1
-	cur := s.CurrentAttempt
-	switch {
-	case len(atts) == 0 && cur != nil:
-		bad("current attempt %+v but no attempts", *cur)
-	case len(atts) > 0 && cur == nil:
-		bad("%d attempts but no current attempt", len(atts))
-	case cur != nil && (cur.Index != last || atts[last].ID != cur.ID):
-		bad("current attempt %+v is not the last attempt (%d, %v)", *cur, last, atts[last].ID)
-	}
-	if open >= 0 && open != last {
-		bad("open attempt %d is not the last", open)
-	}
-	switch lp {
-	case model.PhaseActive:
-		if open != last || last < 0 || atts[last].Status != model.AttemptStarted {
-			bad("active without a started current attempt")
-		} else if l := s.CurrentLease; v.OwnershipState == model.OwnershipLeased && l != nil {
-			a := atts[last]
-			if a.LeaseID != l.ID || a.LeaseEpoch != s.LeaseEpoch || a.WorkerInstanceID != l.WorkerInstanceID {
-				bad("running attempt has lease %v/%d/%s, current lease %v/%d/%s",
-					a.LeaseID, a.LeaseEpoch, a.WorkerInstanceID, l.ID, s.LeaseEpoch, l.WorkerInstanceID)
-			}
-		}
-	case model.PhaseRunnable:
-		if (open >= 0) != (as == model.AttemptInterrupted) {
-			bad("runnable with attempt state %v but open attempt = %v", as, open >= 0)
-		}
-		if open >= 0 && atts[open].Status != model.AttemptSuspended {
-			bad("runnable with an open attempt in status %v", atts[open].Status)
-		}
-	case model.PhaseTerminal:
-		if open >= 0 {
-			bad("terminal with open attempt %d (%v)", open, atts[open].Status)
-		}
-		want := model.AttemptTerminal
-		if len(atts) == 0 {
-			want = model.AttemptNone
-		}
-		if as != want {
-			bad("terminal with %d attempts in attempt state %v, want %v", len(atts), as, want)
-		}
-	}
-	if as == model.AttemptPendingFirst && (len(atts) != 0 || lp != model.PhaseRunnable) {
-		bad("pending_first_attempt with %d attempts in phase %v", len(atts), lp)
-	}
-	if len(atts) == 0 && as != model.AttemptPendingFirst && as != model.AttemptPendingReplay && as != model.AttemptNone {
-		bad("no attempts but attempt state %v", as)
-	}
-	p := s.Pending
-	switch as {
-	case model.AttemptPendingRetry:
-		if p == nil || (p.Type != model.AttemptRetry && p.Type != model.AttemptReclaim) {
-			bad("pending_retry_attempt with pending %+v", p)
-		}
-	case model.AttemptPendingReplay:
-		if p == nil || p.Type != model.AttemptReplay {
-			bad("pending_replay_attempt with pending %+v", p)
-		}
-	default:
-		if p != nil {
-			bad("attempt state %v with pending %+v", as, *p)
-		}
-	}
-	if p != nil && p.PreviousIndex != last {
-		bad("pending attempt follows %d, last attempt is %d", p.PreviousIndex, last)
-	}
-	return out
-}
-
-// dueViolations ties the timer indexes to the records: an entry is due at
-// Now exactly when the time in the record has come, and its score is that
-// time.
+// dueViolations is §6.4–5 and §6.9 on the timer indexes' scores: an
+// entry is due at Now exactly when the time in the record has come (lease
+// expiry or revoke time, attempt timeout, delay_until, deadline), its score
+// is that time, and an execution the rules keep out of an index is never
+// returned by its scan.
 func (o *Observation) dueViolations() []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
@@ -526,9 +247,10 @@ func (o *Observation) dueViolations() []string {
 
 // StepViolations checks what must hold between two consecutive
 // observations of one store: nothing is lost, immutable fields stay,
-// epochs only rise (by exactly one per acquisition), attempts and history
-// only grow, terminal records are frozen until replayed, and every write
-// stamps the time.
+// epochs only rise, by exactly one per acquisition (§6.6), attempts and
+// history only grow (§6.6), terminal records are frozen and the terminal
+// phase is left only by a replay (§6.12), and every write stamps the time
+// (§6.1).
 func StepViolations(prev, cur *Observation, acquired map[model.ExecutionID]int) []string {
 	var out []string
 	bad := func(id model.ExecutionID, format string, args ...any) {
