@@ -10,13 +10,13 @@ import (
 // checkClaimable is the shared front of claim, grant-and-claim and
 // claim-next.
 func checkClaimable(e *execution) error {
-	if e.lp != model.PhaseRunnable || e.es != model.EligibleNow || e.to != model.OutcomeNone {
+	if e.lifecyclePhase != model.PhaseRunnable || e.eligibilityState != model.EligibleNow || e.terminalOutcome != model.OutcomeNone {
 		return model.ErrNotLeaseable
 	}
-	if e.os != model.OwnershipUnowned {
+	if e.ownershipState != model.OwnershipUnowned {
 		return model.ErrLeaseConflict
 	}
-	if e.as == model.AttemptRunning {
+	if e.attemptState == model.AttemptRunning {
 		return model.ErrActiveAttemptExists
 	}
 	return nil
@@ -52,7 +52,7 @@ func (s *Store) claim(e *execution, r *model.LeaseRequest, now int64) *model.Cla
 		id: r.LeaseID, workerID: r.WorkerID, workerInstanceID: r.WorkerInstanceID,
 		acquiredAt: now, expiresAt: now + ttl, renewBy: model.RenewDeadline(now, ttl),
 	}
-	resumed := e.as == model.AttemptInterrupted && e.curAttempt >= 0
+	resumed := e.attemptState == model.AttemptInterrupted && e.curAttempt >= 0
 	var a *model.Attempt
 	if resumed {
 		a = &e.attempts[e.curAttempt]
@@ -119,7 +119,7 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 	es, _ := model.BlockedEligibility(reason)
 	_, l := s.indexesOf(e)
 	l.eligible.remove(e.id)
-	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, es, reason, model.OutcomeNone, e.as)
+	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, es, reason, model.OutcomeNone, e.attemptState)
 	e.blockingDetail = detail
 	clearGrant(e)
 	l.blocked[es].add(e.id, now)
@@ -137,7 +137,7 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 // unblock makes a blocked execution eligible.
 func (s *Store) unblock(e *execution, now int64) {
 	s.removeFromLane(e)
-	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.as)
+	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.attemptState)
 	s.addEligible(e)
 }
 

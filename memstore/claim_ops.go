@@ -11,7 +11,7 @@ func (s *Store) ClaimGrantIssue(ctx context.Context, p *model.ClaimGrantIssuePar
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ClaimGrantIssueResult, error) {
 		caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
 		now := ms(p.Now)
-		if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
+		if e.lifecyclePhase != model.PhaseRunnable || e.eligibilityState != model.EligibleNow {
 			return nil, model.ErrNotEligible
 		}
 		if grantLive(e, now) {
@@ -49,19 +49,19 @@ func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGr
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ClaimResult, error) {
 		caps, _ := model.NormalizeCapabilities("capabilities", p.Capabilities)
 		now := ms(p.Now)
-		if e.lp != model.PhaseRunnable || e.to != model.OutcomeNone {
+		if e.lifecyclePhase != model.PhaseRunnable || e.terminalOutcome != model.OutcomeNone {
 			return nil, model.ErrNotEligible
 		}
-		if e.os != model.OwnershipUnowned {
+		if e.ownershipState != model.OwnershipUnowned {
 			return nil, model.ErrLeaseConflict
 		}
-		if e.as == model.AttemptRunning {
+		if e.attemptState == model.AttemptRunning {
 			return nil, model.ErrActiveAttemptExists
 		}
 		if grantLive(e, now) {
 			return nil, model.ErrGrantAlreadyExists
 		}
-		if e.es != model.EligibleNow {
+		if e.eligibilityState != model.EligibleNow {
 			return nil, model.ErrNotEligible
 		}
 		if _, l := s.indexesOf(e); !l.eligible.has(e.id) {
@@ -85,14 +85,14 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 // ExecutionBlock implements model.ClaimStore.
 func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParams) (*model.ExecutionBlockResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionBlockResult, error) {
-		if e.lp == model.PhaseTerminal {
+		if e.lifecyclePhase == model.PhaseTerminal {
 			return nil, e.notActive()
 		}
-		if e.lp != model.PhaseRunnable || e.es != model.EligibleNow {
+		if e.lifecyclePhase != model.PhaseRunnable || e.eligibilityState != model.EligibleNow {
 			return nil, model.ErrNotEligible
 		}
 		s.block(e, ms(p.Now), p.Reason, p.Detail)
-		return &model.ExecutionBlockResult{EligibilityState: e.es}, nil
+		return &model.ExecutionBlockResult{EligibilityState: e.eligibilityState}, nil
 	})
 }
 
@@ -100,7 +100,7 @@ func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParam
 func (s *Store) ExecutionUnblock(ctx context.Context, p *model.ExecutionUnblockParams) (*model.ExecutionUnblockResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionUnblockResult, error) {
 		want, _ := model.BlockedEligibility(p.ExpectedReason)
-		if e.lp != model.PhaseRunnable || e.es != want || e.br != p.ExpectedReason {
+		if e.lifecyclePhase != model.PhaseRunnable || e.eligibilityState != want || e.blockingReason != p.ExpectedReason {
 			return nil, model.ErrNotEligible
 		}
 		s.unblock(e, ms(p.Now))

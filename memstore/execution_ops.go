@@ -162,17 +162,17 @@ func (s *Store) ExecutionDelay(ctx context.Context, p *model.ExecutionDelayParam
 func (s *Store) ExecutionCancel(ctx context.Context, p *model.ExecutionCancelParams) (*model.ExecutionCancelResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionCancelResult, error) {
 		now := ms(p.Now)
-		if e.lp == model.PhaseTerminal && opMatches(e, opCancel, p.Source, p.Fence) {
+		if e.lifecyclePhase == model.PhaseTerminal && opMatches(e, opCancel, p.Source, p.Fence) {
 			return &model.ExecutionCancelResult{PriorPhase: e.op.priorPhase, Replayed: true}, nil
 		}
 		if p.Source == model.SourceWorker {
 			if err := validateLease(e, p.Fence, now); err != nil {
 				return nil, err
 			}
-		} else if e.lp == model.PhaseTerminal {
+		} else if e.lifecyclePhase == model.PhaseTerminal {
 			return nil, e.notActive()
 		}
-		prior := e.lp
+		prior := e.lifecyclePhase
 		s.removeFromLane(e)
 		if prior == model.PhaseActive {
 			if p.Source == model.SourceOperator {
@@ -196,13 +196,13 @@ func (s *Store) ExecutionCancel(ctx context.Context, p *model.ExecutionCancelPar
 // ExecutionChangePriority implements model.ExecutionStore.
 func (s *Store) ExecutionChangePriority(ctx context.Context, p *model.ExecutionChangePriorityParams) (*model.ExecutionChangePriorityResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionChangePriorityResult, error) {
-		if e.lp == model.PhaseTerminal {
+		if e.lifecyclePhase == model.PhaseTerminal {
 			return nil, model.ErrNotEligible
 		}
 		old := e.priority
 		e.priority = model.ClampPriority(p.Priority)
 		e.lastMutationAt = ms(p.Now)
-		if e.lp == model.PhaseRunnable && e.es == model.EligibleNow {
+		if e.lifecyclePhase == model.PhaseRunnable && e.eligibilityState == model.EligibleNow {
 			_, l := s.indexesOf(e)
 			l.eligible.add(e.id, model.EligibleScore(e.priority, e.createdAt))
 		}
@@ -213,7 +213,7 @@ func (s *Store) ExecutionChangePriority(ctx context.Context, p *model.ExecutionC
 // ExecutionReplay implements model.ExecutionStore.
 func (s *Store) ExecutionReplay(ctx context.Context, p *model.ExecutionReplayParams) (*model.ExecutionReplayResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionReplayResult, error) {
-		if e.lp != model.PhaseTerminal {
+		if e.lifecyclePhase != model.PhaseTerminal {
 			return nil, model.ErrNotTerminal
 		}
 		if e.replayCount >= e.maxReplays {
@@ -271,13 +271,13 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 			idx.remove(p.ID)
 			return &model.ExecutionExpireResult{Status: model.ExpireNotFoundCleaned}, nil
 		}
-		if e.lp == model.PhaseTerminal {
+		if e.lifecyclePhase == model.PhaseTerminal {
 			idx.remove(p.ID)
-			return &model.ExecutionExpireResult{Status: model.ExpireAlreadyTerminal, PriorPhase: e.lp}, nil
+			return &model.ExecutionExpireResult{Status: model.ExpireAlreadyTerminal, PriorPhase: e.lifecyclePhase}, nil
 		}
-		prior := e.lp
+		prior := e.lifecyclePhase
 		if p.Reason == model.ExpireAttemptTimeout {
-			if e.lp != model.PhaseActive || e.timeoutAt == 0 {
+			if e.lifecyclePhase != model.PhaseActive || e.timeoutAt == 0 {
 				idx.remove(p.ID)
 				return &model.ExecutionExpireResult{Status: model.ExpireNotActive, PriorPhase: prior}, nil
 			}

@@ -42,13 +42,13 @@ func fenceMatches(e *execution, f model.Fence) bool {
 // validateLease is the spec's VL check for a worker's fenced operation on an
 // active execution: phase, revocation, expiry, then identity.
 func validateLease(e *execution, f model.Fence, now int64) error {
-	if e.lp != model.PhaseActive {
+	if e.lifecyclePhase != model.PhaseActive {
 		return e.notActive()
 	}
-	if e.os == model.OwnershipLeaseRevoked {
+	if e.ownershipState == model.OwnershipLeaseRevoked {
 		return model.ErrLeaseRevoked
 	}
-	if e.os == model.OwnershipLeaseExpiredReclaimable || e.lease == nil || e.lease.expiresAt <= now {
+	if e.ownershipState == model.OwnershipLeaseExpiredReclaimable || e.lease == nil || e.lease.expiresAt <= now {
 		return model.ErrLeaseExpired
 	}
 	if !fenceMatches(e, f) {
@@ -88,7 +88,7 @@ func checkFencedOp(e *execution, kind opKind, src model.Source, f model.Fence, n
 		return e.op, nil
 	}
 	if src == model.SourceOperator {
-		if e.lp != model.PhaseActive {
+		if e.lifecyclePhase != model.PhaseActive {
 			return nil, e.notActive()
 		}
 		return nil, nil

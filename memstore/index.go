@@ -21,12 +21,12 @@ func (l *laneIndexes) runnableIndex(es model.EligibilityState) *zset {
 // (valkeystore has no active set: its records hold the phase).
 func (s *Store) removeFromLane(e *execution) {
 	_, l := s.indexesOf(e)
-	switch e.lp {
+	switch e.lifecyclePhase {
 	case model.PhaseRunnable:
-		if z := l.runnableIndex(e.es); z != nil {
+		if z := l.runnableIndex(e.eligibilityState); z != nil {
 			z.remove(e.id)
 		}
-		if e.es == model.BlockedByRoute {
+		if e.eligibilityState == model.BlockedByRoute {
 			l.removeRouteGroup(e)
 		}
 	case model.PhaseActive:

@@ -36,15 +36,15 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 		case e == nil:
 			pt.leaseExpiry.remove(p.ID)
 			return status(model.MarkExpiredNotFound)
-		case e.lp != model.PhaseActive:
+		case e.lifecyclePhase != model.PhaseActive:
 			pt.leaseExpiry.remove(p.ID)
 			return status(model.MarkExpiredNotActive)
-		case e.os == model.OwnershipUnowned:
+		case e.ownershipState == model.OwnershipUnowned:
 			pt.leaseExpiry.remove(p.ID)
 			return status(model.MarkExpiredUnowned)
-		case e.os == model.OwnershipLeaseExpiredReclaimable:
+		case e.ownershipState == model.OwnershipLeaseExpiredReclaimable:
 			return status(model.MarkExpiredAlreadyExpired)
-		case e.os == model.OwnershipLeaseRevoked:
+		case e.ownershipState == model.OwnershipLeaseRevoked:
 			return status(model.MarkExpiredAlreadyRevoked)
 		case e.lease.expiresAt > now:
 			return status(model.MarkExpiredNotYet)
@@ -61,16 +61,16 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 // LeaseRevoke implements model.LeaseStore.
 func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*model.LeaseRevokeResult, error) {
 	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.LeaseRevokeResult, error) {
-		if e.lp != model.PhaseActive {
+		if e.lifecyclePhase != model.PhaseActive {
 			return nil, e.notActive()
 		}
-		switch e.os {
+		switch e.ownershipState {
 		case model.OwnershipLeaseRevoked:
 			return &model.LeaseRevokeResult{Status: model.RevokeAlreadyRevoked, LeaseEpoch: e.epoch}, nil
 		case model.OwnershipLeaseExpiredReclaimable:
 			return &model.LeaseRevokeResult{Status: model.RevokeAlreadyExpired, LeaseID: e.lease.id, LeaseEpoch: e.epoch}, nil
 		}
-		if e.os != model.OwnershipLeased || e.lease == nil {
+		if e.ownershipState != model.OwnershipLeased || e.lease == nil {
 			return nil, model.ErrNoActiveLease
 		}
 		if !p.ExpectedLeaseID.IsZero() && p.ExpectedLeaseID != e.lease.id {
@@ -132,7 +132,7 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 		e.reclaimCount++
 		setPending(e, model.AttemptReclaim, "", "")
 		// The execution goes straight from its old lease to the new one.
-		e.as = model.AttemptPendingRetry
+		e.attemptState = model.AttemptPendingRetry
 		r := s.claim(e, &p.LeaseRequest, now)
 		return &model.ExecutionReclaimResult{Status: model.ReclaimClaimed, Claimed: r}, nil
 	})
@@ -149,7 +149,7 @@ func (s *Store) ExecutionRecover(ctx context.Context, p *model.ExecutionRecoverP
 			return &model.ExecutionRecoverResult{Status: model.ReclaimCapExceeded}, nil
 		}
 		reason := "lease_expired"
-		if e.os == model.OwnershipLeaseRevoked {
+		if e.ownershipState == model.OwnershipLeaseRevoked {
 			reason = "lease_revoked"
 		}
 		e.endAttempt(now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)

@@ -8,28 +8,29 @@ import (
 )
 
 // execution is the in-memory record of one execution: the exec_core hash of
-// the spec plus its payload, result, tags, attempts and lease history. Times
-// are Unix milliseconds; 0 means unset.
+// the spec (valkeystore's X:core, whose field names these are in Go case,
+// valkeystore/record.go) plus its payload, result, tags, attempts and lease
+// history. Times are Unix milliseconds; 0 means unset.
 type execution struct {
 	id        model.ExecutionID
-	namespace model.Namespace
+	namespace model.Namespace // ns
 	lane      model.LaneID
 	kind      model.Kind
 	priority  int
 
-	lp model.LifecyclePhase
-	os model.OwnershipState
-	es model.EligibilityState
-	br model.BlockingReason
-	to model.TerminalOutcome
-	as model.AttemptState
+	lifecyclePhase   model.LifecyclePhase
+	ownershipState   model.OwnershipState
+	eligibilityState model.EligibilityState
+	blockingReason   model.BlockingReason
+	terminalOutcome  model.TerminalOutcome
+	attemptState     model.AttemptState
 
 	blockingDetail string
 
 	createdAt, lastMutationAt, lastTransitionAt, startedAt, terminalAt, delayUntil int64
 
 	requiredCaps   model.Capabilities
-	retry          model.RetryPolicy
+	retry          model.RetryPolicy // retry_*
 	retryCount     int
 	maxReclaims    int
 	reclaimCount   int
@@ -40,15 +41,15 @@ type execution struct {
 	timeoutAt      int64 // current attempt's timeout (the attempt_timeout score)
 
 	totalAttempts int
-	curAttempt    int // -1: none
-	pending       *model.PendingAttempt
+	curAttempt    int                   // -1: none
+	pending       *model.PendingAttempt // pending_*
 
 	epoch          uint64
-	lease          *leaseRec
+	lease          *leaseRec // lease_*
 	leaseExpiredAt int64
 	leaseRevokedAt int64
 	revokeReason   string
-	grant          *grantRec
+	grant          *grantRec // grant_*
 
 	progressPct int
 	progressMsg string
@@ -69,9 +70,10 @@ type execution struct {
 	history  []model.LeaseEvent
 	histSeq  uint64
 
-	op *opRecord // the last replayable operation (fence.go)
+	op *opRecord // op_*: the last replayable operation (fence.go)
 }
 
+// leaseRec is the current lease (the record's lease_* fields).
 type leaseRec struct {
 	id               model.LeaseID
 	workerID         model.WorkerID
@@ -81,6 +83,7 @@ type leaseRec struct {
 	renewBy          int64
 }
 
+// grantRec is a claim or reclaim grant (the record's grant_* fields).
 type grantRec struct {
 	kind             model.GrantKind
 	workerID         model.WorkerID

@@ -6,8 +6,8 @@ import (
 
 // reclaimable reports whether e is active with an expired or revoked lease.
 func reclaimable(e *execution) bool {
-	return e.lp == model.PhaseActive &&
-		(e.os == model.OwnershipLeaseExpiredReclaimable || e.os == model.OwnershipLeaseRevoked)
+	return e.lifecyclePhase == model.PhaseActive &&
+		(e.ownershipState == model.OwnershipLeaseExpiredReclaimable || e.ownershipState == model.OwnershipLeaseRevoked)
 }
 
 // reclaimCapReached fails e terminally when its recoveries are used up.

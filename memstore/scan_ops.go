@@ -28,10 +28,10 @@ func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionP
 		case e == nil:
 			clean()
 			return status(model.PromoteNotFoundCleaned)
-		case e.lp != model.PhaseRunnable:
+		case e.lifecyclePhase != model.PhaseRunnable:
 			clean()
 			return status(model.PromoteNotRunnableClean)
-		case e.es != model.NotEligibleUntilTime:
+		case e.eligibilityState != model.NotEligibleUntilTime:
 			clean()
 			return status(model.PromoteNotDelayedCleaned)
 		case e.delayUntil > now:
@@ -39,7 +39,7 @@ func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionP
 		}
 		s.removeFromLane(e)
 		e.delayUntil = 0
-		e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.as)
+		e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.attemptState)
 		s.addEligible(e)
 		return status(model.PromotePromoted)
 	})
@@ -193,8 +193,8 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 				})
 				for _, id := range ids {
 					e := s.execs[id]
-					if e == nil || e.lp != model.PhaseRunnable || e.es != model.BlockedByRoute ||
-						e.br != model.WaitingForCapableWorker {
+					if e == nil || e.lifecyclePhase != model.PhaseRunnable || e.eligibilityState != model.BlockedByRoute ||
+						e.blockingReason != model.WaitingForCapableWorker {
 						g.remove(id)
 						l.blocked[model.BlockedByRoute].remove(id)
 						continue

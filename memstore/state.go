@@ -31,7 +31,8 @@ func blockedIndex(es model.EligibilityState) string {
 // setState writes all seven dimensions and stamps the transition.
 func (e *execution) setState(now int64, lp model.LifecyclePhase, os model.OwnershipState,
 	es model.EligibilityState, br model.BlockingReason, to model.TerminalOutcome, as model.AttemptState) {
-	e.lp, e.os, e.es, e.br, e.to, e.as = lp, os, es, br, to, as
+	e.lifecyclePhase, e.ownershipState, e.eligibilityState = lp, os, es
+	e.blockingReason, e.terminalOutcome, e.attemptState = br, to, as
 	e.blockingDetail = ""
 	e.lastTransitionAt = now
 	e.lastMutationAt = now
@@ -40,16 +41,16 @@ func (e *execution) setState(now int64, lp model.LifecyclePhase, os model.Owners
 // vector is the state vector.
 func (e *execution) vector() model.StateVector {
 	return model.StateVector{
-		LifecyclePhase: e.lp, OwnershipState: e.os, EligibilityState: e.es,
-		BlockingReason: e.br, BlockingDetail: e.blockingDetail,
-		TerminalOutcome: e.to, AttemptState: e.as,
+		LifecyclePhase: e.lifecyclePhase, OwnershipState: e.ownershipState, EligibilityState: e.eligibilityState,
+		BlockingReason: e.blockingReason, BlockingDetail: e.blockingDetail,
+		TerminalOutcome: e.terminalOutcome, AttemptState: e.attemptState,
 	}
 }
 
 // notActive is the execution_not_active error with e's state.
 func (e *execution) notActive() error {
 	st := &model.NotActiveState{
-		LifecyclePhase: e.lp, TerminalOutcome: e.to, LeaseEpoch: e.epoch,
+		LifecyclePhase: e.lifecyclePhase, TerminalOutcome: e.terminalOutcome, LeaseEpoch: e.epoch,
 	}
 	if e.curAttempt >= 0 {
 		st.AttemptID = e.attempts[e.curAttempt].ID
