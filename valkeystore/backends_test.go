@@ -10,6 +10,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/valkey-io/valkey-go"
+	"go.uber.org/goleak"
 
 	"github.com/flowfabric/flowfabric/internal/redisserver"
 )
@@ -109,6 +110,14 @@ func TestMain(m *testing.M) {
 	}
 	if sharedDir != "" {
 		_ = os.RemoveAll(sharedDir)
+	}
+	if code == 0 {
+		// Stop and Close leave nothing running, including after the
+		// outages some tests inflict (killed and paused servers).
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
