@@ -6,7 +6,8 @@ import (
 
 // failOrRetry schedules a retry when the category allows it and retries
 // remain, and fails the execution terminally otherwise. The lease is already
-// released.
+// released. The backoff is model.RetryPolicy.BackoffMs (Lua's backoff_ms
+// computes the same bit for bit).
 func (s *Store) failOrRetry(e *execution, now int64, reason string, cat model.FailureCategory) *model.ExecutionFailResult {
 	if cat.Retryable() && e.retryCount < e.retry.MaxRetries {
 		until := now + e.retry.BackoffMs(e.retryCount)
