@@ -5,27 +5,14 @@ import (
 )
 
 // The blocked eligibility states, in the order ExecutionIndexes checks
-// them (Lua's BLOCKED_NAMES).
-var blockedStates = []model.EligibilityState{
-	model.BlockedByDependencies, model.BlockedByBudget, model.BlockedByQuota,
-	model.BlockedByRoute, model.BlockedByOperator, model.BlockedByLaneState,
-}
-
-// blockedIndexName is the spec's name of each blocked sorted set.
-var blockedIndexName = map[model.EligibilityState]string{
-	model.BlockedByDependencies: "blocked:dependencies",
-	model.BlockedByBudget:       "blocked:budget",
-	model.BlockedByQuota:        "blocked:quota",
-	model.BlockedByRoute:        "blocked:route",
-	model.BlockedByOperator:     "blocked:operator",
-	model.BlockedByLaneState:    "blocked:lane_state",
-}
+// them (Lua's BLOCKED_NAMES): model's list.
+var blockedStates = model.BlockedStates
 
 // blockedIndex names the index of a blocked eligibility state
-// (BlockedByRoute: "blocked:route"); "" for any other state. It is the one
-// place memstore maps an eligibility state to an index name.
+// (BlockedByRoute: "blocked:route"). The mapping is model.IndexFor, the one
+// every store and suite uses.
 func blockedIndex(es model.EligibilityState) string {
-	return blockedIndexName[es]
+	return model.IndexFor(es)
 }
 
 // setState writes all seven dimensions and stamps the transition.
