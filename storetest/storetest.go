@@ -8,6 +8,13 @@
 // The suite talks to the store only through model.Store, drives time
 // explicitly through Params.Now (it never sleeps and never reads a clock)
 // and builds every id deterministically, so a failure replays exactly.
+//
+// Transcripts (RunTranscripts) are the other half: text files in
+// testdata/transcripts of operations and of what a store prints after each
+// (describe, indexes, attempts, lease history), run on every store. A new
+// feature specifies its behaviour as a transcript rather than as
+// hand-built snapshot structs; `go test ./memstore -run TestTranscripts
+// -rewrite` writes the output, testdata/transcripts/README.md says how.
 package storetest
 
 import (
