@@ -269,7 +269,7 @@ func (a *args) int(k string, def int) int {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil && a.err == nil {
-		a.err = fmt.Errorf("%s: %v", k, err)
+		a.err = fmt.Errorf("%s: %w", k, err)
 	}
 	return n
 }
@@ -281,7 +281,7 @@ func (a *args) dur(k string, def time.Duration) time.Duration {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil && a.err == nil {
-		a.err = fmt.Errorf("%s: %v", k, err)
+		a.err = fmt.Errorf("%s: %w", k, err)
 	}
 	return d
 }
