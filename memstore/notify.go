@@ -8,8 +8,10 @@ import (
 
 // WatchWork implements model.WorkNotifier: f is called whenever an
 // execution of lane becomes eligible (created, promoted, unblocked,
-// requeued), with the execution's partition. f runs while the store is locked: it must not block and must
-// not call the store; notifying a model.Signal is the intended use.
+// requeued; addEligible, as Lua's add_eligible publishes on the lane's work
+// channel), with the execution's partition. f runs while the store is
+// locked: it must not block and must not call the store; notifying a
+// model.Signal is the intended use.
 func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()) {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
