@@ -138,6 +138,28 @@ type Engine struct {
 	watchers map[int]*model.Signal
 
 	wakes wakeHub
+
+	// goer is the clock when it runs the engine's goroutines itself.
+	goer goer
+}
+
+// goer is implemented by a clock that schedules the engine's goroutines
+// itself (the deterministic simulator, package sim): Go starts f as a
+// goroutine that runs only when the clock lets it. Other clocks get a
+// goroutine tracked with Track.
+type goer interface{ Go(f func()) }
+
+// spawn runs f in a goroutine the clock knows about.
+func (e *Engine) spawn(f func()) {
+	if e.goer != nil {
+		e.goer.Go(f)
+		return
+	}
+	untrack := e.clock.Track()
+	go func() {
+		defer untrack()
+		f()
+	}()
 }
 
 // New returns an engine over store. A nil cfg means the defaults. It
@@ -178,6 +200,7 @@ func New(store Store, cfg *Config) *Engine {
 	for l, lc := range c.Lanes {
 		e.lanes[l] = lc
 	}
+	e.goer, _ = c.Clock.(goer)
 	e.sched = claim.New(store, c.Clock, claim.Config{
 		Namespace: c.Namespace, ScanLimit: c.Claim.ScanLimit, ProbePartitions: c.Claim.ProbePartitions,
 		LiveCapsTTL: c.Claim.LiveCapsTTL, Spread: e.spread,

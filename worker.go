@@ -97,6 +97,10 @@ type Worker struct {
 	// tasksIdle while it is still tracked by the clock.
 	taskN     int
 	tasksIdle *model.Signal
+	// loopN counts the running loops (w.mu); the last to end notifies
+	// loopsIdle, so Stop waits for them on the engine's clock.
+	loopN     int
+	loopsIdle *model.Signal
 	nextLane  int // rotation of the lane asked for with a completion
 	leases    leaseWatch
 
@@ -250,14 +254,15 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.renewWake = e.clock.NewSignal()
 	w.drained = e.clock.NewSignal()
 	w.tasksIdle = e.clock.NewSignal()
+	w.loopsIdle = e.clock.NewSignal()
 	base := context.WithoutCancel(ctx)
 	w.taskCtx, w.taskCancel = context.WithCancelCause(base)
 	var loopCtx, renewCtx context.Context
 	loopCtx, w.loopCancel = context.WithCancel(base)
 	renewCtx, w.renewCancel = context.WithCancel(base)
 	e.join(w)
-	w.goTracked(&w.loops, func() { w.claimLoop(loopCtx) })
-	w.goTracked(&w.loops, func() { w.renewLoop(renewCtx) })
+	w.goLoop(func() { w.claimLoop(loopCtx) })
+	w.goLoop(func() { w.renewLoop(renewCtx) })
 	return nil
 }
 
@@ -274,15 +279,39 @@ func (w *Worker) register(ctx context.Context) error {
 	return nil
 }
 
-// goTracked runs f in a goroutine the clock knows about.
-func (w *Worker) goTracked(wg *sync.WaitGroup, f func()) {
-	untrack := w.engine.clock.Track()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer untrack()
+// goLoop runs one of the worker's loops (w.mu held by the caller).
+func (w *Worker) goLoop(f func()) {
+	w.loops.Add(1)
+	w.loopN++
+	w.engine.spawn(func() {
+		defer w.loops.Done()
 		f()
-	}()
+		w.mu.Lock()
+		w.loopN--
+		last := w.loopN == 0
+		w.mu.Unlock()
+		if last {
+			w.loopsIdle.Notify() // while still tracked: time does not jump in between
+		}
+	})
+}
+
+// waitLoops waits for the loops to end on the engine's clock, not on the
+// WaitGroup alone: under a clock that schedules the engine's goroutines
+// itself (the simulator's), a cancelled loop runs only while this
+// goroutine waits in the clock.
+func (w *Worker) waitLoops() {
+	clock := w.engine.clock
+	for {
+		w.mu.Lock()
+		n := w.loopN
+		w.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		_ = clock.Wait(context.Background(), 0, w.loopsIdle)
+	}
+	w.loops.Wait() // only their deferred bookkeeping is left
 }
 
 // claimLoop claims while the worker has free slots and there is work, and
@@ -427,10 +456,8 @@ func (w *Worker) startTask(c *model.ClaimResult) {
 		}
 		return
 	}
-	untrack := w.engine.clock.Track()
-	go func() {
+	w.engine.spawn(func() {
 		defer w.tasks.Done()
-		defer untrack()
 		var quiet bool
 		for c != nil {
 			c, quiet = w.runTask(c)
@@ -451,7 +478,7 @@ func (w *Worker) startTask(c *model.ClaimResult) {
 		if idle {
 			w.tasksIdle.Notify()
 		}
-	}()
+	})
 }
 
 // runTask runs the handler of c and records its outcome. It returns the
@@ -890,7 +917,7 @@ func (w *Worker) stop(ctx context.Context) error {
 		}
 	}
 	w.renewCancel()
-	w.loops.Wait()
+	w.waitLoops()
 	w.unwatchLeases()
 	if _, derr := e.store.WorkerDeregister(bg, &model.WorkerDeregisterParams{
 		Namespace: e.ns, WorkerInstanceID: w.cfg.InstanceID, SessionID: w.session, Now: e.clock.Now(),

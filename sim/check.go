@@ -1,0 +1,218 @@
+package sim
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+	"github.com/flowfabric/flowfabric/proptest"
+)
+
+// fenced returns the execution and fence of a worker's fenced call.
+func fenced(p any) (id model.ExecutionID, f model.Fence, now time.Time, ok bool) {
+	v := reflect.ValueOf(p)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return id, f, now, false
+	}
+	v = v.Elem()
+	fv, iv, nv := v.FieldByName("Fence"), v.FieldByName("ID"), v.FieldByName("Now")
+	if !fv.IsValid() || fv.Type() != fenceType || !iv.IsValid() || iv.Type() != execIDType || !nv.IsValid() {
+		return id, f, now, false
+	}
+	f = fv.Interface().(model.Fence)
+	if f.IsZero() {
+		return id, f, now, false
+	}
+	return iv.Interface().(model.ExecutionID), f, nv.Interface().(time.Time), true
+}
+
+// outcomeOps are the fenced calls that record a handler's outcome.
+var outcomeOps = map[string]bool{"Complete": true, "Fail": true, "Delay": true, "Cancel": true}
+
+// before runs just before a call is applied: it reads the execution a
+// fenced outcome is about to change.
+func (w *world) before(op string, p any) {
+	w.pre = nil
+	if !outcomeOps[op] {
+		return
+	}
+	id, _, _, ok := fenced(p)
+	if !ok {
+		return
+	}
+	if s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id}); err == nil {
+		w.pre = s
+	}
+}
+
+// after runs just after a call was applied, with its real reply.
+func (w *world) after(op string, p any, r any, err error) {
+	if err != nil {
+		return
+	}
+	if op == "Replay" {
+		if rp, ok := p.(*model.ExecutionReplayParams); ok {
+			w.completes[rp.ID] = 0
+		}
+		return
+	}
+	if !outcomeOps[op] {
+		return
+	}
+	id, f, now, ok := fenced(p)
+	if !ok || replayed(r) {
+		return
+	}
+	// A worker's outcome was recorded: its lease must have been the
+	// execution's live lease at the call's time.
+	pre := w.pre
+	switch {
+	case pre == nil:
+		w.violate("%s %s accepted for an execution that did not exist", op, w.alias(id))
+	case pre.State.LifecyclePhase != model.PhaseActive:
+		w.violate("%s %s e%d accepted while the execution was %s", op, w.alias(id), f.LeaseEpoch, pre.State.LifecyclePhase)
+	case pre.CurrentLease == nil || pre.CurrentLease.ID != f.LeaseID || pre.CurrentLease.Epoch != f.LeaseEpoch:
+		w.violate("%s %s e%d accepted from a lease that was not the execution's (epoch %d)", op, w.alias(id), f.LeaseEpoch, pre.LeaseEpoch)
+	case pre.CurrentAttempt == nil || pre.CurrentAttempt.ID != f.AttemptID:
+		w.violate("%s %s e%d accepted from another attempt", op, w.alias(id), f.LeaseEpoch)
+	case now.After(pre.CurrentLease.ExpiresAt):
+		w.violate("%s %s e%d accepted %v after its lease expired", op, w.alias(id), f.LeaseEpoch, now.Sub(pre.CurrentLease.ExpiresAt))
+	case !pre.LeaseRevokedAt.IsZero() && !pre.LeaseRevokedAt.Before(pre.CurrentLease.AcquiredAt):
+		w.violate("%s %s e%d accepted after its lease was revoked", op, w.alias(id), f.LeaseEpoch)
+	case !pre.LeaseExpiredAt.IsZero() && !pre.LeaseExpiredAt.Before(pre.CurrentLease.AcquiredAt):
+		w.violate("%s %s e%d accepted after its lease was marked expired", op, w.alias(id), f.LeaseEpoch)
+	}
+	if op == "Complete" {
+		w.completes[id]++
+		if w.completes[id] > 1 {
+			w.violate("%s completed twice (without a replay in between)", w.alias(id))
+		}
+	}
+}
+
+// replayed reports a result's Replayed flag.
+func replayed(r any) bool {
+	v := reflect.ValueOf(r)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return false
+	}
+	f := v.Elem().FieldByName("Replayed")
+	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
+}
+
+// checkpoint checks the store's invariants (proptest's, including the
+// monotonic ones between checkpoints) and the caps of every execution.
+func (w *world) checkpoint() {
+	ctx := context.Background()
+	o, err := proptest.Observe(ctx, w.raw, w.sched.now, proptest.ObserveOptions{Namespaces: []model.Namespace{model.DefaultNamespace}})
+	if err != nil {
+		w.violate("observe: %v", err)
+		return
+	}
+	if v := o.Violations(sortedIDs(w.acked)); len(v) > 0 {
+		w.violate("store invariants:\n  %s", strings.Join(v, "\n  "))
+	}
+	for _, id := range sortedIDs(w.acked) {
+		eo := o.Execs[id]
+		if eo == nil {
+			continue // reported by the invariants (known but not listed)
+		}
+		s := eo.Snapshot
+		if s.RetryCount > s.RetryPolicy.MaxRetries {
+			w.violate("%s retried %d times, policy allows %d", w.alias(id), s.RetryCount, s.RetryPolicy.MaxRetries)
+		}
+		if s.ReclaimCount > s.MaxReclaims {
+			w.violate("%s reclaimed %d times, cap %d", w.alias(id), s.ReclaimCount, s.MaxReclaims)
+		}
+		if s.ReplayCount > s.MaxReplays {
+			w.violate("%s replayed %d times, cap %d", w.alias(id), s.ReplayCount, s.MaxReplays)
+		}
+	}
+}
+
+// runAll runs procs until none can run. It reports false on a livelock.
+func (w *world) runAll() bool {
+	for range 100_000 {
+		run := w.sched.Runnable()
+		if len(run) == 0 {
+			return true
+		}
+		for _, p := range run {
+			if ok, _ := w.sched.runnable(p); ok {
+				w.runProc(p)
+			}
+		}
+	}
+	w.violate("livelock: procs keep running at %v", w.sched.now.Sub(start))
+	return false
+}
+
+// pending returns the acknowledged executions that are not terminal.
+func (w *world) pending() []*model.ExecutionSnapshot {
+	var out []*model.ExecutionSnapshot
+	for _, id := range w.acked {
+		s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id})
+		if err != nil {
+			w.violate("acknowledged %s is gone: %v", w.alias(id), errCode(err))
+			continue
+		}
+		if s.State.LifecyclePhase != model.PhaseTerminal {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// drainLimit is how long the quiet drain may take before what is left
+// counts as lost.
+const drainLimit = 30 * time.Minute
+
+// drainScanEvery is how often the drain runs every scanner.
+const drainScanEvery = 2 * time.Second
+
+// drain turns the faults off, starts a process that can serve every
+// execution, and runs until every acknowledged execution is terminal.
+func (w *world) drain() {
+	w.draining = true
+	w.faultsOn = false
+	w.logf("drain: faults off")
+	w.startProcess(true)
+	deadline := w.sched.now.Add(drainLimit)
+	nextScan := w.sched.now
+	for {
+		if !w.runAll() || len(w.viol) > 0 {
+			return
+		}
+		left := w.pending()
+		if len(left) == 0 {
+			break
+		}
+		if w.sched.now.After(deadline) {
+			for _, s := range left {
+				w.violate("lost: %s is %s (%s/%s) after the drain", w.alias(s.ID), s.PublicState,
+					s.State.LifecyclePhase, s.State.EligibilityState)
+			}
+			break
+		}
+		if !w.sched.now.Before(nextScan) {
+			for _, p := range w.live() {
+				for _, sc := range p.scanners {
+					w.scanPass(p, sc)
+				}
+			}
+			if !w.runAll() {
+				return
+			}
+			nextScan = w.sched.now.Add(drainScanEvery)
+		}
+		next := nextScan
+		if t, ok := w.sched.NextDeadline(); ok && t.Before(next) {
+			next = t
+		}
+		w.sched.AdvanceTo(next)
+	}
+	w.logf("drain: every acknowledged execution is terminal")
+	w.checkpoint()
+}

@@ -1,0 +1,110 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+var (
+	execIDType  = reflect.TypeFor[model.ExecutionID]()
+	fenceType   = reflect.TypeFor[model.Fence]()
+	claimResTyp = reflect.TypeFor[*model.ClaimResult]()
+)
+
+// describeParams summarises a call's parameters for the event log: the
+// execution (by its alias), the fence's epoch, the source when it is the
+// operator, the partition or lane when there is no execution.
+func describeParams(w *world, p any) string {
+	v := reflect.ValueOf(p)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "nil"
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	var b []string
+	if f := v.FieldByName("ID"); f.IsValid() && f.Type() == execIDType {
+		b = append(b, w.alias(f.Interface().(model.ExecutionID)))
+	}
+	if f := v.FieldByName("Fence"); f.IsValid() && f.Type() == fenceType {
+		if fe := f.Interface().(model.Fence); !fe.IsZero() {
+			b = append(b, fmt.Sprintf("e%d", fe.LeaseEpoch))
+		}
+	}
+	if f := v.FieldByName("Source"); f.IsValid() && f.Interface() == any(model.SourceOperator) {
+		b = append(b, "operator")
+	}
+	for _, name := range []string{"Partition", "Lane", "Index", "WorkerInstanceID"} {
+		if f := v.FieldByName(name); f.IsValid() && !f.IsZero() {
+			b = append(b, fmt.Sprintf("%s=%v", strings.ToLower(name[:1])+name[1:], f.Interface()))
+		}
+	}
+	if f := v.FieldByName("Next"); f.IsValid() && !f.IsNil() {
+		b = append(b, "+next")
+	}
+	return strings.Join(b, " ")
+}
+
+// describeResult summarises a call's outcome: the error code, or a few
+// telling fields of the result.
+func describeResult(w *world, r any, err error) string {
+	if err != nil {
+		var me *model.Error
+		if errors.As(err, &me) {
+			return "err " + string(me.Code)
+		}
+		return "err " + err.Error()
+	}
+	v := reflect.ValueOf(r)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "ok"
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return "ok"
+	}
+	if v.Type() == claimResTyp.Elem() {
+		c := v.Addr().Interface().(*model.ClaimResult)
+		return fmt.Sprintf("claimed %s e%d", w.alias(c.ID), c.Lease.Epoch)
+	}
+	b := []string{"ok"}
+	for _, name := range []string{"Replayed", "Duplicate", "Outcome", "Status", "Acted", "Promoted", "Expired", "Unblocked"} {
+		f := v.FieldByName(name)
+		if !f.IsValid() || f.IsZero() {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Bool:
+			b = append(b, strings.ToLower(name))
+		case reflect.Slice:
+			b = append(b, fmt.Sprintf("%s=%d", strings.ToLower(name), f.Len()))
+		default:
+			b = append(b, fmt.Sprintf("%v", f.Interface()))
+		}
+	}
+	if f := v.FieldByName("Claimed"); f.IsValid() && f.Type() == claimResTyp && !f.IsNil() {
+		c := f.Interface().(*model.ClaimResult)
+		b = append(b, fmt.Sprintf("claimed %s e%d", w.alias(c.ID), c.Lease.Epoch))
+	}
+	if f := v.FieldByName("Next"); f.IsValid() && f.Kind() == reflect.Pointer && !f.IsNil() {
+		if c := f.Elem().FieldByName("Claimed"); c.IsValid() && c.Type() == claimResTyp && !c.IsNil() {
+			cr := c.Interface().(*model.ClaimResult)
+			b = append(b, fmt.Sprintf("next %s e%d", w.alias(cr.ID), cr.Lease.Epoch))
+		} else {
+			b = append(b, "next none")
+		}
+	}
+	if f := v.FieldByName("ID"); f.IsValid() && f.Type() == execIDType {
+		b = append(b, w.alias(f.Interface().(model.ExecutionID)))
+	}
+	return strings.Join(b, " ")
+}

@@ -1,0 +1,29 @@
+// Package sim is a deterministic simulator of whole flowfabric engines
+// with injected faults: one seed gives one exact history.
+//
+// A run starts engine processes (an Engine, one or two Workers, the
+// engine's scanners) over one memstore, behind a fault-injecting Store,
+// under Sched, a clock that also schedules every goroutine the engines
+// start. A seeded driver then takes steps: run one runnable goroutine to
+// its next yield point (a clock Wait or a store call), move the clock,
+// jump it, submit, act as an operator (cancel, revoke, replay, reclaim,
+// change priority), run a scanner pass, kill a process (its goroutines
+// never run again; its leases are left), stop one gracefully, start a new
+// one. The store wrapper fails calls before they apply, loses replies of
+// calls that applied, delivers calls twice, makes calls slow, and drops
+// or duplicates work and lease notifications. After the workload the
+// faults stop and a drain runs until every acknowledged execution is
+// terminal.
+//
+// Checked throughout: the store's invariants (proptest's), retry, reclaim
+// and replay caps, that a worker's outcome is accepted only from the
+// execution's live lease (so a handler's success after its lease was lost
+// is refused), that no execution completes twice without a replay in
+// between, that no engine goroutine panics; at the end, that nothing
+// acknowledged is lost.
+//
+// Run returns the event log (same options, byte-identical log) and the
+// violations; Shrink finds a shorter failing run of a failing seed. See
+// docs/ARCHITECTURE.md, "Simulator", for how determinism is obtained and
+// how to extend the simulator with new features.
+package sim

@@ -1,0 +1,474 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/memstore"
+	"github.com/flowfabric/flowfabric/model"
+	"github.com/flowfabric/flowfabric/scan"
+)
+
+// Options describe one run. The zero value of a field means its default.
+type Options struct {
+	Seed uint64
+	// Steps is how many workload steps run before the drain (default 300).
+	Steps int
+	// Faults are the store faults (nil: DefaultFaults). NoFaults turns
+	// them off.
+	Faults   *Faults
+	NoFaults bool
+	// NoKills turns off process deaths and graceful stops; NoOperator the
+	// operator's cancels, revokes, replays and reclaims.
+	NoKills    bool
+	NoOperator bool
+	// FailAt injects a violation at that workload step (tests of the
+	// simulator itself: shrinking).
+	FailAt int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Steps == 0 {
+		o.Steps = 300
+	}
+	if o.Faults == nil {
+		f := DefaultFaults
+		o.Faults = &f
+	}
+	return o
+}
+
+// Result is what a run found.
+type Result struct {
+	Options Options
+	// Log is the event log: one line per step, store call, notification
+	// and engine log record. The same options give the same log, byte for
+	// byte.
+	Log []string
+	// Violations are the broken invariants; empty when the run passed.
+	Violations []string
+	// Submitted counts acknowledged submissions, Completed the
+	// executions that ended completed.
+	Submitted, Completed int
+}
+
+// Failed reports whether the run broke an invariant.
+func (r *Result) Failed() bool { return len(r.Violations) > 0 }
+
+// History is the log as one text.
+func (r *Result) History() string { return strings.Join(r.Log, "\n") }
+
+// start is the simulated time every run starts at.
+var start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var (
+	lanes = []model.LaneID{"a", "b"}
+	caps  = []string{"gpu", "eu"}
+	kinds = []model.Kind{"ok", "flaky", "perm", "panic", "snooze", "slow", "stubborn", "hang", "selfcancel"}
+)
+
+// world is one run.
+type world struct {
+	o        Options
+	rng      *rand.Rand
+	sched    *Sched
+	raw      *memstore.Store
+	st       *Store
+	faultsOn bool
+	procs    []*process
+	nextProc int
+
+	log      []string
+	aliases  map[model.ExecutionID]string
+	acked    []model.ExecutionID
+	isAcked  map[model.ExecutionID]bool
+	viol     []string
+	step     int
+	draining bool
+
+	// checks
+	completes map[model.ExecutionID]int // successful completions since the last replay
+	pre       *model.ExecutionSnapshot  // the execution before a fenced call
+}
+
+// process is one engine process: an engine, its workers and its scanners.
+type process struct {
+	n        int
+	engine   *flowfabric.Engine
+	workers  []*simWorker
+	scanners []scan.Scanner
+	scanning map[string]bool // a pass of the scanner is running
+	dead     bool
+	stopping bool
+	stopped  bool
+}
+
+type simWorker struct {
+	w        *flowfabric.Worker
+	started  bool
+	starting bool
+}
+
+// Run runs one simulation.
+func Run(o Options) *Result {
+	o = o.withDefaults()
+	w := &world{
+		o:         o,
+		rng:       rand.New(rand.NewPCG(o.Seed, 0x5eed)),
+		sched:     NewSched(start),
+		raw:       memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4}}),
+		aliases:   map[model.ExecutionID]string{},
+		isAcked:   map[model.ExecutionID]bool{},
+		completes: map[model.ExecutionID]int{},
+	}
+	w.st = &Store{Store: w.raw, w: w}
+	w.faultsOn = !o.NoFaults
+	defer w.sched.Close()
+	w.logf("seed %d steps %d faults %+v kills %v operator %v", o.Seed, o.Steps, *o.Faults, !o.NoKills, !o.NoOperator)
+	w.startProcess(false)
+	w.startProcess(false)
+	for w.step = 1; w.step <= o.Steps && len(w.viol) == 0; w.step++ {
+		w.stepOnce()
+		if w.step == o.FailAt {
+			w.violate("injected failure at step %d", w.step)
+		}
+		if w.step%50 == 0 {
+			w.checkpoint()
+		}
+	}
+	if len(w.viol) == 0 {
+		w.drain()
+	}
+	res := &Result{Options: o, Log: w.log, Violations: w.viol, Submitted: len(w.acked)}
+	for _, id := range w.acked {
+		if s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id}); err == nil &&
+			s.State.TerminalOutcome == model.OutcomeSuccess {
+			res.Completed++
+		}
+	}
+	return res
+}
+
+func (w *world) faults() *Faults {
+	if !w.faultsOn {
+		return nil
+	}
+	return w.o.Faults
+}
+
+func (w *world) logf(format string, args ...any) {
+	w.log = append(w.log, fmt.Sprintf("%9.3fs ", w.sched.now.Sub(start).Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (w *world) violate(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.logf("VIOLATION: %s", msg)
+	w.viol = append(w.viol, msg)
+}
+
+// alias is an execution's short name in the log, in order of first
+// appearance.
+func (w *world) alias(id model.ExecutionID) string {
+	if id.IsZero() {
+		return "-"
+	}
+	a, ok := w.aliases[id]
+	if !ok {
+		a = fmt.Sprintf("x%d", len(w.aliases)+1)
+		w.aliases[id] = a
+	}
+	return a
+}
+
+// owner is the process of the running proc (or the one the driver acts
+// for).
+func (w *world) owner() int {
+	if p := w.sched.cur; p != nil {
+		return p.owner
+	}
+	return w.sched.owner
+}
+
+// who names the running proc in the log.
+func (w *world) who() string {
+	if p := w.sched.cur; p != nil {
+		return fmt.Sprintf("P%d/g%d", p.owner, p.id)
+	}
+	return "driver"
+}
+
+// live returns the processes that may act.
+func (w *world) live() []*process {
+	var out []*process
+	for _, p := range w.procs {
+		if !p.dead && !p.stopped && !p.stopping {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pick returns a random element.
+func pick[T any](w *world, xs []T) T { return xs[w.rng.IntN(len(xs))] }
+
+// subset returns a random subset of xs (maybe empty).
+func subset[T any](w *world, xs []T) []T {
+	var out []T
+	for _, x := range xs {
+		if w.rng.IntN(2) == 0 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// dur returns a random duration in [lo, hi], in whole milliseconds (the
+// stores' unit).
+func (w *world) dur(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(w.rng.Int64N(int64((hi-lo)/time.Millisecond)+1))*time.Millisecond
+}
+
+// startProcess starts a new engine process with one or two workers. full
+// gives its worker every lane and capability (the drain's process).
+func (w *world) startProcess(full bool) *process {
+	w.nextProc++
+	p := &process{n: w.nextProc, scanning: map[string]bool{}}
+	w.sched.SetOwner(p.n)
+	var seed [32]byte
+	for i := range seed {
+		seed[i] = byte(w.rng.IntN(256))
+	}
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	p.engine = flowfabric.New(w.st, &flowfabric.Config{
+		Clock: w.sched, Entropy: rand.NewChaCha8(seed), Logger: slog.New(&logHandler{w: w, p: p.n, h: logger.Handler(), buf: &buf}),
+		DefaultRetryPolicy: &flowfabric.RetryPolicy{MaxRetries: 2, InitialDelay: 500 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second},
+		Claim:              flowfabric.ClaimConfig{LiveCapsTTL: time.Second},
+	})
+	p.scanners = p.engine.Scanners()
+	nw := 1 + w.rng.IntN(2)
+	if full {
+		nw = 1
+	}
+	for i := range nw {
+		cfg := &flowfabric.WorkerConfig{
+			WorkerID:      model.WorkerID(fmt.Sprintf("w%d", i)),
+			InstanceID:    model.WorkerInstanceID(fmt.Sprintf("P%d.w%d", p.n, i)),
+			Lanes:         subset(w, lanes),
+			Capabilities:  subset(w, caps),
+			MaxConcurrent: 1 + w.rng.IntN(3),
+			LeaseTTL:      w.dur(2*time.Second, 6*time.Second),
+			PollInterval:  w.dur(time.Second, 5*time.Second),
+			DrainTimeout:  w.dur(100*time.Millisecond, 3*time.Second),
+		}
+		if len(cfg.Lanes) == 0 || full {
+			cfg.Lanes = lanes
+		}
+		if full {
+			cfg.Capabilities = caps
+			cfg.MaxConcurrent = 4
+		}
+		sw := &simWorker{w: flowfabric.NewWorker(p.engine, cfg)}
+		for _, k := range kinds {
+			if err := sw.w.HandleRaw(k, w.handler(k, cfg.LeaseTTL)); err != nil {
+				panic(err)
+			}
+		}
+		p.workers = append(p.workers, sw)
+		w.logf("process %d worker %s lanes %v caps %v slots %d lease %v", p.n, cfg.InstanceID, cfg.Lanes, cfg.Capabilities,
+			cfg.MaxConcurrent, cfg.LeaseTTL)
+	}
+	w.procs = append(w.procs, p)
+	for _, sw := range p.workers {
+		w.startWorker(p, sw)
+	}
+	return p
+}
+
+// startWorker starts sw in a proc of p (again after a failed start).
+func (w *world) startWorker(p *process, sw *simWorker) {
+	sw.starting = true
+	w.spawn(p, func() {
+		err := sw.w.Start(context.Background())
+		sw.starting = false
+		if err != nil {
+			w.logf("process %d: start %s: %v", p.n, sw.w.Config().InstanceID, errCode(err))
+			return
+		}
+		sw.started = true
+	})
+}
+
+// spawn starts f as a proc of process p.
+func (w *world) spawn(p *process, f func()) {
+	w.sched.SetOwner(p.n)
+	w.sched.Go(f)
+}
+
+// stepOnce takes one seeded step of the workload.
+func (w *world) stepOnce() {
+	live := w.live()
+	r := w.rng.IntN(1000)
+	switch {
+	case r < 550:
+		run := w.sched.Runnable()
+		if len(run) == 0 {
+			w.advanceToNext()
+			return
+		}
+		w.runProc(pick(w, run))
+	case r < 650:
+		d := w.dur(time.Millisecond, 500*time.Millisecond)
+		w.sched.Advance(d)
+	case r < 720:
+		w.advanceToNext()
+	case r < 725:
+		d := w.dur(5*time.Second, 90*time.Second)
+		w.logf("clock jump +%v", d)
+		w.sched.Advance(d)
+	case r < 810:
+		if len(live) > 0 {
+			w.submit(pick(w, live))
+		}
+	case r < 840:
+		if len(live) > 0 && !w.o.NoOperator && len(w.acked) > 0 {
+			w.operator(pick(w, live))
+		}
+	case r < 950:
+		if len(live) > 0 {
+			p := pick(w, live)
+			w.scanPass(p, pick(w, p.scanners))
+		}
+	case r < 955:
+		if len(live) > 0 && !w.o.NoKills {
+			p := pick(w, live)
+			w.logf("process %d dies", p.n)
+			p.dead = true
+			w.sched.Kill(p.n)
+		}
+	case r < 960:
+		if len(live) > 0 && !w.o.NoKills {
+			w.stopProcess(pick(w, live))
+		}
+	case r < 990:
+		if len(live) < 2 {
+			w.startProcess(false)
+		}
+	default:
+		for _, p := range live {
+			for _, sw := range p.workers {
+				if !sw.started && !sw.starting {
+					w.startWorker(p, sw)
+				}
+			}
+		}
+	}
+}
+
+// runProc runs p to its next yield point.
+func (w *world) runProc(p *proc) {
+	if v := w.sched.Step(p); v != nil {
+		w.violate("goroutine g%d of process %d panicked: %v", p.id, p.owner, v)
+	}
+}
+
+// advanceToNext moves the clock to the next deadline of a waiting proc.
+func (w *world) advanceToNext() {
+	if t, ok := w.sched.NextDeadline(); ok {
+		w.sched.AdvanceTo(t)
+	}
+}
+
+// stopProcess stops p's workers gracefully in a proc of p.
+func (w *world) stopProcess(p *process) {
+	w.logf("process %d stops", p.n)
+	p.stopping = true
+	w.spawn(p, func() {
+		for _, sw := range p.workers {
+			if err := sw.w.Stop(context.Background()); err != nil {
+				w.logf("process %d: stop %s: %v", p.n, sw.w.Config().InstanceID, errCode(err))
+			}
+		}
+		if err := p.engine.Stop(context.Background()); err != nil {
+			w.logf("process %d: engine stop: %v", p.n, err)
+		}
+		p.stopped = true
+		w.logf("process %d stopped", p.n)
+	})
+}
+
+// scanPass runs one pass of sc in a proc of p.
+func (w *world) scanPass(p *process, sc scan.Scanner) {
+	if p.scanning[sc.Name()] {
+		return // one goroutine per scanner, as scan.Runner runs them
+	}
+	p.scanning[sc.Name()] = true
+	w.spawn(p, func() {
+		// not deferred: a proc ended by Sched.Close runs its deferred
+		// calls concurrently with others
+		res, err := sc.RunOnce(context.Background())
+		p.scanning[sc.Name()] = false
+		if err != nil || res.Acted > 0 {
+			w.logf("P%d scanner %s: acted %d errors %d err %v", p.n, sc.Name(), res.Acted, res.Errors, errCode(err))
+		}
+	})
+}
+
+// errCode shortens an error for the log.
+func errCode(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	var me *model.Error
+	if asModel(err, &me) {
+		return string(me.Code)
+	}
+	return err.Error()
+}
+
+// logHandler copies the engine's log records into the event log.
+type logHandler struct {
+	w   *world
+	p   int
+	h   slog.Handler
+	buf *bytes.Buffer
+}
+
+func (h *logHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+
+func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.buf.Reset()
+	if err := h.h.Handle(ctx, r); err != nil {
+		return err
+	}
+	h.w.logf("P%d log %s", h.p, strings.TrimSpace(h.buf.String()))
+	return nil
+}
+
+func (h *logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &logHandler{w: h.w, p: h.p, h: h.h.WithAttrs(as), buf: h.buf}
+}
+
+func (h *logHandler) WithGroup(name string) slog.Handler {
+	return &logHandler{w: h.w, p: h.p, h: h.h.WithGroup(name), buf: h.buf}
+}
+
+// sortedIDs returns ids in order.
+func sortedIDs(ids []model.ExecutionID) []model.ExecutionID {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b model.ExecutionID) int { return a.Compare(b) })
+	return out
+}

@@ -1,0 +1,111 @@
+package sim_test
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/flowfabric/flowfabric/sim"
+)
+
+var (
+	seeds   = flag.Int("sim.seeds", 0, "how many seeds TestSeeds runs (0: 300, 100 under the race detector)")
+	first   = flag.Uint64("sim.first", 1, "the first seed TestSeeds runs")
+	oneSeed = flag.Uint64("sim.seed", 0, "run only this seed and print its history")
+	steps   = flag.Int("sim.steps", 0, "workload steps per seed (0: the default, 300)")
+)
+
+// report fails t with the seed, the violations and the shrunk history.
+func report(t *testing.T, r *sim.Result) {
+	t.Helper()
+	s := sim.Shrink(r)
+	o := s.Options
+	t.Errorf("seed %d failed: %s\nshrunk to %d steps, faults %v (%+v), kills %v, operator %v: %s\n"+
+		"replay: go test ./sim/ -run TestSeeds -sim.seed=%d -sim.steps=%d -v\nshrunk history:\n%s",
+		r.Options.Seed, strings.Join(r.Violations, "; "), o.Steps, !o.NoFaults, *o.Faults, !o.NoKills, !o.NoOperator,
+		strings.Join(s.Violations, "; "), o.Seed, o.Steps, s.History())
+}
+
+// TestSeeds runs many seeds (flags: -sim.seeds, -sim.first, -sim.seed,
+// -sim.steps).
+func TestSeeds(t *testing.T) {
+	if *oneSeed != 0 {
+		r := sim.Run(sim.Options{Seed: *oneSeed, Steps: *steps})
+		t.Log("\n" + r.History())
+		if r.Failed() {
+			report(t, r)
+		}
+		return
+	}
+	n := *seeds
+	if n == 0 {
+		n = 300
+		if raceDetector {
+			n = 100
+		}
+	}
+	submitted, completed := 0, 0
+	for s := *first; s < *first+uint64(n); s++ {
+		r := sim.Run(sim.Options{Seed: s, Steps: *steps})
+		submitted += r.Submitted
+		completed += r.Completed
+		if r.Failed() {
+			report(t, r)
+			return
+		}
+	}
+	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost", n, submitted, completed)
+}
+
+// TestDeterministic runs seeds twice: the event logs must be
+// byte-identical.
+func TestDeterministic(t *testing.T) {
+	for s := uint64(1); s <= 5; s++ {
+		a, b := sim.Run(sim.Options{Seed: s}), sim.Run(sim.Options{Seed: s})
+		if a.History() != b.History() {
+			t.Fatalf("seed %d: two runs differ:\n%s", s, firstDiff(a.Log, b.Log))
+		}
+		if len(a.Log) < 100 || a.Submitted == 0 {
+			t.Fatalf("seed %d: %d log lines, %d submitted: the run did nothing", s, len(a.Log), a.Submitted)
+		}
+	}
+}
+
+func firstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("line %d:\n  %s\n  %s", i+1, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d and %d", len(a), len(b))
+}
+
+// regressions are seeds that once failed, with what they found.
+var regressions = []struct {
+	seed uint64
+	why  string
+}{
+	{652, "the simulator's own handler waited with no deadline (Wait(ctx, 0, nil)) and hung the drain"},
+}
+
+func TestRegressionSeeds(t *testing.T) {
+	for _, c := range regressions {
+		if r := sim.Run(sim.Options{Seed: c.seed}); r.Failed() {
+			t.Errorf("regression (%s):", c.why)
+			report(t, r)
+		}
+	}
+}
+
+// TestShrink: a failing run shrinks to a failing run no longer than it.
+func TestShrink(t *testing.T) {
+	r := sim.Run(sim.Options{Seed: 3, Steps: 200, FailAt: 120})
+	if !r.Failed() {
+		t.Fatal("an injected violation did not fail the run")
+	}
+	s := sim.Shrink(r)
+	if !s.Failed() || s.Options.Steps != 120 || !strings.Contains(s.History(), "VIOLATION") {
+		t.Fatalf("shrunk to %d steps, failed %v", s.Options.Steps, s.Failed())
+	}
+}
