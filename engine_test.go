@@ -395,7 +395,7 @@ func TestScenario06ReclaimGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := h.Store.ExecutionReclaim(h.Ctx, &model.ExecutionReclaimParams{ID: id, LeaseRequest: req, Now: h.Clock.Now()})
-	if err != nil || r.Status != model.ReclaimClaimed || r.Claimed.AttemptIndex != 1 ||
+	if err != nil || r.Outcome != model.ReclaimClaimed || r.Claimed.AttemptIndex != 1 ||
 		r.Claimed.AttemptType != model.AttemptReclaim || r.Claimed.Lease.Epoch != old.Lease.Epoch+1 {
 		t.Fatalf("reclaim: %+v %v", r, err)
 	}

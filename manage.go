@@ -149,7 +149,7 @@ func (e *Engine) Reclaim(ctx context.Context, id ExecutionID) (bool, error) {
 	if err != nil {
 		return false, wrap("reclaim", err)
 	}
-	return r.Status == model.ReclaimRequeued, nil
+	return r.Outcome == model.RecoverRequeued, nil
 }
 
 // IssueGrant grants one worker the right to claim one eligible execution

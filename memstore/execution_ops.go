@@ -269,20 +269,20 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 		e := s.execs[p.ID]
 		if e == nil {
 			idx.remove(p.ID)
-			return &model.ExecutionExpireResult{Status: model.ExpireNotFoundCleaned}, nil
+			return &model.ExecutionExpireResult{Outcome: model.ExpireNotFoundCleaned}, nil
 		}
 		if e.lifecyclePhase == model.PhaseTerminal {
 			idx.remove(p.ID)
-			return &model.ExecutionExpireResult{Status: model.ExpireAlreadyTerminal, PriorPhase: e.lifecyclePhase}, nil
+			return &model.ExecutionExpireResult{Outcome: model.ExpireAlreadyTerminal, PriorPhase: e.lifecyclePhase}, nil
 		}
 		prior := e.lifecyclePhase
 		if p.Reason == model.ExpireAttemptTimeout {
 			if e.lifecyclePhase != model.PhaseActive || e.timeoutAt == 0 {
 				idx.remove(p.ID)
-				return &model.ExecutionExpireResult{Status: model.ExpireNotActive, PriorPhase: prior}, nil
+				return &model.ExecutionExpireResult{Outcome: model.ExpireNotActiveCleaned, PriorPhase: prior}, nil
 			}
 			if e.timeoutAt > now {
-				return &model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: prior}, nil
+				return &model.ExecutionExpireResult{Outcome: model.ExpireNotYetDue, PriorPhase: prior}, nil
 			}
 			reason := model.ExpireAttemptTimeout.String()
 			s.notifyLease(e, model.LeaseNoticeTimedOut)
@@ -291,19 +291,19 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 			s.releaseLease(e, now, model.LeaseReleased, reason)
 			if e.retryCount < e.retry.MaxRetries {
 				r := s.failOrRetry(e, now, reason, model.FailureTimeout)
-				return &model.ExecutionExpireResult{Status: model.ExpireRetryScheduled, PriorPhase: prior, DelayUntil: r.DelayUntil}, nil
+				return &model.ExecutionExpireResult{Outcome: model.ExpireRetryScheduled, PriorPhase: prior, DelayUntil: r.DelayUntil}, nil
 			}
 			e.failureReason = reason
 			e.failureCategory = model.FailureTimeout
 			s.terminate(e, now, model.OutcomeExpired)
-			return &model.ExecutionExpireResult{Status: model.ExpireExpired, PriorPhase: prior}, nil
+			return &model.ExecutionExpireResult{Outcome: model.ExpireExpired, PriorPhase: prior}, nil
 		}
 		if e.deadline == 0 {
 			idx.remove(p.ID)
-			return &model.ExecutionExpireResult{Status: model.ExpireNotActive, PriorPhase: prior}, nil
+			return &model.ExecutionExpireResult{Outcome: model.ExpireNotActiveCleaned, PriorPhase: prior}, nil
 		}
 		if e.deadline > now {
-			return &model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: prior}, nil
+			return &model.ExecutionExpireResult{Outcome: model.ExpireNotYetDue, PriorPhase: prior}, nil
 		}
 		reason := model.ExpireExecutionDeadline.String()
 		s.removeFromLane(e)
@@ -315,6 +315,6 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 		e.failureReason = reason
 		e.failureCategory = model.FailureTimeout
 		s.terminate(e, now, model.OutcomeExpired)
-		return &model.ExecutionExpireResult{Status: model.ExpireExpired, PriorPhase: prior}, nil
+		return &model.ExecutionExpireResult{Outcome: model.ExpireExpired, PriorPhase: prior}, nil
 	})
 }

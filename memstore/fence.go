@@ -22,7 +22,7 @@ type opRecord struct {
 	kind       opKind
 	operator   bool
 	fence      model.Fence
-	failResult string
+	failResult model.FailOutcome
 	delayUntil int64
 	priorPhase model.LifecyclePhase
 }

@@ -29,25 +29,25 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 		now := ms(p.Now)
 		pt := s.part(p.ID.Partition())
 		e := s.execs[p.ID]
-		status := func(st string) (*model.LeaseMarkExpiredResult, error) {
-			return &model.LeaseMarkExpiredResult{Status: st}, nil
+		status := func(st model.MarkExpiredOutcome) (*model.LeaseMarkExpiredResult, error) {
+			return &model.LeaseMarkExpiredResult{Outcome: st}, nil
 		}
 		switch {
 		case e == nil:
 			pt.leaseExpiry.remove(p.ID)
-			return status(model.MarkExpiredNotFound)
+			return status(model.MarkExpiredNotFoundCleaned)
 		case e.lifecyclePhase != model.PhaseActive:
 			pt.leaseExpiry.remove(p.ID)
-			return status(model.MarkExpiredNotActive)
+			return status(model.MarkExpiredNotActiveCleaned)
 		case e.ownershipState == model.OwnershipUnowned:
 			pt.leaseExpiry.remove(p.ID)
-			return status(model.MarkExpiredUnowned)
+			return status(model.MarkExpiredUnownedCleaned)
 		case e.ownershipState == model.OwnershipLeaseExpiredReclaimable:
 			return status(model.MarkExpiredAlreadyExpired)
 		case e.ownershipState == model.OwnershipLeaseRevoked:
 			return status(model.MarkExpiredAlreadyRevoked)
 		case e.lease.expiresAt > now:
-			return status(model.MarkExpiredNotYet)
+			return status(model.MarkExpiredNotYetExpired)
 		}
 		s.notifyLease(e, model.LeaseNoticeExpired)
 		e.setState(now, model.PhaseActive, model.OwnershipLeaseExpiredReclaimable, model.NotApplicable,
@@ -66,9 +66,9 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 		}
 		switch e.ownershipState {
 		case model.OwnershipLeaseRevoked:
-			return &model.LeaseRevokeResult{Status: model.RevokeAlreadyRevoked, LeaseEpoch: e.epoch}, nil
+			return &model.LeaseRevokeResult{Outcome: model.RevokeAlreadyRevoked, LeaseEpoch: e.epoch}, nil
 		case model.OwnershipLeaseExpiredReclaimable:
-			return &model.LeaseRevokeResult{Status: model.RevokeAlreadyExpired, LeaseID: e.lease.id, LeaseEpoch: e.epoch}, nil
+			return &model.LeaseRevokeResult{Outcome: model.RevokeAlreadyExpired, LeaseID: e.lease.id, LeaseEpoch: e.epoch}, nil
 		}
 		if e.ownershipState != model.OwnershipLeased || e.lease == nil {
 			return nil, model.ErrNoActiveLease
@@ -89,7 +89,7 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
 		e.leaseRevokedAt = now
 		e.revokeReason = p.Reason
-		return &model.LeaseRevokeResult{Status: model.RevokeRevoked, LeaseID: old, LeaseEpoch: e.epoch}, nil
+		return &model.LeaseRevokeResult{Outcome: model.RevokeRevoked, LeaseID: old, LeaseEpoch: e.epoch}, nil
 	})
 }
 
@@ -125,7 +125,7 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 			return nil, err
 		}
 		if s.reclaimCapReached(e, now) {
-			return &model.ExecutionReclaimResult{Status: model.ReclaimCapExceeded}, nil
+			return &model.ExecutionReclaimResult{Outcome: model.ReclaimCapExceeded}, nil
 		}
 		e.endAttempt(now, model.AttemptInterruptedReclaimed, "", "")
 		s.releaseLease(e, now, model.LeaseReclaimed, "")
@@ -134,7 +134,7 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 		// The execution goes straight from its old lease to the new one.
 		e.attemptState = model.AttemptPendingRetry
 		r := s.claim(e, &p.LeaseRequest, now)
-		return &model.ExecutionReclaimResult{Status: model.ReclaimClaimed, Claimed: r}, nil
+		return &model.ExecutionReclaimResult{Outcome: model.ReclaimClaimed, Claimed: r}, nil
 	})
 }
 
@@ -146,7 +146,7 @@ func (s *Store) ExecutionRecover(ctx context.Context, p *model.ExecutionRecoverP
 			return nil, model.ErrNotReclaimable
 		}
 		if s.reclaimCapReached(e, now) {
-			return &model.ExecutionRecoverResult{Status: model.ReclaimCapExceeded}, nil
+			return &model.ExecutionRecoverResult{Outcome: model.RecoverCapExceeded}, nil
 		}
 		reason := "lease_expired"
 		if e.ownershipState == model.OwnershipLeaseRevoked {
@@ -159,6 +159,6 @@ func (s *Store) ExecutionRecover(ctx context.Context, p *model.ExecutionRecoverP
 		e.reclaimCount++
 		setPending(e, model.AttemptReclaim, reason, "")
 		s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingRetry)
-		return &model.ExecutionRecoverResult{Status: model.ReclaimRequeued}, nil
+		return &model.ExecutionRecoverResult{Outcome: model.RecoverRequeued}, nil
 	})
 }

@@ -13,8 +13,8 @@ import (
 func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionPromoteDelayedParams) (*model.ExecutionPromoteDelayedResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionPromoteDelayedResult, error) {
 		now := ms(p.Now)
-		status := func(st string) (*model.ExecutionPromoteDelayedResult, error) {
-			return &model.ExecutionPromoteDelayedResult{Status: st}, nil
+		status := func(st model.PromoteOutcome) (*model.ExecutionPromoteDelayedResult, error) {
+			return &model.ExecutionPromoteDelayedResult{Outcome: st}, nil
 		}
 		clean := func() {
 			if pt := s.parts[p.ID.Partition()]; pt != nil {
@@ -30,7 +30,7 @@ func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionP
 			return status(model.PromoteNotFoundCleaned)
 		case e.lifecyclePhase != model.PhaseRunnable:
 			clean()
-			return status(model.PromoteNotRunnableClean)
+			return status(model.PromoteNotRunnableCleaned)
 		case e.eligibilityState != model.NotEligibleUntilTime:
 			clean()
 			return status(model.PromoteNotDelayedCleaned)

@@ -38,7 +38,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p *model.WorkerRegisterParam
 		lanes: lanes, caps: caps, ttl: ttl, registeredAt: registeredAt,
 		heartbeatAt: now, expiresAt: now + ttl,
 	}
-	return &model.WorkerRegisterResult{Status: status, ExpiresAt: tm(now + ttl)}, nil
+	return &model.WorkerRegisterResult{Outcome: status, ExpiresAt: tm(now + ttl)}, nil
 }
 
 // WorkerHeartbeat implements model.WorkerStore.

@@ -293,22 +293,44 @@ func (p *ExecutionExpireParams) Validate(cfg PartitionConfig) error {
 	return checkNow(p.Now)
 }
 
-// Expire outcomes.
+// ExpireOutcome is what ExecutionExpire did. Its String is the name the
+// stores use on the wire (valkeystore's Lua returns it), such as
+// "not_found_cleaned"; ParseExpireOutcome reads it back.
+type ExpireOutcome uint8
+
+// Expire outcomes. Only Expired and RetryScheduled change the execution;
+// the others leave it as it is, and all but NotYetDue drop its stale
+// timer-index entry.
 const (
-	ExpireExpired         = "expired"
-	ExpireRetryScheduled  = "retry_scheduled"
-	ExpireNotFoundCleaned = "not_found_cleaned"
-	ExpireAlreadyTerminal = "already_terminal"
-	ExpireNotActive       = "not_active_cleaned"
-	ExpireNotYetDue       = "not_yet_due"
+	ExpireExpired          ExpireOutcome = iota + 1 // "expired": the execution ended terminal, outcome expired
+	ExpireRetryScheduled                            // "retry_scheduled": an attempt timeout with retries left scheduled a retry (category timeout)
+	ExpireNotFoundCleaned                           // "not_found_cleaned": no such execution
+	ExpireAlreadyTerminal                           // "already_terminal": it had already ended
+	ExpireNotActiveCleaned                          // "not_active_cleaned": nothing to expire (no active attempt with a timeout, or no deadline)
+	ExpireNotYetDue                                 // "not_yet_due": the timeout or deadline is later than Now
 )
+
+var expireOutcomeNames = enumNames{
+	"expired", "retry_scheduled", "not_found_cleaned", "already_terminal", "not_active_cleaned", "not_yet_due",
+}
+
+func (v ExpireOutcome) String() string { return expireOutcomeNames.name(uint8(v)) }
+
+// ParseExpireOutcome parses a wire name.
+func ParseExpireOutcome(s string) (ExpireOutcome, bool) {
+	v, ok := expireOutcomeNames.parse(s)
+	return ExpireOutcome(v), ok
+}
 
 // ExecutionExpireResult reports an expiry.
 type ExecutionExpireResult struct {
-	// Status is one of the Expire* outcomes. An attempt timeout with retries
-	// left schedules a retry (category "timeout") instead of expiring.
-	Status     string
+	// Outcome is one of the Expire* outcomes.
+	Outcome ExpireOutcome
+	// PriorPhase is the lifecycle phase before the call (zero when the
+	// execution does not exist).
 	PriorPhase LifecyclePhase
+	// DelayUntil is when the scheduled retry becomes eligible
+	// (ExpireRetryScheduled only).
 	DelayUntil time.Time
 }
 
@@ -333,16 +355,32 @@ func (p *ExecutionFailParams) Validate(cfg PartitionConfig) error {
 	return checkFenced(cfg, p.ID, p.Source, p.Fence, p.Now)
 }
 
+// FailOutcome is what ExecutionFail did; its String is the wire name.
+type FailOutcome uint8
+
 // Fail outcomes.
 const (
-	FailRetryScheduled = "retry_scheduled"
-	FailTerminal       = "terminal_failed"
+	FailRetryScheduled FailOutcome = iota + 1 // "retry_scheduled": the policy allows a retry after DelayUntil
+	FailTerminal                              // "terminal_failed": the execution ended terminal, outcome failed
 )
+
+var failOutcomeNames = enumNames{"retry_scheduled", "terminal_failed"}
+
+func (v FailOutcome) String() string { return failOutcomeNames.name(uint8(v)) }
+
+// ParseFailOutcome parses a wire name.
+func ParseFailOutcome(s string) (FailOutcome, bool) {
+	v, ok := failOutcomeNames.parse(s)
+	return FailOutcome(v), ok
+}
 
 // ExecutionFailResult reports a failure.
 type ExecutionFailResult struct {
-	// Outcome is FailRetryScheduled or FailTerminal.
-	Outcome    string
+	// Outcome is FailRetryScheduled or FailTerminal; a replay reports the
+	// first call's outcome.
+	Outcome FailOutcome
+	// DelayUntil is when the retry becomes eligible (FailRetryScheduled
+	// only).
 	DelayUntil time.Time
 	Replayed   bool
 }

@@ -52,21 +52,39 @@ func (p *LeaseMarkExpiredParams) Validate(cfg PartitionConfig) error {
 	return checkNow(p.Now)
 }
 
-// Mark-expired outcomes.
+// MarkExpiredOutcome is what LeaseMarkExpired did; its String is the wire
+// name.
+type MarkExpiredOutcome uint8
+
+// Mark-expired outcomes. Only Marked changes the execution; the *Cleaned
+// ones drop its stale lease-expiry index entry.
 const (
-	MarkExpiredMarked         = "marked_expired"
-	MarkExpiredNotFound       = "not_found_cleaned"
-	MarkExpiredNotActive      = "not_active_cleaned"
-	MarkExpiredUnowned        = "unowned_cleaned"
-	MarkExpiredAlreadyExpired = "already_expired"
-	MarkExpiredAlreadyRevoked = "already_revoked"
-	MarkExpiredNotYet         = "not_yet_expired"
+	MarkExpiredMarked           MarkExpiredOutcome = iota + 1 // "marked_expired": the lease is now expired and the execution reclaimable
+	MarkExpiredNotFoundCleaned                                // "not_found_cleaned": no such execution
+	MarkExpiredNotActiveCleaned                               // "not_active_cleaned": the execution is not active
+	MarkExpiredUnownedCleaned                                 // "unowned_cleaned": no lease is held
+	MarkExpiredAlreadyExpired                                 // "already_expired": already marked
+	MarkExpiredAlreadyRevoked                                 // "already_revoked": the lease was revoked
+	MarkExpiredNotYetExpired                                  // "not_yet_expired": the lease runs past Now
 )
+
+var markExpiredOutcomeNames = enumNames{
+	"marked_expired", "not_found_cleaned", "not_active_cleaned", "unowned_cleaned",
+	"already_expired", "already_revoked", "not_yet_expired",
+}
+
+func (v MarkExpiredOutcome) String() string { return markExpiredOutcomeNames.name(uint8(v)) }
+
+// ParseMarkExpiredOutcome parses a wire name.
+func ParseMarkExpiredOutcome(s string) (MarkExpiredOutcome, bool) {
+	v, ok := markExpiredOutcomeNames.parse(s)
+	return MarkExpiredOutcome(v), ok
+}
 
 // LeaseMarkExpiredResult reports a mark.
 type LeaseMarkExpiredResult struct {
-	// Status is one of the MarkExpired* outcomes.
-	Status string
+	// Outcome is one of the MarkExpired* outcomes.
+	Outcome MarkExpiredOutcome
 }
 
 // LeaseRevokeParams takes the lease away from its holder; the execution
@@ -90,16 +108,32 @@ func (p *LeaseRevokeParams) Validate(cfg PartitionConfig) error {
 	return checkNow(p.Now)
 }
 
+// RevokeOutcome is what LeaseRevoke did; its String is the wire name.
+type RevokeOutcome uint8
+
 // Revoke outcomes.
 const (
-	RevokeRevoked        = "revoked"
-	RevokeAlreadyRevoked = "already_revoked"
-	RevokeAlreadyExpired = "already_expired"
+	RevokeRevoked        RevokeOutcome = iota + 1 // "revoked": the lease was taken away
+	RevokeAlreadyRevoked                          // "already_revoked": nothing changed
+	RevokeAlreadyExpired                          // "already_expired": the lease had expired; nothing changed
 )
+
+var revokeOutcomeNames = enumNames{"revoked", "already_revoked", "already_expired"}
+
+func (v RevokeOutcome) String() string { return revokeOutcomeNames.name(uint8(v)) }
+
+// ParseRevokeOutcome parses a wire name.
+func ParseRevokeOutcome(s string) (RevokeOutcome, bool) {
+	v, ok := revokeOutcomeNames.parse(s)
+	return RevokeOutcome(v), ok
+}
 
 // LeaseRevokeResult reports a revoke.
 type LeaseRevokeResult struct {
-	Status     string
+	// Outcome is one of the Revoke* outcomes.
+	Outcome RevokeOutcome
+	// LeaseID is the revoked (or expired) lease; zero for
+	// RevokeAlreadyRevoked.
 	LeaseID    LeaseID
 	LeaseEpoch uint64
 }
@@ -152,18 +186,30 @@ func (p *ExecutionReclaimParams) Validate(cfg PartitionConfig) error {
 	return checkNow(p.Now)
 }
 
-// Reclaim and recover outcomes.
+// ReclaimOutcome is what ExecutionReclaim did; its String is the wire name.
+type ReclaimOutcome uint8
+
+// Reclaim outcomes.
 const (
-	ReclaimClaimed     = "claimed"
-	ReclaimRequeued    = "requeued"
-	ReclaimCapExceeded = "reclaim_cap_exceeded"
+	ReclaimClaimed     ReclaimOutcome = iota + 1 // "claimed": a new attempt runs under Claimed
+	ReclaimCapExceeded                           // "reclaim_cap_exceeded": the execution failed terminally, reason "max_reclaims_exceeded"
 )
+
+var reclaimOutcomeNames = enumNames{"claimed", "reclaim_cap_exceeded"}
+
+func (v ReclaimOutcome) String() string { return reclaimOutcomeNames.name(uint8(v)) }
+
+// ParseReclaimOutcome parses a wire name.
+func ParseReclaimOutcome(s string) (ReclaimOutcome, bool) {
+	v, ok := reclaimOutcomeNames.parse(s)
+	return ReclaimOutcome(v), ok
+}
 
 // ExecutionReclaimResult reports a reclaim.
 type ExecutionReclaimResult struct {
-	// Status is ReclaimClaimed or ReclaimCapExceeded (the execution then
-	// failed terminally with reason "max_reclaims_exceeded").
-	Status  string
+	// Outcome is ReclaimClaimed or ReclaimCapExceeded.
+	Outcome ReclaimOutcome
+	// Claimed is set for ReclaimClaimed only.
 	Claimed *ClaimResult
 }
 
@@ -184,8 +230,27 @@ func (p *ExecutionRecoverParams) Validate(cfg PartitionConfig) error {
 	return checkNow(p.Now)
 }
 
+// RecoverOutcome is what ExecutionRecover did; its String is the wire name.
+type RecoverOutcome uint8
+
+// Recover outcomes.
+const (
+	RecoverRequeued    RecoverOutcome = iota + 1 // "requeued": eligible again, a reclaim attempt pending
+	RecoverCapExceeded                           // "reclaim_cap_exceeded": the execution failed terminally, reason "max_reclaims_exceeded"
+)
+
+var recoverOutcomeNames = enumNames{"requeued", "reclaim_cap_exceeded"}
+
+func (v RecoverOutcome) String() string { return recoverOutcomeNames.name(uint8(v)) }
+
+// ParseRecoverOutcome parses a wire name.
+func ParseRecoverOutcome(s string) (RecoverOutcome, bool) {
+	v, ok := recoverOutcomeNames.parse(s)
+	return RecoverOutcome(v), ok
+}
+
 // ExecutionRecoverResult reports a recovery.
 type ExecutionRecoverResult struct {
-	// Status is ReclaimRequeued or ReclaimCapExceeded.
-	Status string
+	// Outcome is RecoverRequeued or RecoverCapExceeded.
+	Outcome RecoverOutcome
 }

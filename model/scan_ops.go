@@ -32,18 +32,36 @@ func (p *ExecutionPromoteDelayedParams) Validate(cfg PartitionConfig) error {
 	return checkNow(p.Now)
 }
 
-// Promote outcomes.
+// PromoteOutcome is what ExecutionPromoteDelayed did; its String is the
+// wire name.
+type PromoteOutcome uint8
+
+// Promote outcomes. Only Promoted changes the execution; the *Cleaned ones
+// drop its stale delayed-index entry.
 const (
-	PromotePromoted          = "promoted"
-	PromoteNotFoundCleaned   = "not_found_cleaned"
-	PromoteNotRunnableClean  = "not_runnable_cleaned"
-	PromoteNotDelayedCleaned = "not_delayed_cleaned"
-	PromoteNotYetDue         = "not_yet_due"
+	PromotePromoted           PromoteOutcome = iota + 1 // "promoted": eligible now
+	PromoteNotFoundCleaned                              // "not_found_cleaned": no such execution
+	PromoteNotRunnableCleaned                           // "not_runnable_cleaned": the execution is not runnable
+	PromoteNotDelayedCleaned                            // "not_delayed_cleaned": runnable but not waiting for a time
+	PromoteNotYetDue                                    // "not_yet_due": its time is later than Now
 )
+
+var promoteOutcomeNames = enumNames{
+	"promoted", "not_found_cleaned", "not_runnable_cleaned", "not_delayed_cleaned", "not_yet_due",
+}
+
+func (v PromoteOutcome) String() string { return promoteOutcomeNames.name(uint8(v)) }
+
+// ParsePromoteOutcome parses a wire name.
+func ParsePromoteOutcome(s string) (PromoteOutcome, bool) {
+	v, ok := promoteOutcomeNames.parse(s)
+	return PromoteOutcome(v), ok
+}
 
 // ExecutionPromoteDelayedResult reports a promotion.
 type ExecutionPromoteDelayedResult struct {
-	Status string
+	// Outcome is one of the Promote* outcomes.
+	Outcome PromoteOutcome
 }
 
 // DueCursor is an exclusive position in a timer index: (DueAt, ID).

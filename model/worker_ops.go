@@ -64,15 +64,30 @@ func (p *WorkerRegisterParams) Validate() error {
 	return checkNow(p.Now)
 }
 
+// WorkerRegisterOutcome is what WorkerRegister did; its String is the wire
+// name.
+type WorkerRegisterOutcome uint8
+
 // Worker registration outcomes.
 const (
-	WorkerRegistered = "registered"
-	WorkerRefreshed  = "refreshed"
+	WorkerRegistered WorkerRegisterOutcome = iota + 1 // "registered": a new registration (none was live)
+	WorkerRefreshed                                   // "refreshed": the live registration of the same session was updated
 )
+
+var workerRegisterOutcomeNames = enumNames{"registered", "refreshed"}
+
+func (v WorkerRegisterOutcome) String() string { return workerRegisterOutcomeNames.name(uint8(v)) }
+
+// ParseWorkerRegisterOutcome parses a wire name.
+func ParseWorkerRegisterOutcome(s string) (WorkerRegisterOutcome, bool) {
+	v, ok := workerRegisterOutcomeNames.parse(s)
+	return WorkerRegisterOutcome(v), ok
+}
 
 // WorkerRegisterResult reports a registration.
 type WorkerRegisterResult struct {
-	Status    string
+	// Outcome is WorkerRegistered or WorkerRefreshed.
+	Outcome   WorkerRegisterOutcome
 	ExpiresAt time.Time
 }
 

@@ -58,7 +58,7 @@ func (m *machine) actRevoke(t *rapid.T) {
 		return
 	}
 	m.expect(t, prev != nil && prev.State.LifecyclePhase == model.PhaseActive, "LeaseRevoke succeeded on %+v", prev)
-	switch os := prev.State.OwnershipState; res.Status {
+	switch os := prev.State.OwnershipState; res.Outcome {
 	case model.RevokeRevoked:
 		l := prev.CurrentLease
 		m.expect(t, os == model.OwnershipLeased && l != nil && (p.ExpectedLeaseID.IsZero() || p.ExpectedLeaseID == l.ID) &&
@@ -68,7 +68,7 @@ func (m *machine) actRevoke(t *rapid.T) {
 	case model.RevokeAlreadyExpired:
 		m.expect(t, os == model.OwnershipLeaseExpiredReclaimable, "LeaseRevoke: already_expired, but was %v", os)
 	default:
-		m.fatalf(t, "LeaseRevoke: unknown status %q", res.Status)
+		m.fatalf(t, "LeaseRevoke: unknown status %q", res.Outcome)
 	}
 }
 
@@ -89,22 +89,22 @@ func (m *machine) actMarkExpired(t *rapid.T) {
 		return
 	}
 	m.expect(t, err == nil, "LeaseMarkExpired failed: %v", err)
-	var want string
+	var want model.MarkExpiredOutcome
 	switch {
 	case prev == nil:
-		want = model.MarkExpiredNotFound
+		want = model.MarkExpiredNotFoundCleaned
 	case prev.State.LifecyclePhase != model.PhaseActive:
-		want = model.MarkExpiredNotActive
+		want = model.MarkExpiredNotActiveCleaned
 	case prev.State.OwnershipState == model.OwnershipLeaseExpiredReclaimable:
 		want = model.MarkExpiredAlreadyExpired
 	case prev.State.OwnershipState == model.OwnershipLeaseRevoked:
 		want = model.MarkExpiredAlreadyRevoked
 	case prev.CurrentLease != nil && prev.CurrentLease.ExpiresAt.After(now):
-		want = model.MarkExpiredNotYet
+		want = model.MarkExpiredNotYetExpired
 	default:
 		want = model.MarkExpiredMarked
 	}
-	m.expect(t, res.Status == want, "LeaseMarkExpired: %s, want %s", res.Status, want)
+	m.expect(t, res.Outcome == want, "LeaseMarkExpired: %s, want %s", res.Outcome, want)
 }
 
 func reclaimable(s *model.ExecutionSnapshot) bool {
@@ -186,7 +186,7 @@ func (m *machine) reclaim(t *rapid.T, id model.ExecutionID, w poolWorker, caps m
 		g.WorkerInstanceID == w.instance && !g.ExpiresAt.Before(m.now()) && prev.RequiredCapabilities.SubsetOf(caps),
 		"ExecutionReclaim by %s/%s with %v succeeded on %+v grant %+v", w.id, w.instance, caps, prev.State, g)
 	capped := prev.ReclaimCount >= prev.MaxReclaims
-	switch res.Status {
+	switch res.Outcome {
 	case model.ReclaimClaimed:
 		m.expect(t, !capped && res.Claimed != nil && res.Claimed.AttemptType == model.AttemptReclaim,
 			"ExecutionReclaim claimed at %d of %d reclaims: %+v", prev.ReclaimCount, prev.MaxReclaims, res.Claimed)
@@ -194,7 +194,7 @@ func (m *machine) reclaim(t *rapid.T, id model.ExecutionID, w poolWorker, caps m
 	case model.ReclaimCapExceeded:
 		m.expect(t, capped && res.Claimed == nil, "ExecutionReclaim: cap exceeded at %d of %d", prev.ReclaimCount, prev.MaxReclaims)
 	default:
-		m.fatalf(t, "ExecutionReclaim: unknown status %q", res.Status)
+		m.fatalf(t, "ExecutionReclaim: unknown status %q", res.Outcome)
 	}
 }
 
@@ -223,14 +223,14 @@ func (m *machine) actRevokeThenRecover(t *rapid.T) {
 	rounds := rapid.IntRange(1, 3).Draw(t, "rounds")
 	for round := 1; ; round++ {
 		p := &model.LeaseRevokeParams{ID: id, Reason: "operator", Now: m.now()}
-		if r, err := call(m, t, "LeaseRevoke", p, model.Store.LeaseRevoke); err != nil || r.Status != model.RevokeRevoked {
+		if r, err := call(m, t, "LeaseRevoke", p, model.Store.LeaseRevoke); err != nil || r.Outcome != model.RevokeRevoked {
 			return
 		}
 		m.observeQuiet(t)
 		prev := m.snap(id)
 		res, err := call(m, t, "ExecutionRecover", &model.ExecutionRecoverParams{ID: id, Now: m.now()}, model.Store.ExecutionRecover)
 		m.recovered(t, prev, res, err)
-		if err != nil || res.Status != model.ReclaimRequeued || round == rounds {
+		if err != nil || res.Outcome != model.RecoverRequeued || round == rounds {
 			return
 		}
 		m.observeQuiet(t)
@@ -256,8 +256,8 @@ func (m *machine) recovered(t *rapid.T, prev *model.ExecutionSnapshot, res *mode
 	case err != nil:
 		m.fatalf(t, "ExecutionRecover of %+v failed: %v", prev.State, err)
 	case prev.ReclaimCount >= prev.MaxReclaims:
-		m.expect(t, res.Status == model.ReclaimCapExceeded, "ExecutionRecover at %d of %d: %s", prev.ReclaimCount, prev.MaxReclaims, res.Status)
+		m.expect(t, res.Outcome == model.RecoverCapExceeded, "ExecutionRecover at %d of %d: %s", prev.ReclaimCount, prev.MaxReclaims, res.Outcome)
 	default:
-		m.expect(t, res.Status == model.ReclaimRequeued, "ExecutionRecover at %d of %d: %s", prev.ReclaimCount, prev.MaxReclaims, res.Status)
+		m.expect(t, res.Outcome == model.RecoverRequeued, "ExecutionRecover at %d of %d: %s", prev.ReclaimCount, prev.MaxReclaims, res.Outcome)
 	}
 }

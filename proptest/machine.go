@@ -685,7 +685,7 @@ func showResult(r any) string {
 		}
 	case *model.ExecutionReclaimResult:
 		if v != nil && v.Claimed != nil {
-			return fmt.Sprintf("&{Status:%s Claimed:%+v}", v.Status, *v.Claimed)
+			return fmt.Sprintf("&{Outcome:%s Claimed:%+v}", v.Outcome, *v.Claimed)
 		}
 	case *model.IndexScanDueResult:
 		if v != nil {

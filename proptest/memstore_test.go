@@ -1,6 +1,7 @@
 package proptest
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -12,7 +13,7 @@ import (
 )
 
 // outcomeKey names a call's answer: the operation, then "ok" with the
-// result's status, outcome or claim, or the error code.
+// result's outcome or claim, or the error code.
 func outcomeKey(op string, res any, err error) string {
 	if err != nil {
 		return op + " " + string(model.CodeOf(err))
@@ -23,10 +24,8 @@ func outcomeKey(op string, res any, err error) string {
 		return k
 	}
 	v = v.Elem()
-	for _, name := range []string{"Status", "Outcome"} {
-		if f := v.FieldByName(name); f.IsValid() {
-			k += " " + f.String()
-		}
+	if f := v.FieldByName("Outcome"); f.IsValid() {
+		k += " " + fmt.Sprint(f.Interface())
 	}
 	if f := v.FieldByName("Claimed"); f.IsValid() && !f.IsNil() {
 		k += " +claim"

@@ -130,12 +130,12 @@ func (m *machine) actPromote(t *rapid.T) {
 
 func (m *machine) checkPromote(t *rapid.T, prev *model.ExecutionSnapshot, res *model.ExecutionPromoteDelayedResult) {
 	t.Helper()
-	var want string
+	var want model.PromoteOutcome
 	switch {
 	case prev == nil:
 		want = model.PromoteNotFoundCleaned
 	case prev.State.LifecyclePhase != model.PhaseRunnable:
-		want = model.PromoteNotRunnableClean
+		want = model.PromoteNotRunnableCleaned
 	case prev.State.EligibilityState != model.NotEligibleUntilTime:
 		want = model.PromoteNotDelayedCleaned
 	case prev.DelayUntil.After(m.now()):
@@ -143,7 +143,7 @@ func (m *machine) checkPromote(t *rapid.T, prev *model.ExecutionSnapshot, res *m
 	default:
 		want = model.PromotePromoted
 	}
-	m.expect(t, res.Status == want, "ExecutionPromoteDelayed: %s, want %s", res.Status, want)
+	m.expect(t, res.Outcome == want, "ExecutionPromoteDelayed: %s, want %s", res.Outcome, want)
 }
 
 // actScanner does what the scanners do: it pages through the entries of one
@@ -180,8 +180,8 @@ func (m *machine) actScanner(t *rapid.T) {
 		case model.IndexLeaseExpiry:
 			r, err := call(m, t, "LeaseMarkExpired", &model.LeaseMarkExpiredParams{ID: it.ID, Now: m.now()}, model.Store.LeaseMarkExpired)
 			m.expect(t, err == nil, "LeaseMarkExpired failed: %v", err)
-			if (r.Status == model.MarkExpiredMarked || r.Status == model.MarkExpiredAlreadyExpired ||
-				r.Status == model.MarkExpiredAlreadyRevoked) && genBool.Draw(t, "recover") {
+			if (r.Outcome == model.MarkExpiredMarked || r.Outcome == model.MarkExpiredAlreadyExpired ||
+				r.Outcome == model.MarkExpiredAlreadyRevoked) && genBool.Draw(t, "recover") {
 				m.observeQuiet(t)
 				prev = m.snap(it.ID)
 				rr, err := call(m, t, "ExecutionRecover", &model.ExecutionRecoverParams{ID: it.ID, Now: m.now()}, model.Store.ExecutionRecover)

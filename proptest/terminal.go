@@ -312,20 +312,20 @@ func (m *machine) actExpire(t *rapid.T) {
 func (m *machine) checkExpire(t *rapid.T, prev *model.ExecutionSnapshot, reason model.ExpireReason, res *model.ExecutionExpireResult) {
 	t.Helper()
 	now := m.now()
-	want := ""
+	var want model.ExpireOutcome
 	switch {
 	case prev == nil:
 		want = model.ExpireNotFoundCleaned
 	case prev.State.LifecyclePhase == model.PhaseTerminal:
 		want = model.ExpireAlreadyTerminal
 	case reason == model.ExpireExecutionDeadline && prev.Deadline.IsZero():
-		want = model.ExpireNotActive
+		want = model.ExpireNotActiveCleaned
 	case reason == model.ExpireExecutionDeadline && prev.Deadline.After(now):
 		want = model.ExpireNotYetDue
 	case reason == model.ExpireExecutionDeadline:
 		want = model.ExpireExpired
 	case prev.State.LifecyclePhase != model.PhaseActive || prev.AttemptTimeout == 0:
-		want = model.ExpireNotActive
+		want = model.ExpireNotActiveCleaned
 	case prev.CurrentLease == nil:
 		return // revoked: the timer's time is not in the record
 	case prev.CurrentLease.AcquiredAt.Add(prev.AttemptTimeout).After(now):
@@ -335,8 +335,8 @@ func (m *machine) checkExpire(t *rapid.T, prev *model.ExecutionSnapshot, reason 
 	default:
 		want = model.ExpireExpired
 	}
-	m.expect(t, res.Status == want, "ExecutionExpire(%v): %s, want %s (state %+v)", reason, res.Status, want, prev)
-	if res.Status == model.ExpireRetryScheduled {
+	m.expect(t, res.Outcome == want, "ExecutionExpire(%v): %s, want %s (state %+v)", reason, res.Outcome, want, prev)
+	if res.Outcome == model.ExpireRetryScheduled {
 		until := now.Add(ms(prev.RetryPolicy.BackoffMs(prev.RetryCount)))
 		m.expect(t, res.DelayUntil.Equal(until), "ExecutionExpire retry until %v, want %v", res.DelayUntil, until)
 	}

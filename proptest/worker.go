@@ -50,7 +50,7 @@ func (m *machine) actWorkerRegister(t *rapid.T) {
 	if alive {
 		want = model.WorkerRefreshed
 	}
-	m.expect(t, res.Status == want && res.ExpiresAt.Equal(now.Add(p.TTL)), "WorkerRegister: %+v, want %s", res, want)
+	m.expect(t, res.Outcome == want && res.ExpiresAt.Equal(now.Add(p.TTL)), "WorkerRegister: %+v, want %s", res, want)
 	m.workers[ns][w.instance] = &refWorker{workerID: w.id, session: p.SessionID, expiresAt: res.ExpiresAt}
 }
 

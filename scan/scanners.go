@@ -125,12 +125,12 @@ func (s *LeaseExpiry) RunOnce(ctx context.Context) (Result, error) {
 		if err != nil {
 			return false, err
 		}
-		switch m.Status {
+		switch m.Outcome {
 		case model.MarkExpiredMarked, model.MarkExpiredAlreadyExpired, model.MarkExpiredAlreadyRevoked:
 		default:
 			return false, nil
 		}
-		acted := m.Status == model.MarkExpiredMarked
+		acted := m.Outcome == model.MarkExpiredMarked
 		if s.manual {
 			return acted, nil
 		}
@@ -175,7 +175,7 @@ func (s *DelayedPromoter) RunOnce(ctx context.Context) (Result, error) {
 		if err != nil {
 			return false, err
 		}
-		return r.Status == model.PromotePromoted, nil
+		return r.Outcome == model.PromotePromoted, nil
 	})
 }
 
@@ -223,10 +223,10 @@ func (s *Expirer) RunOnce(ctx context.Context) (Result, error) {
 		if err != nil {
 			return false, err
 		}
-		if r.Status == model.ExpireRetryScheduled && s.retry != nil && !r.DelayUntil.IsZero() {
+		if r.Outcome == model.ExpireRetryScheduled && s.retry != nil && !r.DelayUntil.IsZero() {
 			s.retry.Hint(it.ID.Partition(), r.DelayUntil)
 		}
-		return r.Status == model.ExpireExpired || r.Status == model.ExpireRetryScheduled, nil
+		return r.Outcome == model.ExpireExpired || r.Outcome == model.ExpireRetryScheduled, nil
 	})
 }
 

@@ -176,7 +176,7 @@ func testFixes(t *testing.T, newStore NewStoreFunc) {
 		h.markExpired(id, at(2*leaseTTL))
 		h.reclaimGrant(id, wB, at(2*leaseTTL))
 		res, err := h.s.ExecutionReclaim(h.ctx, &model.ExecutionReclaimParams{ID: id, LeaseRequest: h.leaseReq(wB, leaseTTL), Now: at(2 * leaseTTL)})
-		if err != nil || res.Status != model.ReclaimCapExceeded {
+		if err != nil || res.Outcome != model.ReclaimCapExceeded {
 			t.Fatalf("reclaim over the cap: %+v, %v", res, err)
 		}
 		s := h.wantState(id, stTerminal(model.OutcomeFailed, model.AttemptTerminal))
@@ -264,10 +264,10 @@ func testFixes(t *testing.T, newStore NewStoreFunc) {
 		if len(due.Items) != 1 || due.Items[0].ID != id {
 			t.Fatalf("lease_expiry scan %+v", due.Items)
 		}
-		if st := call(h.s.LeaseMarkExpired(h.ctx, &model.LeaseMarkExpiredParams{ID: id, Now: at(time.Second)})).must(t).Status; st != model.MarkExpiredAlreadyRevoked {
+		if st := call(h.s.LeaseMarkExpired(h.ctx, &model.LeaseMarkExpiredParams{ID: id, Now: at(time.Second)})).must(t).Outcome; st != model.MarkExpiredAlreadyRevoked {
 			t.Fatalf("mark expired: %q", st)
 		}
-		if st := call(h.s.ExecutionRecover(h.ctx, &model.ExecutionRecoverParams{ID: id, Now: at(time.Second)})).must(t).Status; st != model.ReclaimRequeued {
+		if st := call(h.s.ExecutionRecover(h.ctx, &model.ExecutionRecoverParams{ID: id, Now: at(time.Second)})).must(t).Outcome; st != model.RecoverRequeued {
 			t.Fatalf("recover: %q", st)
 		}
 		h.wantIndexes(id, ixAll, ixLane(laneA, "eligible"))
@@ -364,7 +364,7 @@ func testFixes(t *testing.T, newStore NewStoreFunc) {
 		h := setup(t, newStore)
 		id, _ := h.active(at(0), withTimeout(time.Second), withRetry(model.RetryPolicy{MaxRetries: 1}))
 		res := call(h.s.ExecutionExpire(h.ctx, &model.ExecutionExpireParams{ID: id, Reason: model.ExpireAttemptTimeout, Now: at(time.Second)})).must(t)
-		if res.Status != model.ExpireRetryScheduled {
+		if res.Outcome != model.ExpireRetryScheduled {
 			t.Fatalf("expire %+v", res)
 		}
 		if a := h.attempts(id)[0]; a.FailureCategory != model.FailureTimeout || a.Status != model.AttemptEndedFailure {
@@ -384,7 +384,7 @@ func testFixes(t *testing.T, newStore NewStoreFunc) {
 		h.claim(id, wA, at(5*time.Second))
 		h.unchanged(id, func() {
 			res := call(h.s.ExecutionExpire(h.ctx, &model.ExecutionExpireParams{ID: id, Reason: model.ExpireAttemptTimeout, Now: at(10 * time.Second)})).must(t)
-			if res.Status != model.ExpireNotYetDue {
+			if res.Outcome != model.ExpireNotYetDue {
 				t.Fatalf("expire at the first lease's timeout: %+v", res)
 			}
 		})

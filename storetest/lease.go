@@ -182,11 +182,11 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 		h := setup(t, newStore)
 		id, cr := h.active(at(0), withTimeout(time.Hour))
 		before := h.describe(id)
-		mark := func(id model.ExecutionID, now time.Time) string {
-			return call(h.s.LeaseMarkExpired(h.ctx, &model.LeaseMarkExpiredParams{ID: id, Now: now})).must(t).Status
+		mark := func(id model.ExecutionID, now time.Time) model.MarkExpiredOutcome {
+			return call(h.s.LeaseMarkExpired(h.ctx, &model.LeaseMarkExpiredParams{ID: id, Now: now})).must(t).Outcome
 		}
 		h.unchanged(id, func() {
-			if st := mark(id, at(leaseTTL-time.Millisecond)); st != model.MarkExpiredNotYet {
+			if st := mark(id, at(leaseTTL-time.Millisecond)); st != model.MarkExpiredNotYetExpired {
 				t.Fatalf("before expiry: %q", st)
 			}
 		})
@@ -216,11 +216,11 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 		h.cancelOp(terminal, at(0))
 		for _, c := range []struct {
 			id   model.ExecutionID
-			want string
+			want model.MarkExpiredOutcome
 		}{
 			{revoked, model.MarkExpiredAlreadyRevoked},
-			{eligible, model.MarkExpiredNotActive},
-			{terminal, model.MarkExpiredNotActive},
+			{eligible, model.MarkExpiredNotActiveCleaned},
+			{terminal, model.MarkExpiredNotActiveCleaned},
 		} {
 			h.unchanged(c.id, func() {
 				if st := mark(c.id, at(time.Hour)); st != c.want {
@@ -228,7 +228,7 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 				}
 			})
 		}
-		if st := mark(h.newID(h.p0), at(time.Hour)); st != model.MarkExpiredNotFound {
+		if st := mark(h.newID(h.p0), at(time.Hour)); st != model.MarkExpiredNotFoundCleaned {
 			t.Fatalf("unknown execution: %q", st)
 		}
 	})
@@ -248,7 +248,7 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 		res := call(h.s.LeaseRevoke(h.ctx, &model.LeaseRevokeParams{
 			ID: id, ExpectedLeaseID: cr.Lease.ID, Reason: "drain", Now: at(5 * time.Second),
 		})).must(t)
-		if *res != (model.LeaseRevokeResult{Status: model.RevokeRevoked, LeaseID: cr.Lease.ID, LeaseEpoch: 1}) {
+		if *res != (model.LeaseRevokeResult{Outcome: model.RevokeRevoked, LeaseID: cr.Lease.ID, LeaseEpoch: 1}) {
 			t.Fatalf("revoke result %+v", res)
 		}
 		want := cloneSnapshot(before)
@@ -270,7 +270,7 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 		}
 		h.unchanged(id, func() {
 			res := call(h.s.LeaseRevoke(h.ctx, &model.LeaseRevokeParams{ID: id, Now: at(6 * time.Second)})).must(t)
-			if res.Status != model.RevokeAlreadyRevoked || res.LeaseEpoch != 1 {
+			if res.Outcome != model.RevokeAlreadyRevoked || res.LeaseEpoch != 1 {
 				t.Fatalf("revoked twice: %+v", res)
 			}
 		})
@@ -285,7 +285,7 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 		h.markExpired(expired, at(leaseTTL))
 		h.unchanged(expired, func() {
 			res := call(h.s.LeaseRevoke(h.ctx, &model.LeaseRevokeParams{ID: expired, Now: at(leaseTTL)})).must(t)
-			if *res != (model.LeaseRevokeResult{Status: model.RevokeAlreadyExpired, LeaseID: cr.Lease.ID, LeaseEpoch: 1}) {
+			if *res != (model.LeaseRevokeResult{Outcome: model.RevokeAlreadyExpired, LeaseID: cr.Lease.ID, LeaseEpoch: 1}) {
 				t.Fatalf("revoke of an expired lease: %+v", res)
 			}
 		})
@@ -398,8 +398,8 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 					Namespace: nsA, Lane: laneA, Kind: kindA, Payload: []byte("payload"), CreatedAt: at(0),
 					TimeoutAt: t1.Add(time.Hour),
 				}
-				if res.Status != model.ReclaimClaimed {
-					t.Fatalf("status %q", res.Status)
+				if res.Outcome != model.ReclaimClaimed {
+					t.Fatalf("status %q", res.Outcome)
 				}
 				if d := cmp.Diff(wantCR, res.Claimed, cmpOpts...); d != "" {
 					t.Fatalf("reclaim claim (-want +got):\n%s", d)
@@ -482,7 +482,7 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 				p := &model.ExecutionReclaimParams{ID: id, LeaseRequest: h.leaseReq(wB, leaseTTL), Now: c.now}
 				if c.want == nil {
 					res := call(h.s.ExecutionReclaim(h.ctx, p)).must(t)
-					if res.Status != model.ReclaimClaimed || res.Claimed == nil {
+					if res.Outcome != model.ReclaimClaimed || res.Claimed == nil {
 						t.Fatalf("reclaim %+v", res)
 					}
 					return
@@ -510,7 +510,7 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 		h.reclaimGrant(id, wA, t1)
 		before := h.describe(id)
 		res := call(h.s.ExecutionReclaim(h.ctx, &model.ExecutionReclaimParams{ID: id, LeaseRequest: h.leaseReq(wA, leaseTTL), Now: t1})).must(t)
-		if res.Status != model.ReclaimCapExceeded || res.Claimed != nil {
+		if res.Outcome != model.ReclaimCapExceeded || res.Claimed != nil {
 			t.Fatalf("reclaim over the cap: %+v", res)
 		}
 		want := cloneSnapshot(before)
@@ -545,8 +545,8 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 				before := h.describe(id)
 				t1 := now.Add(time.Second)
 				res := call(h.s.ExecutionRecover(h.ctx, &model.ExecutionRecoverParams{ID: id, Now: t1})).must(t)
-				if res.Status != model.ReclaimRequeued {
-					t.Fatalf("status %q", res.Status)
+				if res.Outcome != model.RecoverRequeued {
+					t.Fatalf("status %q", res.Outcome)
 				}
 				want := cloneSnapshot(before)
 				want.State, want.PublicState = stEligible(model.AttemptPendingRetry), model.PublicWaiting
@@ -598,8 +598,8 @@ func testLease(t *testing.T, newStore NewStoreFunc) {
 		t1 := at(leaseTTL + time.Minute)
 		h.markExpired(id, t1)
 		res := call(h.s.ExecutionRecover(h.ctx, &model.ExecutionRecoverParams{ID: id, Now: t1})).must(t)
-		if res.Status != model.ReclaimCapExceeded {
-			t.Fatalf("recover over the cap: %q", res.Status)
+		if res.Outcome != model.RecoverCapExceeded {
+			t.Fatalf("recover over the cap: %q", res.Outcome)
 		}
 		s := h.wantState(id, stTerminal(model.OutcomeFailed, model.AttemptTerminal))
 		if s.FailureReason != "max_reclaims_exceeded" || s.ReclaimCount != 1 || !s.TerminalAt.Equal(t1) {

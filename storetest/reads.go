@@ -235,7 +235,7 @@ func testReads(t *testing.T, newStore NewStoreFunc) {
 		for _, op := range ops {
 			wantErr(t, op.do(), model.ErrNotFound)
 		}
-		if st := call(h.s.LeaseMarkExpired(h.ctx, &model.LeaseMarkExpiredParams{ID: id, Now: now})).must(t).Status; st != model.MarkExpiredNotFound {
+		if st := call(h.s.LeaseMarkExpired(h.ctx, &model.LeaseMarkExpiredParams{ID: id, Now: now})).must(t).Outcome; st != model.MarkExpiredNotFoundCleaned {
 			t.Fatalf("mark expired: %q", st)
 		}
 		if st := h.promote(id, laneA, now); st != model.PromoteNotFoundCleaned {
@@ -243,7 +243,7 @@ func testReads(t *testing.T, newStore NewStoreFunc) {
 		}
 		for _, r := range []model.ExpireReason{model.ExpireAttemptTimeout, model.ExpireExecutionDeadline} {
 			res := call(h.s.ExecutionExpire(h.ctx, &model.ExecutionExpireParams{ID: id, Reason: r, Now: now})).must(t)
-			if res.Status != model.ExpireNotFoundCleaned {
+			if res.Outcome != model.ExpireNotFoundCleaned {
 				t.Fatalf("expire %v: %+v", r, res)
 			}
 		}

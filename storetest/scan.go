@@ -43,12 +43,12 @@ func testScan(t *testing.T, newStore NewStoreFunc) {
 		for _, c := range []struct {
 			name string
 			id   model.ExecutionID
-			want string
+			want model.PromoteOutcome
 		}{
 			{"eligible", id, model.PromoteNotDelayedCleaned},
 			{"blocked", blocked, model.PromoteNotDelayedCleaned},
-			{"active", active, model.PromoteNotRunnableClean},
-			{"terminal", terminal, model.PromoteNotRunnableClean},
+			{"active", active, model.PromoteNotRunnableCleaned},
+			{"terminal", terminal, model.PromoteNotRunnableCleaned},
 		} {
 			h.unchanged(c.id, func() {
 				if st := h.promote(c.id, laneA, at(time.Hour)); st != c.want {

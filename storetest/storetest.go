@@ -315,16 +315,16 @@ func (h *harness) cancelOp(id model.ExecutionID, now time.Time) *model.Execution
 	})).must(h.t)
 }
 
-func (h *harness) promote(id model.ExecutionID, lane model.LaneID, now time.Time) string {
+func (h *harness) promote(id model.ExecutionID, lane model.LaneID, now time.Time) model.PromoteOutcome {
 	h.t.Helper()
-	return call(h.s.ExecutionPromoteDelayed(h.ctx, &model.ExecutionPromoteDelayedParams{ID: id, Lane: lane, Now: now})).must(h.t).Status
+	return call(h.s.ExecutionPromoteDelayed(h.ctx, &model.ExecutionPromoteDelayedParams{ID: id, Lane: lane, Now: now})).must(h.t).Outcome
 }
 
 func (h *harness) markExpired(id model.ExecutionID, now time.Time) {
 	h.t.Helper()
 	res := call(h.s.LeaseMarkExpired(h.ctx, &model.LeaseMarkExpiredParams{ID: id, Now: now})).must(h.t)
-	if res.Status != model.MarkExpiredMarked {
-		h.t.Fatalf("mark expired: status %q", res.Status)
+	if res.Outcome != model.MarkExpiredMarked {
+		h.t.Fatalf("mark expired: %q", res.Outcome)
 	}
 }
 

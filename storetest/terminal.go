@@ -253,7 +253,7 @@ func testTerminal(t *testing.T, newStore NewStoreFunc) {
 		cases := []struct {
 			cat      model.FailureCategory
 			recorded model.FailureCategory
-			outcome  string
+			outcome  model.FailOutcome
 		}{
 			{"", model.FailureTransient, model.FailRetryScheduled},
 			{model.FailureTransient, model.FailureTransient, model.FailRetryScheduled},
@@ -712,12 +712,12 @@ func testTerminal(t *testing.T, newStore NewStoreFunc) {
 			return call(h.s.ExecutionExpire(h.ctx, &model.ExecutionExpireParams{ID: id, Reason: model.ExpireAttemptTimeout, Now: now})).must(t)
 		}
 		h.unchanged(id, func() {
-			wantEqual(t, "before the timeout", model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: model.PhaseActive}, *expire(at(10*time.Second - time.Millisecond)))
+			wantEqual(t, "before the timeout", model.ExecutionExpireResult{Outcome: model.ExpireNotYetDue, PriorPhase: model.PhaseActive}, *expire(at(10*time.Second - time.Millisecond)))
 		})
 		before := h.describe(id)
 		t1 := at(10 * time.Second)
 		res := expire(t1)
-		if res.Status != model.ExpireRetryScheduled || res.PriorPhase != model.PhaseActive || !res.DelayUntil.Equal(at(13*time.Second)) {
+		if res.Outcome != model.ExpireRetryScheduled || res.PriorPhase != model.PhaseActive || !res.DelayUntil.Equal(at(13*time.Second)) {
 			t.Fatalf("timeout with a retry left: %+v", res)
 		}
 		want := cloneSnapshot(before)
@@ -739,23 +739,23 @@ func testTerminal(t *testing.T, newStore NewStoreFunc) {
 			t.Fatalf("last history event %+v", last)
 		}
 		h.unchanged(id, func() {
-			wantEqual(t, "runnable", model.ExecutionExpireResult{Status: model.ExpireNotActive, PriorPhase: model.PhaseRunnable}, *expire(at(time.Minute)))
+			wantEqual(t, "runnable", model.ExecutionExpireResult{Outcome: model.ExpireNotActiveCleaned, PriorPhase: model.PhaseRunnable}, *expire(at(time.Minute)))
 		})
 
 		h.promote(id, laneA, at(13*time.Second))
 		h.claim(id, wA, at(13*time.Second))
 		t2 := at(23 * time.Second)
-		wantEqual(t, "timeout with no retry left", model.ExecutionExpireResult{Status: model.ExpireExpired, PriorPhase: model.PhaseActive}, *expire(t2))
+		wantEqual(t, "timeout with no retry left", model.ExecutionExpireResult{Outcome: model.ExpireExpired, PriorPhase: model.PhaseActive}, *expire(t2))
 		s := h.wantState(id, stTerminal(model.OutcomeExpired, model.AttemptTerminal))
 		if s.FailureReason != "attempt_timeout" || s.FailureCategory != model.FailureTimeout || !s.TerminalAt.Equal(t2) {
 			t.Fatalf("expired: reason %q category %q at %v", s.FailureReason, s.FailureCategory, s.TerminalAt)
 		}
 		h.wantIndexes(id, terminalIndexes(laneA)...)
 		h.unchanged(id, func() {
-			wantEqual(t, "terminal", model.ExecutionExpireResult{Status: model.ExpireAlreadyTerminal, PriorPhase: model.PhaseTerminal}, *expire(at(time.Hour)))
+			wantEqual(t, "terminal", model.ExecutionExpireResult{Outcome: model.ExpireAlreadyTerminal, PriorPhase: model.PhaseTerminal}, *expire(at(time.Hour)))
 		})
 		res = call(h.s.ExecutionExpire(h.ctx, &model.ExecutionExpireParams{ID: h.newID(h.p0), Reason: model.ExpireAttemptTimeout, Now: at(time.Hour)})).must(t)
-		if res.Status != model.ExpireNotFoundCleaned {
+		if res.Outcome != model.ExpireNotFoundCleaned {
 			t.Fatalf("unknown execution: %+v", res)
 		}
 	})
@@ -804,10 +804,10 @@ func testTerminal(t *testing.T, newStore NewStoreFunc) {
 					return call(h.s.ExecutionExpire(h.ctx, &model.ExecutionExpireParams{ID: id, Reason: model.ExpireExecutionDeadline, Now: now})).must(t)
 				}
 				h.unchanged(id, func() {
-					wantEqual(t, "before the deadline", model.ExecutionExpireResult{Status: model.ExpireNotYetDue, PriorPhase: c.prior}, *expire(deadline.Add(-time.Millisecond)))
+					wantEqual(t, "before the deadline", model.ExecutionExpireResult{Outcome: model.ExpireNotYetDue, PriorPhase: c.prior}, *expire(deadline.Add(-time.Millisecond)))
 				})
 				before := h.describe(id)
-				wantEqual(t, "at the deadline", model.ExecutionExpireResult{Status: model.ExpireExpired, PriorPhase: c.prior}, *expire(deadline))
+				wantEqual(t, "at the deadline", model.ExecutionExpireResult{Outcome: model.ExpireExpired, PriorPhase: c.prior}, *expire(deadline))
 				want := cloneSnapshot(before)
 				want.State, want.PublicState = stTerminal(model.OutcomeExpired, c.as), model.PublicExpired
 				want.LastMutationAt, want.LastTransitionAt, want.TerminalAt = deadline, deadline, deadline
@@ -832,7 +832,7 @@ func testTerminal(t *testing.T, newStore NewStoreFunc) {
 		id := h.create(at(0))
 		h.unchanged(id, func() {
 			res := call(h.s.ExecutionExpire(h.ctx, &model.ExecutionExpireParams{ID: id, Reason: model.ExpireExecutionDeadline, Now: at(time.Hour)})).must(t)
-			wantEqual(t, "no deadline", model.ExecutionExpireResult{Status: model.ExpireNotActive, PriorPhase: model.PhaseRunnable}, *res)
+			wantEqual(t, "no deadline", model.ExecutionExpireResult{Outcome: model.ExpireNotActiveCleaned, PriorPhase: model.PhaseRunnable}, *res)
 		})
 	})
 }

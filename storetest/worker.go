@@ -31,7 +31,7 @@ func testWorker(t *testing.T, newStore NewStoreFunc) {
 		t.Parallel()
 		h := setup(t, newStore)
 		res := call(register(h, nsA, "inst-1", "s1", model.Capabilities{"gpu", "cpu", "gpu"}, at(0))).must(t)
-		wantEqual(t, "register", model.WorkerRegisterResult{Status: model.WorkerRegistered, ExpiresAt: at(ttl)}, *res)
+		wantEqual(t, "register", model.WorkerRegisterResult{Outcome: model.WorkerRegistered, ExpiresAt: at(ttl)}, *res)
 		info := model.WorkerInfo{
 			Namespace: nsA, WorkerID: "worker", WorkerInstanceID: "inst-1",
 			Lanes: []model.LaneID{laneA, laneB}, Capabilities: model.Capabilities{"cpu", "gpu"}, TTL: ttl,
@@ -43,7 +43,7 @@ func testWorker(t *testing.T, newStore NewStoreFunc) {
 			Namespace: nsA, WorkerID: "worker", WorkerInstanceID: "inst-1", SessionID: "s1",
 			Lanes: []model.LaneID{laneB}, Capabilities: model.Capabilities{"tpu"}, TTL: 2 * ttl, Now: at(5 * time.Second),
 		})).must(t)
-		wantEqual(t, "refresh", model.WorkerRegisterResult{Status: model.WorkerRefreshed, ExpiresAt: at(25 * time.Second)}, *res)
+		wantEqual(t, "refresh", model.WorkerRegisterResult{Outcome: model.WorkerRefreshed, ExpiresAt: at(25 * time.Second)}, *res)
 		info.Lanes, info.Capabilities, info.TTL = []model.LaneID{laneB}, model.Capabilities{"tpu"}, 2*ttl
 		info.LastHeartbeatAt, info.ExpiresAt = at(5*time.Second), at(25*time.Second)
 		wantEqual(t, "list after refresh", []model.WorkerInfo{info}, list(h, nsA, at(5*time.Second)).Workers)
@@ -61,7 +61,7 @@ func testWorker(t *testing.T, newStore NewStoreFunc) {
 		wantEqual(t, "registry after a refused duplicate", before, h.world(at(0), nsA))
 
 		res := call(register(h, nsA, "inst-1", "s2", nil, at(ttl))).must(t)
-		wantEqual(t, "register after expiry", model.WorkerRegisterResult{Status: model.WorkerRegistered, ExpiresAt: at(2 * ttl)}, *res)
+		wantEqual(t, "register after expiry", model.WorkerRegisterResult{Outcome: model.WorkerRegistered, ExpiresAt: at(2 * ttl)}, *res)
 		if ws := list(h, nsA, at(ttl)).Workers; len(ws) != 1 || !ws[0].RegisteredAt.Equal(at(ttl)) {
 			t.Fatalf("workers %+v", ws)
 		}
@@ -147,7 +147,7 @@ func testWorker(t *testing.T, newStore NewStoreFunc) {
 		}
 		// An expired registration dropped by expire may register again.
 		res := call(register(h, nsA, "inst-a", "s9", nil, at(ttl))).must(t)
-		if res.Status != model.WorkerRegistered {
+		if res.Outcome != model.WorkerRegistered {
 			t.Fatalf("re-register: %+v", res)
 		}
 		// Another namespace is untouched.

@@ -223,7 +223,7 @@ var costOps = []costOp{
 		return func(i int) error {
 			r, err := e.s.ExecutionFail(bg, &model.ExecutionFailParams{
 				ID: cs[i].ID, Fence: cs[i].Fence(), Reason: "boom", Now: e.now()})
-			if err == nil && r.Outcome != "retry_scheduled" {
+			if err == nil && r.Outcome != model.FailRetryScheduled {
 				err = fmt.Errorf("outcome %q", r.Outcome)
 			}
 			return err
@@ -235,8 +235,8 @@ var costOps = []costOp{
 		e.skip(time.Hour)
 		return func(i int) error {
 			r, err := e.s.LeaseMarkExpired(bg, &model.LeaseMarkExpiredParams{ID: cs[i].ID, Now: e.now()})
-			if err == nil && r.Status != "marked_expired" {
-				err = fmt.Errorf("status %q", r.Status)
+			if err == nil && r.Outcome != model.MarkExpiredMarked {
+				err = fmt.Errorf("outcome %q", r.Outcome)
 			}
 			return err
 		}
@@ -252,8 +252,8 @@ var costOps = []costOp{
 		}
 		return func(i int) error {
 			r, err := e.s.ExecutionRecover(bg, &model.ExecutionRecoverParams{ID: cs[i].ID, Now: e.now()})
-			if err == nil && r.Status != "requeued" {
-				err = fmt.Errorf("status %q", r.Status)
+			if err == nil && r.Outcome != model.RecoverRequeued {
+				err = fmt.Errorf("outcome %q", r.Outcome)
 			}
 			return err
 		}
@@ -265,8 +265,8 @@ var costOps = []costOp{
 		return func(i int) error {
 			r, err := e.s.ExecutionPromoteDelayed(bg, &model.ExecutionPromoteDelayedParams{
 				ID: ids[i], Lane: costLane, Now: e.now()})
-			if err == nil && r.Status != "promoted" {
-				err = fmt.Errorf("status %q", r.Status)
+			if err == nil && r.Outcome != model.PromotePromoted {
+				err = fmt.Errorf("outcome %q", r.Outcome)
 			}
 			return err
 		}
@@ -278,8 +278,8 @@ var costOps = []costOp{
 		return func(i int) error {
 			r, err := e.s.ExecutionExpire(bg, &model.ExecutionExpireParams{
 				ID: cs[i].ID, Reason: model.ExpireAttemptTimeout, Now: e.now()})
-			if err == nil && r.Status != "retry_scheduled" {
-				err = fmt.Errorf("status %q", r.Status)
+			if err == nil && r.Outcome != model.ExpireRetryScheduled {
+				err = fmt.Errorf("outcome %q", r.Outcome)
 			}
 			return err
 		}

@@ -130,7 +130,7 @@ func (s *Store) ExecutionFail(ctx context.Context, p *model.ExecutionFailParams)
 		return nil, err
 	}
 	res := &model.ExecutionFailResult{
-		Outcome: r.str("outcome"), DelayUntil: r.time("delay_until"), Replayed: r.bool("replayed"),
+		Outcome: enum(r, "outcome", false, model.ParseFailOutcome), DelayUntil: r.time("delay_until"), Replayed: r.bool("replayed"),
 	}
 	return res, r.err()
 }
@@ -224,7 +224,7 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 		return nil, err
 	}
 	res := &model.ExecutionExpireResult{
-		Status:     r.str("status"),
+		Outcome:    enum(r, "status", false, model.ParseExpireOutcome),
 		PriorPhase: enum(r, "prior_phase", true, model.ParseLifecyclePhase),
 		DelayUntil: r.time("delay_until"),
 	}

@@ -30,7 +30,7 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 	if err != nil {
 		return nil, err
 	}
-	res := &model.LeaseMarkExpiredResult{Status: r.str("status")}
+	res := &model.LeaseMarkExpiredResult{Outcome: enum(r, "status", false, model.ParseMarkExpiredOutcome)}
 	return res, r.err()
 }
 
@@ -46,7 +46,7 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 		return nil, err
 	}
 	res := &model.LeaseRevokeResult{
-		Status:     r.str("status"),
+		Outcome:    enum(r, "status", false, model.ParseRevokeOutcome),
 		LeaseID:    model.LeaseID(r.uuid("lease_id")),
 		LeaseEpoch: r.u64("epoch"),
 	}
@@ -80,7 +80,7 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 	if err != nil {
 		return nil, err
 	}
-	res := &model.ExecutionReclaimResult{Status: r.str("status")}
+	res := &model.ExecutionReclaimResult{Outcome: enum(r, "status", false, model.ParseReclaimOutcome)}
 	if r.has("claimed") {
 		res.Claimed = claimResult(r)
 	}
@@ -96,6 +96,6 @@ func (s *Store) ExecutionRecover(ctx context.Context, p *model.ExecutionRecoverP
 	if err != nil {
 		return nil, err
 	}
-	res := &model.ExecutionRecoverResult{Status: r.str("status")}
+	res := &model.ExecutionRecoverResult{Outcome: enum(r, "status", false, model.ParseRecoverOutcome)}
 	return res, r.err()
 }

@@ -22,7 +22,7 @@ func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionP
 	if err != nil {
 		return nil, err
 	}
-	res := &model.ExecutionPromoteDelayedResult{Status: r.str("status")}
+	res := &model.ExecutionPromoteDelayedResult{Outcome: enum(r, "status", false, model.ParsePromoteOutcome)}
 	return res, r.err()
 }
 

@@ -27,7 +27,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p *model.WorkerRegisterParam
 	if err != nil {
 		return nil, err
 	}
-	res := &model.WorkerRegisterResult{Status: r.str("status"), ExpiresAt: r.time("expires_at")}
+	res := &model.WorkerRegisterResult{Outcome: enum(r, "status", false, model.ParseWorkerRegisterOutcome), ExpiresAt: r.time("expires_at")}
 	return res, r.err()
 }
 

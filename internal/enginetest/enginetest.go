@@ -177,7 +177,7 @@ type expireSignal struct {
 
 func (s *expireSignal) ExecutionExpire(ctx context.Context, p *model.ExecutionExpireParams) (*model.ExecutionExpireResult, error) {
 	r, err := s.Store.ExecutionExpire(ctx, p)
-	if err == nil && r.Status == model.ExpireRetryScheduled {
+	if err == nil && r.Outcome == model.ExpireRetryScheduled {
 		s.once.Do(func() { close(s.expired) })
 	}
 	return r, err
