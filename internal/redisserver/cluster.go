@@ -21,7 +21,14 @@ type Cluster struct {
 // on PATH. Redis Cluster needs at least 3 masters.
 func StartCluster(tb testing.TB, masters int) *Cluster {
 	tb.Helper()
-	c, err := NewCluster(tb.TempDir(), masters)
+	return StartClusterWith(tb, masters, nil)
+}
+
+// StartClusterWith is StartCluster with options for every node (AppendOnly,
+// Config, Binary).
+func StartClusterWith(tb testing.TB, masters int, opts *Options) *Cluster {
+	tb.Helper()
+	c, err := NewClusterWith(tb.TempDir(), masters, opts)
 	if errors.Is(err, ErrNotInstalled) || errors.Is(err, ErrNoCLI) {
 		tb.Skip(err.Error())
 	}
@@ -37,6 +44,18 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 // "<cli> --cluster create ... --cluster-replicas 0 --cluster-yes" and waits
 // until every node reports cluster_state:ok. The caller closes it.
 func NewCluster(dir string, masters int) (*Cluster, error) {
+	return NewClusterWith(dir, masters, nil)
+}
+
+// NewClusterWith is NewCluster with options for every node. A node killed
+// and restarted keeps its identity and slots (nodes.conf is in its
+// directory), and with AppendOnly its data.
+func NewClusterWith(dir string, masters int, opts *Options) (*Cluster, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.cluster = true
 	if _, ok := Binary(); !ok {
 		return nil, ErrNotInstalled
 	}
@@ -51,7 +70,7 @@ func NewCluster(dir string, masters int) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
-		n, err := New(d, &Options{cluster: true})
+		n, err := New(d, &o)
 		if err != nil {
 			c.Close()
 			return nil, err

@@ -274,6 +274,23 @@ func (s *Server) Restart() error {
 	return s.start()
 }
 
+// Pause stops the server process (SIGSTOP) without ending it: clients'
+// connections stay open and their commands wait, as under a long GC or VM
+// pause. Resume continues it.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("redisserver: not running")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // Running reports whether the process runs.
 func (s *Server) Running() bool {
 	s.mu.Lock()
