@@ -198,7 +198,7 @@ func (d *drain) read() []entry {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var out []entry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

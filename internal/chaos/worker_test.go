@@ -87,7 +87,7 @@ func TestWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	l := &ledger{f: f, inst: os.Getenv(envInstance)}
 	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: strings.Split(addrs, ","), DisableCache: true})
 	if err != nil {
