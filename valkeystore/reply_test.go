@@ -17,15 +17,11 @@ import (
 // front, names rewritten), so tests can use enc and friends.
 func evalMessage(t *testing.T, c valkey.Client, body string) valkey.ValkeyMessage {
 	t.Helper()
-	body, err := recordNames(body)
-	if err != nil {
+	s := &script{name: "test"}
+	if err := s.build("test.lua", body); err != nil {
 		t.Fatal(err)
 	}
-	src, err := scriptNames(library.pick(body)+"\n"+body, &script{name: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := c.Do(bg, c.B().Eval().Script(src).Numkeys(0).Build()).ToMessage()
+	m, err := c.Do(bg, c.B().Eval().Script(s.src).Numkeys(0).Build()).ToMessage()
 	if err != nil {
 		t.Fatalf("eval: %v", err)
 	}

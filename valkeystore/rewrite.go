@@ -6,42 +6,52 @@ import (
 	"strings"
 )
 
-// Names rewritten when a script is built, so that no table is built to
-// bind them and no record is converted field by field:
+// A Lua 5.1 tokenizer, enough to tell names from strings, comments and
+// numbers, and the one rewrite made when a script is assembled:
 //
 //	e.<field>  the field's place in a decoded record (record.go): e[1][i],
 //	           e[2][i], or rec_cold(e)[1|2][i]
-//	K.<key>    KEYS[i], i the key's position in the script's declaration
-//	A.<arg>    ARGV[i]
 //
-// The record names are rewritten in every library definition and script
-// body first (recordNames), so that picking the definitions a script needs
-// sees rec_cold; the script's names are rewritten in the assembled script
-// (scriptNames). A K.<name> or A.<name> the script does not declare becomes
-// an expression that raises an error when it is evaluated, as a use of an
-// undeclared name did when K and A were tables. e.k and e.c (the record's
-// keys and cold fields) are kept. Strings and comments are copied
-// unchanged. Both fail on e.<name> that is no field, and scriptNames on K
-// or A used other than as K.<name> or A.<name>: programming errors, found
-// when the store is built.
+// so that no record is converted field by field. e.k and e.c (the record's
+// keys and cold fields) are kept; e.<name> that is no field is an error,
+// found when the store is built. Strings and comments are copied
+// unchanged, and the rewrite keeps every line where it was, so a line of
+// the assembled script still maps to its source line (scripts.go).
 
-// recordNames rewrites e.<field>.
-func recordNames(src string) (string, error) { return rewrite(src, nil) }
+type tokKind uint8
 
-// scriptNames rewrites K.<key> and A.<arg> of s.
-func scriptNames(src string, s *script) (string, error) { return rewrite(src, s) }
+const (
+	tokSpace tokKind = iota
+	tokComment
+	tokString
+	tokNumber
+	tokName
+	tokPunct
+)
 
-// rewrite rewrites e.<field> when s is nil, K.<key> and A.<arg> otherwise.
-func rewrite(src string, s *script) (string, error) {
-	var out strings.Builder
-	out.Grow(len(src) + len(src)/8)
-	n := len(src)
-	member := false // the previous token was a single "." (a field access)
+type token struct {
+	kind tokKind
+	text string
+	line int // 1-based line of the token's first byte
+}
+
+// luaTokens cuts src into tokens; their texts concatenate to src.
+func luaTokens(src string) []token {
+	var out []token
+	n, line := len(src), 1
 	for i := 0; i < n; {
 		c := src[i]
+		j := i + 1
+		kind := tokPunct
 		switch {
-		case c == '-' && i+1 < n && src[i+1] == '-':
-			j := i + 2
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
+			kind = tokSpace
+			for j < n && strings.IndexByte(" \t\n\r\v\f", src[j]) >= 0 {
+				j++
+			}
+		case c == '-' && j < n && src[j] == '-':
+			kind = tokComment
+			j = i + 2
 			if level, ok := longBracket(src, j); ok {
 				j = longEnd(src, j, level)
 			} else {
@@ -49,114 +59,119 @@ func rewrite(src string, s *script) (string, error) {
 					j++
 				}
 			}
-			out.WriteString(src[i:j])
-			i = j
 		case c == '\'' || c == '"':
-			j := i + 1
-			for j < n && src[j] != c {
+			kind = tokString
+			for j < n && src[j] != c && src[j] != '\n' {
 				if src[j] == '\\' {
 					j++
 				}
 				j++
 			}
 			j = min(j+1, n)
-			out.WriteString(src[i:j])
-			i = j
-			member = false
 		case c == '[':
-			j := i + 1
 			if level, ok := longBracket(src, i); ok {
+				kind = tokString
 				j = longEnd(src, i, level)
 			}
-			out.WriteString(src[i:j])
-			i = j
-			member = false
-		case c == '.':
-			j := i + 1
-			for j < n && src[j] == '.' {
-				j++
-			}
-			out.WriteString(src[i:j])
-			member = j == i+1
-			i = j
-		case c >= '0' && c <= '9':
-			j := i + 1
+		case c >= '0' && c <= '9' || c == '.' && j < n && src[j] >= '0' && src[j] <= '9':
+			kind = tokNumber
 			for j < n && (isIdent(src[j]) || src[j] == '.' ||
-				((src[j] == '-' || src[j] == '+') && (src[j-1] == 'e' || src[j-1] == 'E'))) {
+				((src[j] == '-' || src[j] == '+') && (src[j-1] == 'e' || src[j-1] == 'E') &&
+					!strings.HasPrefix(src[i:], "0x") && !strings.HasPrefix(src[i:], "0X"))) {
 				j++
 			}
-			out.WriteString(src[i:j])
-			i = j
-			member = false
 		case isIdentStart(c):
-			j := i + 1
+			kind = tokName
 			for j < n && isIdent(src[j]) {
 				j++
 			}
-			name := src[i:j]
-			root := !member && ((s == nil && name == "e") || (s != nil && (name == "K" || name == "A")))
-			member = false
-			if !root {
-				out.WriteString(name)
-				i = j
-				continue
+		case c == '.':
+			for j < n && j < i+3 && src[j] == '.' {
+				j++
 			}
-			field, end := "", j
-			if j+1 < n && src[j] == '.' && isIdentStart(src[j+1]) {
-				end = j + 1
-				for end < n && isIdent(src[end]) {
-					end++
-				}
-				field = src[j+1 : end]
+		case strings.IndexByte("=~<>", c) >= 0 && j < n && src[j] == '=':
+			j++
+		}
+		out = append(out, token{kind: kind, text: src[i:j], line: line})
+		line += strings.Count(src[i:j], "\n")
+		i = j
+	}
+	return out
+}
+
+// luaNameRefs calls f for every name in src that is not a field or method
+// name (after "." or ":"): the names a chunk may take from an enclosing
+// scope. Names in strings and comments are not names.
+func luaNameRefs(src string, f func(name string, line int)) {
+	prev := ""
+	for _, t := range luaTokens(src) {
+		switch t.kind {
+		case tokSpace, tokComment:
+			continue
+		case tokName:
+			if prev != "." && prev != ":" {
+				f(t.text, t.line)
 			}
-			repl, err := rewriteName(s, name, field)
-			if err != nil {
-				return "", err
+		}
+		prev = t.text
+	}
+}
+
+// recordNames rewrites e.<field> to the field's place in the record.
+func recordNames(src string) (string, error) {
+	toks := luaTokens(src)
+	var out strings.Builder
+	out.Grow(len(src) + len(src)/8)
+	prev := ""
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if field, ok := recordRef(toks, i, prev); ok {
+			slot, ok := recordSlots[field]
+			if !ok {
+				return "", fmt.Errorf("line %d: e.%s is not a record field", t.line, field)
 			}
-			out.WriteString(repl)
-			i = end
-		default:
-			out.WriteByte(c)
-			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-				member = false
-			}
-			i++
+			out.WriteString(slot.expr())
+			i += 2
+			prev = field
+			continue
+		}
+		out.WriteString(t.text)
+		if t.kind != tokSpace && t.kind != tokComment {
+			prev = t.text
 		}
 	}
 	return out.String(), nil
 }
 
-// rewriteName replaces root.field (field empty: root alone).
-func rewriteName(s *script, root, field string) (string, error) {
-	switch root {
-	case "e":
-		if field == "" || field == "k" || field == "c" {
-			return "e" + dotted(field), nil
-		}
-		if slot, ok := recordSlots[field]; ok {
-			return slot.expr(), nil
-		}
-		return "", fmt.Errorf("valkeystore: e.%s is not a record field", field)
-	default:
-		if field == "" {
-			return "", fmt.Errorf("valkeystore: %s: %s used other than as %s.<name>", s.name, root, root)
-		}
-		list, array, what := s.keys, "KEYS", "key"
-		if root == "A" {
-			list, array, what = s.args, "ARGV", "arg"
-		}
-		if i := slices.Index(list, field); i >= 0 {
-			return fmt.Sprintf("%s[%d]", array, i+1), nil
-		}
-		return fmt.Sprintf("error('valkeystore: %s: undeclared %s %s')", s.name, what, field), nil
+// recordRef reports whether toks[i:] is e.<field> (not e.k or e.c), prev
+// being the text of the token before.
+func recordRef(toks []token, i int, prev string) (string, bool) {
+	if toks[i].kind != tokName || toks[i].text != "e" || prev == "." || prev == ":" ||
+		i+2 >= len(toks) || toks[i+1].text != "." || toks[i+2].kind != tokName {
+		return "", false
 	}
+	f := toks[i+2].text
+	return f, f != "k" && f != "c"
 }
 
-func dotted(field string) string {
-	if field == "" {
-		return ""
+// recordFieldsIn returns the record fields (e.<field>) src names, in order,
+// without repeats.
+func recordFieldsIn(src string) []string {
+	toks := luaTokens(src)
+	var out []string
+	prev := ""
+	for i, t := range toks {
+		if t.kind == tokSpace || t.kind == tokComment {
+			continue
+		}
+		if f, ok := recordRef(toks, i, prev); ok && !slices.Contains(out, f) {
+			if _, field := recordSlots[f]; field {
+				out = append(out, f)
+			}
+		}
+		prev = t.text
 	}
-	return "." + field
+	return out
 }
 
 // longBracket reports whether src[i:] opens a long bracket "[", "=" * level,

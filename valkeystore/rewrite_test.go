@@ -7,46 +7,36 @@ import (
 )
 
 func TestRewriteNames(t *testing.T) {
-	s := &script{name: "x", keys: []string{"core", "lanes"}, args: []string{"now", "id"}}
 	hot, cold := recordSlots["lane"], recordSlots["failure_reason"]
 	if hot.cold || !cold.cold {
 		t.Fatal("lane must be hot and failure_reason cold for this test")
 	}
 	lane, failure := hot.expr(), cold.expr()
-	for _, tc := range []struct{ in, rec, want string }{
-		{in: "e.lane", rec: lane, want: lane},
-		{in: "e.failure_reason = x", rec: failure + " = x", want: failure + " = x"},
-		{in: "a, e.lane = 1, e.failure_reason", rec: "a, " + lane + " = 1, " + failure},
-		{in: "'x'..e.lane..K.core", rec: "'x'.." + lane + "..K.core", want: "'x'.." + lane + "..KEYS[1]"},
-		{in: "e.k.base .. e.c[1]", rec: "e.k.base .. e.c[1]"},
-		{in: "f(e, t.e.lane, e)", rec: "f(e, t.e.lane, e)"},
+	for _, tc := range []struct{ in, want string }{
+		{in: "e.lane", want: lane},
+		{in: "e.failure_reason = x", want: failure + " = x"},
+		{in: "a, e.lane = 1, e.failure_reason", want: "a, " + lane + " = 1, " + failure},
+		{in: "'x'..e.lane..K_core", want: "'x'.." + lane + "..K_core"},
+		{in: "e.k.base .. e.c[1]", want: "e.k.base .. e.c[1]"},
+		{in: "f(e, t.e.lane, e, x:e.lane)", want: "f(e, t.e.lane, e, x:e.lane)"},
 		{in: "-- e.lane K.x\n'e.lane' \"A.now\" [[K.core]] --[==[e.lane]==] 1e14",
-			rec: "-- e.lane K.x\n'e.lane' \"A.now\" [[K.core]] --[==[e.lane]==] 1e14"},
-		{in: "'it''s' .. 'a\\'e.lane'", rec: "'it''s' .. 'a\\'e.lane'"},
-		{in: "A.now + A.id", rec: "A.now + A.id", want: "ARGV[1] + ARGV[2]"},
-		{in: "K.lanes, K.tags", rec: "K.lanes, K.tags",
-			want: "KEYS[2], error('valkeystore: x: undeclared key tags')"},
+			want: "-- e.lane K.x\n'e.lane' \"A.now\" [[K.core]] --[==[e.lane]==] 1e14"},
+		{in: "'it''s' .. 'a\\'e.lane'", want: "'it''s' .. 'a\\'e.lane'"},
+		{in: "e.lane\n.. e.lane", want: lane + "\n.. " + lane},
 	} {
-		rec, err := recordNames(tc.in)
-		if err != nil || rec != tc.rec {
-			t.Errorf("recordNames(%q) = %q, %v; want %q", tc.in, rec, err, tc.rec)
-			continue
+		got, err := recordNames(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("recordNames(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
-		want := tc.want
-		if want == "" {
-			want = tc.rec
-		}
-		if got, err := scriptNames(rec, s); err != nil || got != want {
-			t.Errorf("scriptNames(%q) = %q, %v; want %q", rec, got, err, want)
+		if strings.Count(got, "\n") != strings.Count(tc.in, "\n") {
+			t.Errorf("recordNames(%q) moved lines", tc.in)
 		}
 	}
-	if _, err := recordNames("e.no_such_field"); err == nil {
-		t.Error("an unknown record field was accepted")
+	if _, err := recordNames("x\ne.no_such_field"); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("an unknown record field: err = %v, want one naming line 2", err)
 	}
-	for _, bad := range []string{"local k = K", "f(A)", "K[1]"} {
-		if _, err := scriptNames(bad, s); err == nil {
-			t.Errorf("%q was accepted", bad)
-		}
+	if got := recordFieldsIn("e.lane = e.k.base .. e.lane .. 'e.id' .. e.failure_reason"); fmt.Sprint(got) != "[lane failure_reason]" {
+		t.Errorf("recordFieldsIn = %v", got)
 	}
 }
 

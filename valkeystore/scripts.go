@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/valkey-io/valkey-go"
@@ -12,16 +13,22 @@ import (
 	"github.com/flowfabric/flowfabric/model"
 )
 
-//go:embed lua/*.lua
+//go:embed lua/*.lua lua/lib/*.lua
 var luaFiles embed.FS
 
-// libFile holds the helpers concatenated in front of every script.
-const libFile = "lua/lib.lua"
+// libTopics are the library's files, lua/lib/<topic>.lua, in definition
+// order: a definition may use the definitions above it, in its file or in
+// an earlier one.
+var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "index", "policy", "claim",
+	"recovery", "worker"}
 
-// script is one Lua script: its file, and the names of its KEYS and ARGV in
-// order. The names are declared here once; the script's header declares them
-// too, and a test checks that the two agree. Call sites pass keys and
-// arguments by name; run orders them.
+// generatedFile names the definitions made from Go declarations (record.go)
+// in the line map.
+const generatedFile = "<generated from record.go>"
+
+// script is one Lua script, lua/<name>.lua, assembled (see doc.go). Its
+// header declares the names of its KEYS and ARGV in order; call sites pass
+// keys and arguments by those names, and run orders them.
 type script struct {
 	name string
 	keys []string
@@ -30,24 +37,35 @@ type script struct {
 	// writes in them and the client may retry them after a connection
 	// failure.
 	readOnly bool
+	src      string    // the assembled text sent to the server
+	lines    []srcLine // lines[i] is where line i+1 of src comes from
 	lua      *valkey.Lua
+}
+
+// srcLine is a line of a source file.
+type srcLine struct {
+	file string
+	line int
 }
 
 // allScripts lists every script, for the header test and for preloading.
 var allScripts []*script
 
-// declare registers a script; keys and args are space-separated names.
-func declare(name, keys, args string) *script {
-	s := &script{name: name, keys: strings.Fields(keys), args: strings.Fields(args)}
-	s.lua = valkey.NewLuaScript(s.source())
+// declare registers a script. Its keys and arguments are read from the
+// header of lua/<name>.lua; a script that cannot be assembled panics: the
+// store is not built.
+func declare(name string) *script {
+	s := mustAssemble(name)
+	s.lua = valkey.NewLuaScript(s.src)
 	allScripts = append(allScripts, s)
 	return s
 }
 
 // declareRead registers a read-only script.
-func declareRead(name, keys, args string) *script {
-	s := &script{name: name, keys: strings.Fields(keys), args: strings.Fields(args), readOnly: true}
-	s.lua = valkey.NewLuaScriptReadOnly(s.source())
+func declareRead(name string) *script {
+	s := mustAssemble(name)
+	s.readOnly = true
+	s.lua = valkey.NewLuaScriptReadOnly(s.src)
 	allScripts = append(allScripts, s)
 	return s
 }
@@ -60,129 +78,277 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-// source is the text sent to the server: the library definitions the
-// script needs, then the script, with K.<key>, A.<arg> and e.<field>
-// rewritten (rewrite.go). A name it cannot rewrite panics: the store is
-// not built.
-func (s *script) source() string {
-	body, err := recordNames(mustRead("lua/" + s.name + ".lua"))
+func mustAssemble(name string) *script {
+	file := "lua/" + name + ".lua"
+	s, err := assemble(name, file, mustRead(file))
 	if err != nil {
-		panic(fmt.Sprintf("valkeystore: %s: %v", s.name, err))
+		panic(fmt.Sprintf("valkeystore: %s: %v", file, err))
 	}
-	src, err := scriptNames(library.pick(body)+"\n-- ---- "+s.name+".lua ----\n"+body, s)
-	if err != nil {
-		panic(err)
-	}
-	return src
+	return s
 }
 
-// lib is the library (generated definitions, then lib.lua's) cut into its
-// top-level definitions.
+// assemble builds the script name from its source: a prelude binding the
+// header's names that the script uses, the library definitions it uses
+// (directly or not) in library order, then the source, each with e.<field>
+// rewritten (rewrite.go), and the line map of the result.
+func assemble(name, file, src string) (*script, error) {
+	s := &script{name: name}
+	var err error
+	if s.keys, s.args, err = parseHeader(src); err != nil {
+		return nil, err
+	}
+	if err := s.build(file, src); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// build assembles src, the source of s read from file, into s.src and
+// s.lines.
+func (s *script) build(file, src string) error {
+	body, err := recordNames(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	var refs []string
+	luaNameRefs(body, func(name string, _ int) { refs = append(refs, name) })
+	defs := library.pick(refs)
+
+	// the header's names the assembled script uses
+	usedK, usedA := make(map[string]bool), make(map[string]bool)
+	check := func(text, file string, line0 int) error {
+		var bad error
+		luaNameRefs(text, func(n string, line int) {
+			at := fmt.Sprintf("%s:%d", file, line0+line-1)
+			switch {
+			case bad != nil:
+			case n == "K" || n == "A" || n == "KEYS" || n == "ARGV":
+				bad = fmt.Errorf("%s: %s: keys and arguments are read as K_<key> and A_<arg>", at, n)
+			case strings.HasPrefix(n, "K_"):
+				if !slices.Contains(s.keys, n[2:]) {
+					bad = fmt.Errorf("%s: %s: the header declares no key %s", at, n, n[2:])
+				}
+				usedK[n[2:]] = true
+			case strings.HasPrefix(n, "A_"):
+				if !slices.Contains(s.args, n[2:]) {
+					bad = fmt.Errorf("%s: %s: the header declares no argument %s", at, n, n[2:])
+				}
+				usedA[n[2:]] = true
+			}
+		})
+		return bad
+	}
+	for _, d := range defs {
+		if err := check(d.text, d.file, d.line); err != nil {
+			return err
+		}
+	}
+	if err := check(body, file, 1); err != nil {
+		return err
+	}
+
+	var b strings.Builder
+	add := func(text, file string, line0 int) {
+		b.WriteString(text)
+		for i := range strings.Count(text, "\n") {
+			s.lines = append(s.lines, srcLine{file, line0 + i})
+		}
+	}
+	add(prelude("K_", "KEYS", s.keys, usedK)+prelude("A_", "ARGV", s.args, usedA), "<prelude>", 1)
+	for _, d := range defs {
+		add(d.text, d.file, d.line)
+	}
+	if !strings.HasSuffix(body, "\n") {
+		body += "\n"
+	}
+	add(body, file, 1)
+	s.src = b.String()
+	return nil
+}
+
+// prelude binds the used names of list to locals:
+// "local K_core, K_lanes = KEYS[1], KEYS[2]\n".
+func prelude(prefix, array string, list []string, used map[string]bool) string {
+	var names, vals []string
+	for i, n := range list {
+		if used[n] {
+			names = append(names, prefix+n)
+			vals = append(vals, fmt.Sprintf("%s[%d]", array, i+1))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "local " + strings.Join(names, ", ") + " = " + strings.Join(vals, ", ") + "\n"
+}
+
+var headerNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+var luaKeywords = []string{"and", "break", "do", "else", "elseif", "end", "false", "for", "function",
+	"if", "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"}
+
+// parseHeader reads the "-- KEYS:" and "-- ARGV:" lines of the comment
+// block a script starts with; each must be there once, and name distinct
+// Lua identifiers. A script declares at least one key: a cluster routes it
+// by its keys.
+func parseHeader(src string) (keys, args []string, err error) {
+	nKeys, nArgs := 0, 0
+	for _, line := range strings.Split(src, "\n") {
+		if !strings.HasPrefix(line, "--") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			break // the header ends at the first line of code
+		}
+		body := strings.TrimSpace(strings.TrimPrefix(line, "--"))
+		if rest, ok := strings.CutPrefix(body, "KEYS:"); ok {
+			nKeys++
+			keys = strings.Fields(rest)
+		}
+		if rest, ok := strings.CutPrefix(body, "ARGV:"); ok {
+			nArgs++
+			args = strings.Fields(rest)
+		}
+	}
+	if nKeys != 1 || nArgs != 1 {
+		return nil, nil, fmt.Errorf("the header has %d KEYS and %d ARGV lines, want 1 each", nKeys, nArgs)
+	}
+	if len(keys) == 0 {
+		return nil, nil, fmt.Errorf("the header declares no keys: a cluster could not route the script")
+	}
+	seen := make(map[string]bool)
+	for _, n := range append(slices.Clone(keys), args...) {
+		if !headerNameRE.MatchString(n) || slices.Contains(luaKeywords, n) {
+			return nil, nil, fmt.Errorf("the header's %q is not a Lua identifier", n)
+		}
+	}
+	for _, l := range [][]string{keys, args} {
+		clear(seen)
+		for _, n := range l {
+			if seen[n] {
+				return nil, nil, fmt.Errorf("the header declares %s twice", n)
+			}
+			seen[n] = true
+		}
+	}
+	return keys, args, nil
+}
+
+// lib is the library (generated definitions, then the topic files') cut
+// into its top-level definitions.
 type lib struct {
-	defs []libDef
+	defs   []libDef
+	byName map[string]int
 }
 
 type libDef struct {
 	name string
-	text string
-	deps []string // names of earlier definitions it mentions
+	file string
+	line int    // the first line of text in file
+	text string // with e.<field> rewritten
+	deps []int  // indexes of the earlier definitions it uses
 }
 
-var (
-	defRE   = regexp.MustCompile(`^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)`)
-	identRx = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-)
+var defRE = regexp.MustCompile(`^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)`)
 
-// library is the generated definitions (record.go), then lib.lua's.
-var library = parseLib(generatedLua(), mustRead(libFile))
+// library is the generated definitions (record.go), then the topic files'.
+var library = func() *lib {
+	files := [][2]string{{generatedFile, generatedLua()}}
+	for _, t := range libTopics {
+		f := "lua/lib/" + t + ".lua"
+		files = append(files, [2]string{f, mustRead(f)})
+	}
+	l, err := parseLib(files)
+	if err != nil {
+		panic("valkeystore: library: " + err.Error())
+	}
+	return l
+}()
 
 // generatedLua is the part of the library made from Go declarations.
 func generatedLua() string {
 	return fmt.Sprintf("local LEASE_HISTORY = %d\n", model.DefaultLeaseHistory) + recordLua()
 }
 
-// parseLib cuts each source at every line that starts with "local "; a
-// definition may use those of earlier sources.
-func parseLib(srcs ...string) *lib {
-	l := &lib{}
-	known := make(map[string]bool)
-	for _, src := range srcs {
-		l.parse(src, known)
-	}
-	return l
-}
-
-func (l *lib) parse(src string, known map[string]bool) {
-	var cur *libDef
-	flush := func() {
-		if cur == nil {
-			return
-		}
-		text, err := recordNames(cur.text)
-		if err != nil {
-			panic(fmt.Sprintf("valkeystore: library %s: %v", cur.name, err))
-		}
-		cur.text = text
-		for _, id := range identRx.FindAllString(stripComments(cur.text), -1) {
-			if known[id] && id != cur.name && !slices.Contains(cur.deps, id) {
-				cur.deps = append(cur.deps, id)
+// parseLib cuts each file (name, text) at every line that starts with
+// "local ": a definition runs from there to the next one, and text before
+// a file's first definition (its comment) is left out. A definition may
+// use only those above it.
+func parseLib(files [][2]string) (*lib, error) {
+	l := &lib{byName: make(map[string]int)}
+	for _, f := range files {
+		var cur *libDef
+		flush := func() {
+			if cur != nil {
+				l.defs = append(l.defs, *cur)
 			}
 		}
-		known[cur.name] = true
-		l.defs = append(l.defs, *cur)
-	}
-	for _, line := range strings.SplitAfter(src, "\n") {
-		if m := defRE.FindStringSubmatch(line); m != nil {
-			flush()
-			cur = &libDef{name: m[1]}
+		for i, line := range strings.SplitAfter(f[1], "\n") {
+			if m := defRE.FindStringSubmatch(line); m != nil {
+				flush()
+				cur = &libDef{name: m[1], file: f[0], line: i + 1}
+				if _, dup := l.byName[m[1]]; dup {
+					return nil, fmt.Errorf("%s:%d: %s is defined twice", f[0], i+1, m[1])
+				}
+				l.byName[m[1]] = len(l.defs)
+			}
+			if cur != nil {
+				cur.text += line
+			}
 		}
-		if cur != nil {
-			cur.text += line
-		}
+		flush()
 	}
-	flush()
-}
-
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, line := range strings.SplitAfter(s, "\n") {
-		if i := strings.Index(line, "--"); i >= 0 {
-			line = line[:i] + "\n"
-		}
-		b.WriteString(line)
-	}
-	return b.String()
-}
-
-// pick returns, in library order, the definitions body uses directly or
-// through other definitions.
-func (l *lib) pick(body string) string {
-	byName := make(map[string]*libDef, len(l.defs))
 	for i := range l.defs {
-		byName[l.defs[i].name] = &l.defs[i]
+		d := &l.defs[i]
+		text, err := recordNames(d.text)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %s: %w", d.file, d.line, d.name, err)
+		}
+		d.text = text
+		var bad error
+		luaNameRefs(d.text, func(n string, line int) {
+			j, ok := l.byName[n]
+			switch {
+			case !ok || j == i || slices.Contains(d.deps, j):
+			case j > i && bad == nil:
+				bad = fmt.Errorf("%s:%d: %s uses %s, defined below it", d.file, d.line+line-1, d.name, n)
+			default:
+				d.deps = append(d.deps, j)
+			}
+		})
+		if bad != nil {
+			return nil, bad
+		}
 	}
-	need := make(map[string]bool)
-	var visit func(name string)
-	visit = func(name string) {
-		d := byName[name]
-		if d == nil || need[name] {
+	return l, nil
+}
+
+// pick returns, in library order, the definitions the names refs use
+// directly or through other definitions.
+func (l *lib) pick(refs []string) []*libDef {
+	need := make([]bool, len(l.defs))
+	var visit func(i int)
+	visit = func(i int) {
+		if need[i] {
 			return
 		}
-		need[name] = true
-		for _, dep := range d.deps {
-			visit(dep)
+		need[i] = true
+		for _, j := range l.defs[i].deps {
+			visit(j)
 		}
 	}
-	for _, id := range identRx.FindAllString(stripComments(body), -1) {
-		visit(id)
-	}
-	var b strings.Builder
-	for _, d := range l.defs {
-		if need[d.name] {
-			b.WriteString(d.text)
+	for _, n := range refs {
+		if i, ok := l.byName[n]; ok {
+			visit(i)
 		}
 	}
-	return b.String()
+	var out []*libDef
+	for i := range l.defs {
+		if need[i] {
+			out = append(out, &l.defs[i])
+		}
+	}
+	return out
 }
 
 // all returns the whole library, for tests.
@@ -194,111 +360,140 @@ func (l *lib) all() string {
 	return b.String()
 }
 
+// posRE finds a position in the assembled script in a server's error:
+// "user_script:<line>" (Redis, Valkey) or ":<line>" (miniredis), at the
+// start of the message or after a space or "@".
+var posRE = regexp.MustCompile(`(^|[\s@])(?:user_script)?:(\d+)\b`)
+
+// sourceError translates the positions in an error of the server running s
+// to source positions ("lua/lib/claim.lua:<line>"), and names the record
+// fields of the line where the message says "field '?'" (a record field is
+// an array slot once assembled). Other errors are returned as they are.
+func (s *script) sourceError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	first := srcLine{}
+	out := posRE.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := posRE.FindStringSubmatch(m)
+		n, _ := strconv.Atoi(sub[2])
+		if n < 1 || n > len(s.lines) {
+			return m
+		}
+		l := s.lines[n-1]
+		if first.file == "" {
+			first = l
+		}
+		return fmt.Sprintf("%s%s:%d", sub[1], l.file, l.line)
+	})
+	if out == msg {
+		return err
+	}
+	if strings.Contains(out, "field '?'") {
+		if fields := recordFieldsIn(sourceLine(first)); len(fields) > 0 {
+			name := "'e." + strings.Join(fields, "' or 'e.") + "'"
+			out = strings.Replace(out, "field '?'", "field "+name, 1)
+		}
+	}
+	return &sourceErr{msg: out, err: err}
+}
+
+// sourceLine returns the text of a source line ("" for generated text).
+func sourceLine(l srcLine) string {
+	b, err := luaFiles.ReadFile(l.file)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	if l.line < 1 || l.line > len(lines) {
+		return ""
+	}
+	return lines[l.line-1]
+}
+
+// sourceErr is a server's error with source positions.
+type sourceErr struct {
+	msg string
+	err error
+}
+
+func (e *sourceErr) Error() string { return e.msg }
+func (e *sourceErr) Unwrap() error { return e.err }
+
 // The scripts, one per Store method.
 var (
-	scriptAttemptList = declareRead("attempt_list", "core", "")
+	scriptAttemptList = declareRead("attempt_list")
 
-	scriptClaimGrantIssue = declare("claim_grant_issue", "core lanes",
-		"now id worker_id worker_instance_id capabilities grant_ttl")
+	scriptClaimGrantIssue = declare("claim_grant_issue")
 
-	scriptExecutionBlock = declare("execution_block", "core lanes", "now id reason detail")
+	scriptExecutionBlock = declare("execution_block")
 
-	scriptExecutionCancel = declare("execution_cancel",
-		"core history lanes lease_expiry attempt_timeout deadline",
-		"now id source lease_id epoch attempt_id reason")
+	scriptExecutionCancel = declare("execution_cancel")
 
-	scriptExecutionChangePriority = declare("execution_change_priority", "core lanes", "now id priority")
+	scriptExecutionChangePriority = declare("execution_change_priority")
 
-	scriptExecutionClaim = declare("execution_claim",
-		"core payload tags history lanes lease_expiry attempt_timeout",
-		"now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl")
+	scriptExecutionClaim = declare("execution_claim")
 
-	scriptExecutionClaimNext = declare("execution_claim_next",
-		"lanes lease_expiry attempt_timeout",
-		"now lane namespace capabilities live_capabilities scan_limit worker_id worker_instance_id lease_id attempt_id lease_ttl")
+	scriptExecutionClaimNext = declare("execution_claim_next")
 
-	scriptExecutionComplete = declare("execution_complete",
-		"core result history lanes lease_expiry attempt_timeout deadline",
-		"now id source lease_id epoch attempt_id result has_next next_lane next_namespace next_capabilities "+
-			"next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id "+
-			"next_attempt_id next_lease_ttl")
+	scriptExecutionComplete = declare("execution_complete")
 
-	scriptExecutionCreate = declare("execution_create",
-		"core payload tags idem lanes all deadline",
-		"now id namespace lane kind payload priority tags required_caps retry_max retry_backoff "+
-			"retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays "+
-			"attempt_timeout deadline delay_until idem_key idem_ttl gc_slack")
+	scriptExecutionCreate = declare("execution_create")
 
-	scriptExecutionDelay = declare("execution_delay",
-		"core history lanes lease_expiry attempt_timeout",
-		"now id source lease_id epoch attempt_id delay_until")
+	scriptExecutionDelay = declare("execution_delay")
 
-	scriptExecutionDescribe = declareRead("execution_describe", "core tags", "")
+	scriptExecutionDescribe = declareRead("execution_describe")
 
-	scriptExecutionExpire = declare("execution_expire",
-		"core history lanes lease_expiry attempt_timeout deadline", "now id reason")
+	scriptExecutionExpire = declare("execution_expire")
 
-	scriptExecutionFail = declare("execution_fail",
-		"core history lanes lease_expiry attempt_timeout deadline",
-		"now id source lease_id epoch attempt_id reason category retryable")
+	scriptExecutionFail = declare("execution_fail")
 
-	scriptExecutionGrantAndClaim = declare("execution_grant_and_claim",
-		"core payload tags history lanes lease_expiry attempt_timeout",
-		"now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl")
+	scriptExecutionGrantAndClaim = declare("execution_grant_and_claim")
 
-	scriptExecutionIndexes = declareRead("execution_indexes",
-		"core lanes all lease_expiry attempt_timeout deadline", "id")
+	scriptExecutionIndexes = declareRead("execution_indexes")
 
-	scriptExecutionList = declareRead("execution_list", "all", "after limit")
+	scriptExecutionList = declareRead("execution_list")
 
-	scriptExecutionPayload = declareRead("execution_payload", "core payload", "")
+	scriptExecutionPayload = declareRead("execution_payload")
 
-	scriptExecutionPromoteDelayed = declare("execution_promote_delayed", "core lanes", "now id lane")
+	scriptExecutionPromoteDelayed = declare("execution_promote_delayed")
 
-	scriptExecutionReclaim = declare("execution_reclaim",
-		"core payload tags history lanes lease_expiry attempt_timeout deadline",
-		"now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl")
+	scriptExecutionReclaim = declare("execution_reclaim")
 
-	scriptExecutionRecover = declare("execution_recover",
-		"core history lanes lease_expiry attempt_timeout deadline", "now id")
+	scriptExecutionRecover = declare("execution_recover")
 
-	scriptExecutionReplay = declare("execution_replay", "core result history lanes deadline",
-		"now id reason requested_by")
+	scriptExecutionReplay = declare("execution_replay")
 
-	scriptExecutionResult = declareRead("execution_result", "core result", "")
+	scriptExecutionResult = declareRead("execution_result")
 
-	scriptExecutionUnblock = declare("execution_unblock", "core lanes", "now id expected_reason")
+	scriptExecutionUnblock = declare("execution_unblock")
 
-	scriptExecutionUpdateProgress = declare("execution_update_progress", "core",
-		"now id lease_id epoch attempt_id percent message")
+	scriptExecutionUpdateProgress = declare("execution_update_progress")
 
-	scriptIndexScanDue = declareRead("index_scan_due", "lanes lease_expiry attempt_timeout deadline",
-		"now index after_due after_id limit")
+	scriptIndexScanDue = declareRead("index_scan_due")
 
-	scriptPartitionDue = declareRead("partition_due", "lanes all lease_expiry attempt_timeout deadline", "")
+	scriptPartitionDue = declareRead("partition_due")
 
-	scriptLeaseHistory = declareRead("lease_history", "core history", "after limit")
+	scriptLeaseHistory = declareRead("lease_history")
 
-	scriptLeaseMarkExpired = declare("lease_mark_expired", "core history lanes lease_expiry", "now id")
+	scriptLeaseMarkExpired = declare("lease_mark_expired")
 
-	scriptLeaseRenew = declare("lease_renew", "core lease_expiry", "now id lease_id epoch attempt_id lease_ttl")
+	scriptLeaseRenew = declare("lease_renew")
 
-	scriptLeaseRevoke = declare("lease_revoke", "core history lanes lease_expiry",
-		"now id expected_lease_id reason")
+	scriptLeaseRevoke = declare("lease_revoke")
 
-	scriptReclaimGrantIssue = declare("reclaim_grant_issue", "core",
-		"now id worker_id worker_instance_id capabilities grant_ttl")
+	scriptReclaimGrantIssue = declare("reclaim_grant_issue")
 
-	scriptRouteUnblock = declare("route_unblock", "lanes", "now namespace live all limit")
+	scriptRouteUnblock = declare("route_unblock")
 
-	scriptWorkerDeregister = declare("worker_deregister", "worker workers", "now worker_instance_id session_id")
+	scriptWorkerDeregister = declare("worker_deregister")
 
-	scriptWorkerExpire = declare("worker_expire", "workers", "now limit")
+	scriptWorkerExpire = declare("worker_expire")
 
-	scriptWorkerHeartbeat = declare("worker_heartbeat", "worker", "now worker_instance_id session_id ttl gc_slack")
+	scriptWorkerHeartbeat = declare("worker_heartbeat")
 
-	scriptWorkerList = declareRead("worker_list", "workers", "now")
+	scriptWorkerList = declareRead("worker_list")
 
-	scriptWorkerRegister = declare("worker_register", "worker workers",
-		"now worker_id worker_instance_id session_id lanes capabilities ttl gc_slack")
+	scriptWorkerRegister = declare("worker_register")
 )

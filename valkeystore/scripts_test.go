@@ -1,51 +1,21 @@
 package valkeystore
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
 )
 
-// scriptHeader is what a script's header declares.
-type scriptHeader struct {
-	keys, args []string
-	nKeys      int // number of "-- KEYS:" lines
-	nArgs      int
-}
-
-func parseHeader(src string) scriptHeader {
-	var h scriptHeader
-	for _, line := range strings.Split(src, "\n") {
-		if !strings.HasPrefix(line, "--") {
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
-			break // the header ends at the first line of code
-		}
-		body := strings.TrimSpace(strings.TrimPrefix(line, "--"))
-		if rest, ok := strings.CutPrefix(body, "KEYS:"); ok {
-			h.nKeys++
-			h.keys = strings.Fields(rest)
-		}
-		if rest, ok := strings.CutPrefix(body, "ARGV:"); ok {
-			h.nArgs++
-			h.args = strings.Fields(rest)
-		}
-	}
-	return h
-}
-
-var luaKeywords = []string{"and", "break", "do", "else", "elseif", "end", "false", "for", "function",
-	"if", "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"}
-
-var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
-
-// TestScriptHeaders checks that every script's header declares its KEYS and
-// ARGV once, with the names and order of the Go declaration, that every
-// .lua file is declared, and that the script body uses only declared names.
-func TestScriptHeaders(t *testing.T) {
+// TestScriptFiles checks that every lua/*.lua file is a declared script and
+// every declared script has its file, and that every script reads its
+// declared names and nothing else through the prelude.
+func TestScriptFiles(t *testing.T) {
 	declared := make(map[string]*script)
 	for _, s := range allScripts {
 		if declared[s.name] != nil {
@@ -58,11 +28,7 @@ func TestScriptHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := make(map[string]bool)
-	useRE := regexp.MustCompile(`\b([KA])\.([A-Za-z_][A-Za-z0-9_]*)`)
 	for _, f := range files {
-		if f == libFile {
-			continue
-		}
 		name := strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")
 		seen[name] = true
 		s := declared[name]
@@ -70,33 +36,17 @@ func TestScriptHeaders(t *testing.T) {
 			t.Errorf("%s has no Go declaration", f)
 			continue
 		}
-		src := mustRead(f)
-		h := parseHeader(src)
-		if h.nKeys != 1 || h.nArgs != 1 {
-			t.Errorf("%s: header has %d KEYS and %d ARGV lines, want 1 each", f, h.nKeys, h.nArgs)
-			continue
+		keys, args, err := parseHeader(mustRead(f))
+		if err != nil || !slices.Equal(keys, s.keys) || !slices.Equal(args, s.args) {
+			t.Errorf("%s: script has keys %v and args %v, its header %v %v (%v)", f, s.keys, s.args, keys, args, err)
 		}
-		if !slices.Equal(h.keys, s.keys) {
-			t.Errorf("%s: header KEYS %v, Go declares %v", f, h.keys, s.keys)
-		}
-		if !slices.Equal(h.args, s.args) {
-			t.Errorf("%s: header ARGV %v, Go declares %v", f, h.args, s.args)
-		}
-		for _, n := range append(slices.Clone(s.keys), s.args...) {
-			if !identRE.MatchString(n) || slices.Contains(luaKeywords, n) {
-				t.Errorf("%s: %q is not a Lua identifier", f, n)
-			}
-		}
-		if len(s.keys) == 0 {
-			t.Errorf("%s declares no keys: a cluster could not route it", f)
-		}
-		for _, m := range useRE.FindAllStringSubmatch(src, -1) {
-			list := s.keys
-			if m[1] == "A" {
-				list = s.args
-			}
-			if !slices.Contains(list, m[2]) {
-				t.Errorf("%s uses %s.%s, which it does not declare", f, m[1], m[2])
+		// the prelude binds K_<key> to KEYS[<its place in the header>]
+		for i, k := range s.keys {
+			if strings.Contains(s.src, "K_"+k+",") || strings.Contains(s.src, "K_"+k+" =") {
+				if !strings.Contains(strings.SplitN(s.src, "\n", 3)[0]+strings.SplitN(s.src, "\n", 3)[1],
+					fmt.Sprintf("KEYS[%d]", i+1)) {
+					t.Errorf("%s: the prelude does not read %s from KEYS[%d]", f, k, i+1)
+				}
 			}
 		}
 	}
@@ -105,17 +55,71 @@ func TestScriptHeaders(t *testing.T) {
 			t.Errorf("%s is declared but lua/%s.lua does not exist", name, name)
 		}
 	}
+	libFiles, err := fs.Glob(luaFiles, "lua/lib/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, topic := range libTopics {
+		want = append(want, "lua/lib/"+topic+".lua")
+	}
+	slices.Sort(want)
+	if !slices.Equal(libFiles, want) {
+		t.Errorf("lua/lib holds %v, libTopics lists %v", libFiles, want)
+	}
 }
 
 // TestHeaderParser checks the parser on edge cases.
 func TestHeaderParser(t *testing.T) {
-	h := parseHeader("-- x: doc\n-- KEYS: a b\n--   ARGV:   c\n\nlocal x = 1\n-- KEYS: late\n")
-	if !slices.Equal(h.keys, []string{"a", "b"}) || !slices.Equal(h.args, []string{"c"}) || h.nKeys != 1 || h.nArgs != 1 {
-		t.Fatalf("parse = %+v", h)
+	keys, args, err := parseHeader("-- x: doc\n-- KEYS: a b\n--   ARGV:   c\n\nlocal x = 1\n-- KEYS: late\n")
+	if err != nil || !slices.Equal(keys, []string{"a", "b"}) || !slices.Equal(args, []string{"c"}) {
+		t.Fatalf("parse = %v %v %v", keys, args, err)
 	}
-	h = parseHeader("-- KEYS: a\n-- ARGV:\n")
-	if len(h.args) != 0 || h.nArgs != 1 {
-		t.Fatalf("empty ARGV: %+v", h)
+	keys, args, err = parseHeader("-- KEYS: a\n-- ARGV:\n")
+	if err != nil || len(keys) != 1 || len(args) != 0 {
+		t.Fatalf("empty ARGV: %v %v %v", keys, args, err)
+	}
+	for _, bad := range []string{
+		"-- KEYS: a\n",                        // no ARGV line
+		"-- KEYS: a\n-- KEYS: b\n-- ARGV:\n",  // two KEYS lines
+		"-- KEYS:\n-- ARGV: x\n",              // no keys
+		"-- KEYS: a a\n-- ARGV:\n",            // a key twice
+		"-- KEYS: a\n-- ARGV: x end\n",        // a keyword
+		"-- KEYS: a-b\n-- ARGV:\n",            // not an identifier
+		"local x = 1\n-- KEYS: a\n-- ARGV:\n", // after the code
+	} {
+		if _, _, err := parseHeader(bad); err == nil {
+			t.Errorf("parseHeader(%q) accepted", bad)
+		}
+	}
+}
+
+// TestAssembleChecks checks that a script reading a name its header does
+// not declare, or reading KEYS/ARGV or K/A directly, is not built.
+func TestAssembleChecks(t *testing.T) {
+	const head = "-- KEYS: core lanes\n-- ARGV: now id\n"
+	for _, tc := range []struct{ body, want string }{
+		{"return K_tags", "x.lua:4: K_tags: the header declares no key tags"},
+		{"local x = 1\nreturn A_limit", "x.lua:5: A_limit: the header declares no argument limit"},
+		{"return KEYS[1]", "x.lua:4: KEYS: keys and arguments are read as"},
+		{"return K.core", "x.lua:4: K: keys and arguments are read as"},
+		// a helper using a key the script does not declare (release_lease
+		// uses K_lease_expiry)
+		{"release_lease(the_exec(), 1, 'x', 'y')", "lua/lib/index.lua:"},
+		{"return e.no_such_field", "x.lua: line 4: e.no_such_field is not a record field"},
+	} {
+		_, err := assemble("x", "x.lua", head+"\n"+tc.body+"\n")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	s, err := assemble("x", "x.lua", head+"\nreturn { K_lanes, A_id, 'K_core', A_id } -- A_now\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// only the names used are bound, from their places in the header
+	if want := "local K_lanes = KEYS[2]\nlocal A_id = ARGV[2]\n"; !strings.HasPrefix(s.src, want) {
+		t.Errorf("prelude:\n%s\nwant:\n%s", s.src, want)
 	}
 }
 
@@ -123,62 +127,226 @@ func TestHeaderParser(t *testing.T) {
 // library, through the server's compiler (miniredis) via SCRIPT LOAD.
 func TestScriptSourcesCompile(t *testing.T) {
 	c := miniredisClient(t)
-	all, err := scriptNames(library.all(), &script{name: "library"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Do(bg, c.B().ScriptLoad().Script(all).Build()).Error(); err != nil {
+	if err := c.Do(bg, c.B().ScriptLoad().Script(library.all()).Build()).Error(); err != nil {
 		t.Errorf("library: %v", err)
 	}
 	for _, s := range allScripts {
-		if err := c.Do(bg, c.B().ScriptLoad().Script(s.source()).Build()).Error(); err != nil {
+		if err := c.Do(bg, c.B().ScriptLoad().Script(s.src).Build()).Error(); err != nil {
 			t.Errorf("%s: %v", s.name, err)
 		}
 	}
 }
 
-// TestLibrarySplit checks that cutting the generated definitions and lib.lua
-// into definitions loses nothing but lib.lua's leading comment, and that
-// picking follows dependencies.
+// TestLibrarySplit checks that cutting the generated definitions and the
+// topic files into definitions loses nothing but each file's leading
+// comment, that each definition knows its file and line, and that every
+// script includes the definition of each library name it uses.
 func TestLibrarySplit(t *testing.T) {
-	gen, src := generatedLua(), mustRead(libFile)
-	if library.all() != parseLib(gen).all()+parseLib(src).all() {
-		t.Fatal("the library is not the generated definitions, then lib.lua's")
+	files := map[string]string{generatedFile: generatedLua()}
+	for _, topic := range libTopics {
+		f := "lua/lib/" + topic + ".lua"
+		files[f] = mustRead(f)
 	}
-	// definitions hold their source's text with the record names rewritten
-	for _, in := range []string{gen, src} {
-		rw, err := recordNames(in)
-		if err != nil {
-			t.Fatal(err)
+	byFile := make(map[string]string)
+	for _, d := range library.defs {
+		src := files[d.file]
+		lines := strings.SplitAfter(src, "\n")
+		n := strings.Count(d.text, "\n")
+		orig := strings.Join(lines[d.line-1:d.line-1+n], "")
+		if rw, err := recordNames(orig); err != nil || rw != d.text {
+			t.Errorf("%s:%d: %s is not its source's text: %v", d.file, d.line, d.name, err)
 		}
-		if !strings.HasSuffix(rw, parseLib(in).all()) {
-			t.Fatal("library definitions are not the tail of their source")
+		byFile[d.file] += orig
+	}
+	for f, src := range files {
+		head, ok := strings.CutSuffix(src, byFile[f])
+		if !ok {
+			t.Errorf("%s: its definitions are not the tail of the file", f)
+			continue
 		}
-	}
-	rwSrc, _ := recordNames(src)
-	head := strings.TrimSuffix(rwSrc, parseLib(src).all())
-	for _, line := range strings.Split(strings.TrimSpace(head), "\n") {
-		if !strings.HasPrefix(line, "--") {
-			t.Fatalf("code before the first definition: %q", line)
-		}
-	}
-	got := library.pick("return ok({})")
-	for _, want := range []string{"local function ok(", "local function enc("} {
-		if !strings.Contains(got, want) {
-			t.Errorf("pick(ok) lacks %q", want)
-		}
-	}
-	if strings.Contains(got, "local function claim(") {
-		t.Error("pick(ok) includes claim")
-	}
-	// every script's source mentions no library name it did not include
-	for _, s := range allScripts {
-		src := s.source()
-		for _, d := range library.defs {
-			if !strings.Contains(src, "local "+d.name) && !strings.Contains(src, "local function "+d.name) &&
-				regexp.MustCompile(`\b`+d.name+`\(`).MatchString(stripComments(src)) {
-				t.Errorf("%s calls %s without its definition", s.name, d.name)
+		for _, line := range strings.Split(strings.TrimSpace(head), "\n") {
+			if line != "" && !strings.HasPrefix(line, "--") {
+				t.Errorf("%s: code before the first definition: %q", f, line)
 			}
 		}
 	}
+	for _, s := range allScripts {
+		defined := make(map[string]bool)
+		for _, line := range strings.Split(s.src, "\n") {
+			if m := defRE.FindStringSubmatch(line); m != nil {
+				defined[m[1]] = true
+			}
+		}
+		luaNameRefs(s.src, func(n string, line int) {
+			if _, lib := library.byName[n]; lib && !defined[n] {
+				t.Errorf("%s:%d uses %s without its definition", s.name, line, n)
+			}
+		})
+	}
+}
+
+// picked returns the names of the library definitions s includes.
+func picked(s *script) []string {
+	var out []string
+	for _, line := range strings.Split(s.src, "\n") {
+		if m := defRE.FindStringSubmatch(line); m != nil {
+			if _, lib := library.byName[m[1]]; lib {
+				out = append(out, m[1])
+			}
+		}
+	}
+	return out
+}
+
+// TestHelperPicking pins which helpers a few scripts include: the ones they
+// use, directly or through other helpers, in library order; a helper's
+// name in a string, a comment or after "." pulls in nothing.
+func TestHelperPicking(t *testing.T) {
+	for _, tc := range []struct {
+		s    *script
+		want string
+	}{
+		// 'claim' (the grant kind) is a string: claim, set_state,
+		// add_history... stay out
+		{scriptClaimGrantIssue, "REC_VERSION REC_NUM_FMT REC_COLD_FMT rec_blank rec_blank_cold rec_upgrade N " +
+			"ks_cache ks lane_key exec_keys load_exec rec_cold save_exec now_ms fail the_exec grant_live split_csv " +
+			"missing_caps"},
+		{scriptWorkerList, "N now_ms enc ok hash_to_table worker_key worker_load worker_alive"},
+		{scriptExecutionPayload, "fail"},
+		{scriptExecutionIndexes, "REC_VERSION rec_blank rec_blank_cold rec_upgrade ks_cache ks lane_key exec_keys " +
+			"load_exec the_exec BLOCKED_NAMES"},
+	} {
+		if got := strings.Join(picked(tc.s), " "); got != tc.want {
+			t.Errorf("%s picks\n %s\nwant\n %s", tc.s.name, got, tc.want)
+		}
+	}
+	src := "-- KEYS: core\n-- ARGV:\n" + `
+-- claim(e) in a comment, and --[[ terminate(e) ]] in a long one
+local t = { 'claim', "fail", [[block(e)]], [==[unblock]==] }
+t.ok = t.enc
+return t:vector()
+`
+	s, err := assemble("x", "x.lua", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := picked(s); len(got) != 0 {
+		t.Errorf("strings, comments and fields picked %v", got)
+	}
+	s, err = assemble("x", "x.lua", "-- KEYS: core\n-- ARGV:\nreturn ok({ 'fail' })\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(picked(s), " "); got != "enc ok" {
+		t.Errorf("ok picks %s, want enc ok", got)
+	}
+}
+
+// TestTokenizer checks the tokenizer on Lua's lexical corners.
+func TestTokenizer(t *testing.T) {
+	src := "a..b...c.d:e 'x\\'y' \"q\" --[=[ c\n]=] [[s\n]] 1.5e+3 0x1F x>=y ~= --z\nf"
+	var names []string
+	luaNameRefs(src, func(n string, _ int) { names = append(names, n) })
+	if want := []string{"a", "b", "c", "x", "y", "f"}; !slices.Equal(names, want) {
+		t.Errorf("names %v, want %v", names, want)
+	}
+	var b strings.Builder
+	lines := 0
+	for _, tok := range luaTokens(src) {
+		b.WriteString(tok.text)
+		if tok.text == "f" {
+			lines = tok.line
+		}
+	}
+	if b.String() != src || lines != 4 {
+		t.Errorf("tokens rebuild %q (f on line %d), want the source and line 4", b.String(), lines)
+	}
+}
+
+// TestSourceError checks the translation of a server error's positions to
+// source positions, with a record field's name for "field '?'".
+func TestSourceError(t *testing.T) {
+	s := scriptExecutionComplete
+	line := func(file, text string) (int, int) { // the source line of text, and its assembled line
+		src := strings.Split(mustRead(file), "\n")
+		i := slices.IndexFunc(src, func(l string) bool { return strings.Contains(l, text) })
+		if i < 0 {
+			t.Fatalf("%s lacks %q", file, text)
+		}
+		j := slices.Index(s.lines, srcLine{file, i + 1})
+		if j < 0 {
+			t.Fatalf("%s:%d is not in %s", file, i+1, s.name)
+		}
+		return i + 1, j + 1
+	}
+	src, at := line("lua/lib/state.lua", "e.last_transition_at = now")
+	base := errors.New("boom")
+	for _, tc := range []struct{ in, want string }{
+		{fmt.Sprintf("ERR user_script:%d: attempt to perform arithmetic on field '?' (a nil value) script: abc, on @user_script:%d.", at, at),
+			fmt.Sprintf("ERR lua/lib/state.lua:%d: attempt to perform arithmetic on field 'e.last_transition_at' (a nil value) script: abc, on @lua/lib/state.lua:%d.", src, src)},
+		{fmt.Sprintf("Error compiling script (new function): :%d: cannot perform add operation between nil and number stack traceback:  :%d: in main chunk", at, at),
+			fmt.Sprintf("Error compiling script (new function): lua/lib/state.lua:%d: cannot perform add operation between nil and number stack traceback:  lua/lib/state.lua:%d: in main chunk", src, src)},
+		{"ERR at 10:30: 99999:1 x", "ERR at 10:30: 99999:1 x"},
+		{"ERR unknown command", "ERR unknown command"},
+	} {
+		err := s.sourceError(fmt.Errorf("%s%w", tc.in, base))
+		if got := strings.TrimSuffix(err.Error(), "boom"); got != tc.want {
+			t.Errorf("sourceError(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+		if !errors.Is(err, base) {
+			t.Errorf("%q lost the server's error", tc.in)
+		}
+	}
+	// a line naming several fields names them all
+	src, at = line("lua/lib/state.lua", "e.lifecycle_phase, e.ownership_state, e.eligibility_state = lp, os, es")
+	got := s.sourceError(fmt.Errorf("ERR user_script:%d: attempt to index field '?' (a nil value)", at)).Error()
+	if want := fmt.Sprintf("ERR lua/lib/state.lua:%d: attempt to index field 'e.lifecycle_phase' or 'e.ownership_state' or 'e.eligibility_state' (a nil value)", src); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// the script's own lines and the prelude
+	src, at = line("lua/execution_complete.lua", "local f = fence_arg()")
+	got = s.sourceError(fmt.Errorf("ERR user_script:%d: x", at)).Error()
+	if want := fmt.Sprintf("ERR lua/execution_complete.lua:%d: x", src); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := s.sourceError(errors.New("ERR user_script:1: x")).Error(); got != "ERR <prelude>:1: x" {
+		t.Errorf("prelude line: %s", got)
+	}
+}
+
+// TestRuntimeErrorNamesSource breaks a stored record (its numbers cut to
+// the layout version) so that claiming it fails in a library helper: the
+// error names the helper's source file and line, and on Redis and Valkey
+// (whose message says "field '?'") the record field.
+func TestRuntimeErrorNamesSource(t *testing.T) {
+	lines := strings.Split(mustRead("lua/lib/claim.lua"), "\n")
+	at := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "e.epoch = e.epoch + 1") }) + 1
+	if at == 0 {
+		t.Fatal("lua/lib/claim.lua lacks the line this test breaks")
+	}
+	want := fmt.Sprintf("lua/lib/claim.lua:%d:", at)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		s := newStoreWith(t, c, nil)
+		var sq seq
+		id := sq.exec(1)
+		if _, err := s.ExecutionCreate(bg, createP(id, t0)); err != nil {
+			t.Fatal(err)
+		}
+		core := s.keys.execKeys(id)["core"]
+		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", fmt.Sprintf("[%d]", recordVersion)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: id, LeaseRequest: sq.req("wi1", time.Minute), Now: t0})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want one naming %s", err, want)
+		}
+		if strings.Contains(err.Error(), "user_script") || strings.Contains(err.Error(), "field '?'") {
+			t.Errorf("err = %v, still names the assembled script", err)
+		}
+		if b.name != "miniredis" && !strings.Contains(err.Error(), "field 'e.epoch'") {
+			t.Errorf("err = %v, want it to name field 'e.epoch'", err)
+		}
+		t.Log(err)
+	})
 }

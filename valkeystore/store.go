@@ -132,7 +132,7 @@ func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a a
 	}
 	res := sc.lua.Exec(ctx, s.client, ks, as)
 	if err := res.Error(); err != nil {
-		return nil, transportError(sc.name, err)
+		return nil, transportError(sc.name, sc.sourceError(err))
 	}
 	msg, err := res.ToMessage()
 	if err != nil {

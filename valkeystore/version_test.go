@@ -45,7 +45,7 @@ func TestRecordLayoutGolden(t *testing.T) {
 	// record: the lease history (read only through the_exec, so after the
 	// record's check) and the grant (record fields). Changing the history
 	// entry changes the layout too: bump recordVersion with it.
-	lib, err := luaFiles.ReadFile("lua/lib.lua")
+	lib, err := luaFiles.ReadFile("lua/lib/attempt.lua")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,6 @@ if e.lifecycle_phase == 'terminal' then return not_active(e) end
 if e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= 'eligible_now' then
   return fail('execution_not_eligible')
 end
-block(e, now_ms(), A.reason, A.detail)
+block(e, now_ms(), A_reason, A_detail)
 save_exec(e)
 return { 'eligibility_state', e.eligibility_state }

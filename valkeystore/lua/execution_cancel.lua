@@ -6,7 +6,7 @@
 local now = now_ms()
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
-local operator = A.source == 'operator_override'
+local operator = A_source == 'operator_override'
 local f = fence_arg()
 if e.lifecycle_phase == 'terminal' and op_matches(e, 'cancel', operator, f) then
   return { 'prior_phase', e.op_prior_phase, 'replayed', 1 }
@@ -22,11 +22,11 @@ local prior = e.lifecycle_phase
 remove_from_lane(e)
 if prior == 'active' then
   if operator then notify_lease(e, 'cancelled') end
-  release_lease(e, now, 'cancelled', A.reason)
+  release_lease(e, now, 'cancelled', A_reason)
 end
-end_attempt(e, now, 'ended_cancelled', A.reason, '')
+end_attempt(e, now, 'ended_cancelled', A_reason, '')
 terminate(e, now, 'cancelled')
-e.cancellation_reason = A.reason
+e.cancellation_reason = A_reason
 if operator then e.cancelled_by = 'operator_override' else e.cancelled_by = 'worker' end
 record_op(e, 'cancel', operator, f)
 e.op_prior_phase = prior

@@ -8,6 +8,6 @@ local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 local err = check_claimable(e)
 if err ~= nil then return err end
-err = check_grant(e, 'claim', A.worker_id, A.worker_instance_id, A.capabilities, now)
+err = check_grant(e, 'claim', A_worker_id, A_worker_instance_id, A_capabilities, now)
 if err ~= nil then return err end
 return claim(e, lease_req(), now)

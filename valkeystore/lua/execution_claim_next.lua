@@ -4,4 +4,4 @@
 -- KEYS: lanes lease_expiry attempt_timeout
 -- ARGV: now lane namespace capabilities live_capabilities scan_limit worker_id worker_instance_id lease_id attempt_id lease_ttl
 
-return claim_next(A.lane, A.namespace, A.capabilities, A.live_capabilities, N(A.scan_limit), lease_req(), now_ms())
+return claim_next(A_lane, A_namespace, A_capabilities, A_live_capabilities, N(A_scan_limit), lease_req(), now_ms())

@@ -7,7 +7,7 @@
 local now = now_ms()
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
-local operator = A.source == 'operator_override'
+local operator = A_source == 'operator_override'
 local f = fence_arg()
 local replay, err = check_fenced_op(e, 'complete', operator, f, now)
 if err ~= nil then return err end
@@ -15,21 +15,21 @@ if err ~= nil then return err end
 if not replay then
   if operator then notify_lease(e, 'overridden') end
   end_attempt(e, now, 'ended_success', '', '')
-  redis.call('SET', K.result, A.result)
+  redis.call('SET', K_result, A_result)
   remove_from_lane(e)
   release_lease(e, now, 'released', 'completed')
   terminate(e, now, 'success')
   record_op(e, 'complete', operator, f)
   save_exec(e)
 end
-if A.has_next ~= '1' then return { 'replayed', replay and 1 or 0 } end
+if A_has_next ~= '1' then return { 'replayed', replay and 1 or 0 } end
 -- ExecutionClaimNext's pairs for the next execution, and replayed
-local reply = claim_next(A.next_lane, A.next_namespace, A.next_capabilities, A.next_live_capabilities, N(A.next_scan_limit), {
-  worker_id = A.next_worker_id,
-  wi = A.next_worker_instance_id,
-  lease_id = A.next_lease_id,
-  attempt_id = A.next_attempt_id,
-  ttl = N(A.next_lease_ttl),
+local reply = claim_next(A_next_lane, A_next_namespace, A_next_capabilities, A_next_live_capabilities, N(A_next_scan_limit), {
+  worker_id = A_next_worker_id,
+  wi = A_next_worker_instance_id,
+  lease_id = A_next_lease_id,
+  attempt_id = A_next_attempt_id,
+  ttl = N(A_next_lease_ttl),
 }, now)
 local n = #reply
 reply[n + 1], reply[n + 2] = 'replayed', replay and 1 or 0

@@ -6,13 +6,13 @@
 local now = now_ms()
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
-local operator = A.source == 'operator_override'
+local operator = A_source == 'operator_override'
 local f = fence_arg()
 local replay, err = check_fenced_op(e, 'delay', operator, f, now)
 if err ~= nil then return err end
 if replay then return { 'delay_until', e.op_delay_until, 'replayed', 1 } end
 
-local until_ms = N(A.delay_until)
+local until_ms = N(A_delay_until)
 if operator then notify_lease(e, 'overridden') end
 if e.cur_attempt >= 0 then
   redis.call('HSET', attempt_key(e, e.cur_attempt), 'status', 'suspended')

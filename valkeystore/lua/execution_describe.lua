@@ -5,4 +5,4 @@
 
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
-return { 'core', record_pairs(e), 'tags', redis.call('HGETALL', K.tags) }
+return { 'core', record_pairs(e), 'tags', redis.call('HGETALL', K_tags) }

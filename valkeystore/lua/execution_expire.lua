@@ -5,22 +5,22 @@
 -- ARGV: now id reason
 
 local now = now_ms()
-local idx = K.deadline
-if A.reason == 'attempt_timeout' then idx = K.attempt_timeout end
+local idx = K_deadline
+if A_reason == 'attempt_timeout' then idx = K_attempt_timeout end
 local e = the_exec()
 if e == nil then
-  redis.call('ZREM', idx, A.id)
+  redis.call('ZREM', idx, A_id)
   return { 'status', 'not_found_cleaned', 'prior_phase', '', 'delay_until', 0 }
 end
 if e.lifecycle_phase == 'terminal' then
-  redis.call('ZREM', idx, A.id)
+  redis.call('ZREM', idx, A_id)
   return { 'status', 'already_terminal', 'prior_phase', e.lifecycle_phase, 'delay_until', 0 }
 end
 local prior = e.lifecycle_phase
 
-if A.reason == 'attempt_timeout' then
+if A_reason == 'attempt_timeout' then
   if e.lifecycle_phase ~= 'active' or e.timeout_at == 0 then
-    redis.call('ZREM', idx, A.id)
+    redis.call('ZREM', idx, A_id)
     return { 'status', 'not_active_cleaned', 'prior_phase', prior, 'delay_until', 0 }
   end
   if e.timeout_at > now then
@@ -44,7 +44,7 @@ if A.reason == 'attempt_timeout' then
 end
 
 if e.deadline == 0 then
-  redis.call('ZREM', idx, A.id)
+  redis.call('ZREM', idx, A_id)
   return { 'status', 'not_active_cleaned', 'prior_phase', prior, 'delay_until', 0 }
 end
 if e.deadline > now then

@@ -15,6 +15,6 @@ if e.eligibility_state ~= 'eligible_now' then return fail('execution_not_eligibl
 if not redis.call('ZSCORE', lane_key(e.lane, 'eligible'), e.id) then
   return fail('execution_not_in_eligible_set')
 end
-local missing = missing_caps(e.required_caps, A.capabilities)
+local missing = missing_caps(e.required_caps, A_capabilities)
 if missing ~= '' then return fail('capability_mismatch', missing) end
 return claim(e, lease_req(), now)

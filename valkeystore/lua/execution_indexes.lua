@@ -4,10 +4,10 @@
 -- KEYS: core lanes all lease_expiry attempt_timeout deadline
 -- ARGV: id
 
-local id = A.id
+local id = A_id
 local names = {}
 local function has(key) return redis.call('ZSCORE', key, id) ~= false end
-for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
+for _, lane in ipairs(redis.call('ZRANGE', K_lanes, '0', '-1')) do
   for _, name in ipairs({ 'eligible', 'delayed', 'terminal', 'suspended' }) do
     if has(lane_key(lane, name)) then names[#names + 1] = 'lane:' .. lane .. ':' .. name end
   end
@@ -15,13 +15,13 @@ for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
     if has(lane_key(lane, name)) then names[#names + 1] = 'lane:' .. lane .. ':' .. name end
   end
 end
-if has(K.lease_expiry) then names[#names + 1] = 'lease_expiry' end
-if has(K.attempt_timeout) then names[#names + 1] = 'attempt_timeout' end
-if has(K.deadline) then names[#names + 1] = 'execution_deadline' end
+if has(K_lease_expiry) then names[#names + 1] = 'lease_expiry' end
+if has(K_attempt_timeout) then names[#names + 1] = 'attempt_timeout' end
+if has(K_deadline) then names[#names + 1] = 'execution_deadline' end
 local e = the_exec()
 if e ~= nil then
   if e.lifecycle_phase == 'active' then names[#names + 1] = 'lane:' .. e.lane .. ':active' end
   if e.lease_id ~= '' then names[#names + 1] = 'worker:' .. e.lease_wi .. ':leases' end
 end
-if has(K.all) then names[#names + 1] = 'all_executions' end
+if has(K_all) then names[#names + 1] = 'all_executions' end
 return { 'indexes', names }

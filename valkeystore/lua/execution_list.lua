@@ -4,10 +4,10 @@
 -- KEYS: all
 -- ARGV: after limit
 
-local limit = N(A.limit)
+local limit = N(A_limit)
 local from = '-'
-if A.after ~= '' then from = A.after end
-local ids = redis.call('ZRANGEBYLEX', K.all, from, '+', 'LIMIT', '0', S(limit + 1))
+if A_after ~= '' then from = A_after end
+local ids = redis.call('ZRANGEBYLEX', K_all, from, '+', 'LIMIT', '0', S(limit + 1))
 local next_id = ''
 if #ids > limit then
   ids[#ids] = nil

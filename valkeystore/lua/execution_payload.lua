@@ -2,5 +2,5 @@
 -- KEYS: core payload
 -- ARGV:
 
-if redis.call('EXISTS', K.core) == 0 then return fail('execution_not_found') end
-return { 'payload', redis.call('GET', K.payload) or '' }
+if redis.call('EXISTS', K_core) == 0 then return fail('execution_not_found') end
+return { 'payload', redis.call('GET', K_payload) or '' }

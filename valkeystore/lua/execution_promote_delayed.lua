@@ -5,7 +5,7 @@
 
 local now = now_ms()
 local function status(s) return { 'status', s } end
-local function clean() redis.call('ZREM', lane_key(A.lane, 'delayed'), A.id) end
+local function clean() redis.call('ZREM', lane_key(A_lane, 'delayed'), A_id) end
 local e = the_exec()
 if e == nil then
   clean()

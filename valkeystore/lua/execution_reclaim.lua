@@ -8,7 +8,7 @@ local now = now_ms()
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 if not reclaimable(e) then return fail('execution_not_reclaimable') end
-local err = check_grant(e, 'reclaim', A.worker_id, A.worker_instance_id, A.capabilities, now)
+local err = check_grant(e, 'reclaim', A_worker_id, A_worker_instance_id, A_capabilities, now)
 if err ~= nil then return err end
 if reclaim_cap_reached(e, now) then return { 'status', 'reclaim_cap_exceeded' } end
 

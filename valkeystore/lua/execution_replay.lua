@@ -16,15 +16,15 @@ e.reclaim_count = 0
 e.terminal_at = 0
 e.failure_reason, e.failure_category = '', ''
 e.cancellation_reason, e.cancelled_by = '', ''
-redis.call('DEL', K.result)
+redis.call('DEL', K_result)
 clear_op(e)
-set_pending(e, 'replay', A.reason, A.requested_by)
+set_pending(e, 'replay', A_reason, A_requested_by)
 if e.deadline > now then
-  redis.call('ZADD', K.deadline, S(e.deadline), e.id)
+  redis.call('ZADD', K_deadline, S(e.deadline), e.id)
 else
   e.deadline = 0
 end
 make_runnable(e, now, 0, 'waiting_for_worker', 'pending_replay_attempt')
-add_history(e, now, 'replay_initiated', A.reason)
+add_history(e, now, 'replay_initiated', A_reason)
 save_exec(e)
 return { 'state', vector(e) }

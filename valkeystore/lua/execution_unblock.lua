@@ -5,8 +5,8 @@
 
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
-if e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= block_es(A.expected_reason)
-  or e.blocking_reason ~= A.expected_reason then
+if e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= block_es(A_expected_reason)
+  or e.blocking_reason ~= A_expected_reason then
   return fail('execution_not_eligible')
 end
 unblock(e, now_ms())

@@ -7,8 +7,8 @@ local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 local err = validate_lease(e, fence_arg(), now)
 if err ~= nil then return err end
-e.progress_pct = N(A.percent)
-e.progress_msg = A.message
+e.progress_pct = N(A_percent)
+e.progress_msg = A_message
 e.progress_at = now
 e.last_mutation_at = now
 save_exec(e)

@@ -6,9 +6,9 @@
 -- ARGV: now index after_due after_id limit
 
 local now = now_ms()
-local limit = N(A.limit)
-local has_cursor = A.after_id ~= ''
-local after_due = N(A.after_due)
+local limit = N(A_limit)
+local has_cursor = A_after_id ~= ''
+local after_due = N(A_after_due)
 
 -- uuid_part drops the "{fp:N}:" of an execution id: entries order by UUID.
 local function uuid_part(id)
@@ -16,7 +16,7 @@ local function uuid_part(id)
   if i == nil then return id end
   return string.sub(id, i + 2)
 end
-local after_uuid = uuid_part(A.after_id)
+local after_uuid = uuid_part(A_after_id)
 
 -- first_after returns the rank of the first entry of key after the cursor.
 local function first_after(key)
@@ -54,15 +54,15 @@ local next_due = 0
 local function note(n)
   if n ~= 0 and (next_due == 0 or n < next_due) then next_due = n end
 end
-if A.index == 'delayed' then
-  for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
+if A_index == 'delayed' then
+  for _, lane in ipairs(redis.call('ZRANGE', K_lanes, '0', '-1')) do
     note(scan(lane_key(lane, 'delayed'), lane, items))
   end
-elseif A.index == 'lease_expiry' then
-  note(scan(K.lease_expiry, '', items))
-elseif A.index == 'attempt_timeout' then
-  note(scan(K.attempt_timeout, '', items))
+elseif A_index == 'lease_expiry' then
+  note(scan(K_lease_expiry, '', items))
+elseif A_index == 'attempt_timeout' then
+  note(scan(K_attempt_timeout, '', items))
 else
-  note(scan(K.deadline, '', items))
+  note(scan(K_deadline, '', items))
 end
 return { 'items', items, 'next_due', next_due }

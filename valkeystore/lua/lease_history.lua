@@ -7,8 +7,8 @@
 
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
-local first = e.hist_seq - redis.call('LLEN', K.history) + 1
-local from = N(A.after) + 1
+local first = e.hist_seq - redis.call('LLEN', K_history) + 1
+local from = N(A_after) + 1
 if from < first then from = first end
 local start = from - first
-return { 'events', redis.call('LRANGE', K.history, S(start), S(start + N(A.limit) - 1)) }
+return { 'events', redis.call('LRANGE', K_history, S(start), S(start + N(A_limit) - 1)) }

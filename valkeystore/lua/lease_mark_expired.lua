@@ -7,15 +7,15 @@ local now = now_ms()
 local e = the_exec()
 local function status(s) return { 'status', s } end
 if e == nil then
-  redis.call('ZREM', K.lease_expiry, A.id)
+  redis.call('ZREM', K_lease_expiry, A_id)
   return status('not_found_cleaned')
 end
 if e.lifecycle_phase ~= 'active' then
-  redis.call('ZREM', K.lease_expiry, A.id)
+  redis.call('ZREM', K_lease_expiry, A_id)
   return status('not_active_cleaned')
 end
 if e.ownership_state == 'unowned' then
-  redis.call('ZREM', K.lease_expiry, A.id)
+  redis.call('ZREM', K_lease_expiry, A_id)
   return status('unowned_cleaned')
 end
 if e.ownership_state == 'lease_expired_reclaimable' then return status('already_expired') end

@@ -7,10 +7,10 @@ local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 local err = validate_lease(e, fence_arg(), now)
 if err ~= nil then return err end
-local ttl = N(A.lease_ttl)
+local ttl = N(A_lease_ttl)
 e.lease_expires_at = now + ttl
 e.lease_renew_by = renew_deadline(now, ttl)
 e.last_mutation_at = now
-redis.call('ZADD', K.lease_expiry, S(e.lease_expires_at), e.id)
+redis.call('ZADD', K_lease_expiry, S(e.lease_expires_at), e.id)
 save_exec(e)
 return { 'expires_at', e.lease_expires_at, 'renew_by', e.lease_renew_by }

@@ -13,16 +13,16 @@ end
 
 local delayed = nil
 local routed = false
-for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
+for _, lane in ipairs(redis.call('ZRANGE', K_lanes, '0', '-1')) do
   local d = first(lane_key(lane, 'delayed'))
   if d ~= '' and (delayed == nil or N(d) < N(delayed)) then delayed = d end
   if not routed and redis.call('ZCARD', lane_key(lane, 'route_groups')) > 0 then routed = true end
 end
 return {
-  'lease_expiry', first(K.lease_expiry),
-  'attempt_timeout', first(K.attempt_timeout),
-  'deadline', first(K.deadline),
+  'lease_expiry', first(K_lease_expiry),
+  'attempt_timeout', first(K_attempt_timeout),
+  'deadline', first(K_deadline),
   'delayed', delayed or '',
   'route_blocked', routed and 1 or 0,
-  'executions', redis.call('ZCARD', K.all),
+  'executions', redis.call('ZCARD', K_all),
 }

@@ -8,16 +8,16 @@
 -- ARGV: now namespace live all limit
 
 local now = now_ms()
-local limit = N(A.limit)
+local limit = N(A_limit)
 local unblocked = {}
 local more = false
-for _, lane in ipairs(redis.call('ZRANGE', K.lanes, '0', '-1')) do
+for _, lane in ipairs(redis.call('ZRANGE', K_lanes, '0', '-1')) do
   local groups_key = lane_key(lane, 'route_groups')
-  local prefix = A.namespace .. ':'
-  for _, member in ipairs(redis.call('ZRANGEBYLEX', groups_key, '[' .. prefix, '(' .. A.namespace .. ';')) do
+  local prefix = A_namespace .. ':'
+  for _, member in ipairs(redis.call('ZRANGEBYLEX', groups_key, '[' .. prefix, '(' .. A_namespace .. ';')) do
     local csv = string.sub(member, #prefix + 1)
-    if A.all == '1' or missing_caps(csv, A.live) == '' then
-      local g = route_key(lane, A.namespace, csv)
+    if A_all == '1' or missing_caps(csv, A_live) == '' then
+      local g = route_key(lane, A_namespace, csv)
       local room = limit - #unblocked
       local ids = redis.call('ZRANGE', g, '0', S(room))
       if #ids > room then

@@ -5,15 +5,15 @@
 -- ARGV: now limit
 
 local now = now_ms()
-local limit = N(A.limit)
+local limit = N(A_limit)
 local removed = {}
-for _, wi in ipairs(redis.call('ZRANGE', K.workers, '0', '-1')) do
+for _, wi in ipairs(redis.call('ZRANGE', K_workers, '0', '-1')) do
   if #removed >= limit then break end
   local key = worker_key(wi)
   local w = worker_load(key)
   if w == nil or not worker_alive(w, now) then
     redis.call('DEL', key)
-    redis.call('ZREM', K.workers, wi)
+    redis.call('ZREM', K_workers, wi)
     removed[#removed + 1] = wi
   end
 end

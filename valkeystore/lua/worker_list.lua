@@ -4,7 +4,7 @@
 
 local now = now_ms()
 local workers = {}
-for _, wi in ipairs(redis.call('ZRANGE', K.workers, '0', '-1')) do
+for _, wi in ipairs(redis.call('ZRANGE', K_workers, '0', '-1')) do
   local w = worker_load(worker_key(wi))
   if w ~= nil and worker_alive(w, now) then
     workers[#workers + 1] = w

@@ -1,0 +1,214 @@
+-- claim: capabilities, grants and claims
+--
+-- Part of the library put in front of the scripts: see lua/README.md.
+
+local function split_csv(s)
+  local out = {}
+  if s == nil or s == '' then return out end
+  local i = 1
+  while true do
+    local j = string.find(s, ',', i, true)
+    if j == nil then
+      out[#out + 1] = string.sub(s, i)
+      return out
+    end
+    out[#out + 1] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
+end
+
+-- missing_caps returns the CSV of the tokens of required (a sorted CSV) that
+-- have (a sorted CSV) does not hold, in required's order.
+local function missing_caps(required, have)
+  if required == '' then return '' end
+  local set = {}
+  for _, t in ipairs(split_csv(have)) do set[t] = true end
+  local out = {}
+  for _, t in ipairs(split_csv(required)) do
+    if not set[t] then out[#out + 1] = t end
+  end
+  return table.concat(out, ',')
+end
+
+-- check_claimable is the shared front of claim, grant-and-claim and
+-- claim-next.
+local function check_claimable(e)
+  if e.lifecycle_phase ~= 'runnable' or e.eligibility_state ~= 'eligible_now' or e.terminal_outcome ~= 'none' then
+    return fail('execution_not_leaseable')
+  end
+  if e.ownership_state ~= 'unowned' then return fail('lease_conflict') end
+  if e.attempt_state == 'running_attempt' then return fail('active_attempt_exists') end
+  return nil
+end
+
+-- check_grant verifies that e holds a live grant of kind issued to the
+-- claiming worker instance, and that the claimer's capabilities (csv) still
+-- cover e's requirement.
+local function check_grant(e, kind, worker, wi, caps, now)
+  if e.grant_kind ~= kind or e.grant_worker_id ~= worker or e.grant_wi ~= wi then
+    return fail('invalid_claim_grant')
+  end
+  if not grant_live(e, now) then return fail('claim_grant_expired') end
+  local missing = missing_caps(e.required_caps, caps)
+  if missing ~= '' then return fail('capability_mismatch', missing) end
+  return nil
+end
+
+-- lease_req is the caller's LeaseRequest from ARGV.
+local function lease_req()
+  return {
+    worker_id = A_worker_id,
+    wi = A_worker_instance_id,
+    lease_id = A_lease_id,
+    attempt_id = A_attempt_id,
+    ttl = N(A_lease_ttl),
+  }
+end
+
+local function renew_deadline(now, ttl)
+  local x = ttl * 2
+  return now + (x - x % 3) / 3
+end
+
+-- claim starts (or resumes) an attempt under a new lease, saves e and
+-- returns the ClaimResult's pairs. The caller has checked that e is
+-- claimable.
+local function claim(e, r, now)
+  redis.call('ZREM', lane_key(e.lane, 'eligible'), e.id)
+  clear_grant(e)
+  e.epoch = e.epoch + 1
+  e.lease_id, e.lease_worker_id, e.lease_wi = r.lease_id, r.worker_id, r.wi
+  e.lease_acquired_at = now
+  e.lease_expires_at = now + r.ttl
+  e.lease_renew_by = renew_deadline(now, r.ttl)
+  local resumed = e.attempt_state == 'attempt_interrupted' and e.cur_attempt >= 0
+  local akey, aid, atype
+  if resumed then
+    akey = attempt_key(e, e.cur_attempt)
+    local a = redis.call('HMGET', akey, 'id', 'type')
+    aid, atype = a[1], a[2]
+    redis.call('HSET', akey, 'status', 'started', 'lease_id', r.lease_id, 'lease_epoch', S(e.epoch),
+      'worker_id', r.worker_id, 'wi', r.wi)
+  else
+    atype = 'initial'
+    if e.pending_type ~= '' then atype = e.pending_type end
+    aid = r.attempt_id
+    e.cur_attempt = e.total_attempts
+    e.cur_attempt_id = aid
+    e.total_attempts = e.total_attempts + 1
+    akey = attempt_key(e, e.cur_attempt)
+    redis.call('HSET', akey, 'id', aid, 'type', atype, 'status', 'started',
+      'started_at', S(now), 'ended_at', '0', 'failure_reason', '', 'failure_category', '',
+      'lease_id', r.lease_id, 'lease_epoch', S(e.epoch), 'worker_id', r.worker_id, 'wi', r.wi)
+  end
+  clear_pending(e)
+  e.delay_until = 0
+  -- revoke_reason (cold) is set and cleared with lease_revoked_at
+  if e.lease_revoked_at ~= 0 then e.revoke_reason = '' end
+  e.lease_expired_at, e.lease_revoked_at = 0, 0
+  if e.started_at == 0 then e.started_at = now end
+  set_state(e, now, 'active', 'leased', 'not_applicable', 'none', 'none', 'running_attempt')
+  redis.call('ZADD', K_lease_expiry, S(e.lease_expires_at), e.id)
+  if e.attempt_timeout > 0 then
+    e.timeout_at = now + e.attempt_timeout
+    redis.call('ZADD', K_attempt_timeout, S(e.timeout_at), e.id)
+  end
+  if resumed then
+    add_history(e, now, 'resumed', '')
+  else
+    add_history(e, now, 'acquired', '')
+  end
+  save_exec(e)
+  return {
+    'id', e.id,
+    'lease_id', e.lease_id,
+    'epoch', e.epoch,
+    'worker_id', e.lease_worker_id,
+    'worker_instance_id', e.lease_wi,
+    'acquired_at', e.lease_acquired_at,
+    'expires_at', e.lease_expires_at,
+    'renew_by', e.lease_renew_by,
+    'attempt_id', aid,
+    'attempt_index', e.cur_attempt,
+    'attempt_type', atype,
+    'resumed', resumed and 1 or 0,
+    'ns', e.ns,
+    'lane', e.lane,
+    'kind', e.kind,
+    'priority', e.priority,
+    'payload', redis.call('GET', e.k.base .. ':payload') or '',
+    'tags', redis.call('HGETALL', e.k.base .. ':tags'),
+    'retry_count', e.retry_count,
+    'retry_max', e.retry_max,
+    'created_at', e.created_at,
+    'timeout_at', e.timeout_at,
+  }
+end
+
+-- block moves an eligible execution to the blocked index of reason.
+local function block(e, now, reason, detail)
+  local es = block_es(reason)
+  redis.call('ZREM', lane_key(e.lane, 'eligible'), e.id)
+  set_state(e, now, 'runnable', 'unowned', es, reason, 'none', e.attempt_state)
+  e.blocking_detail = detail
+  clear_grant(e)
+  redis.call('ZADD', lane_key(e.lane, blocked_index(es)), S(now), e.id)
+  if es == 'blocked_by_route' then
+    local csv = e.required_caps
+    redis.call('ZADD', route_key(e.lane, e.ns, csv), S(now), e.id)
+    redis.call('ZADD', lane_key(e.lane, 'route_groups'), '0', route_member(e.ns, csv))
+  end
+end
+
+local function unblock(e, now)
+  remove_from_lane(e)
+  set_state(e, now, 'runnable', 'unowned', 'eligible_now', 'waiting_for_worker', 'none', e.attempt_state)
+  add_eligible(e)
+end
+
+-- claim_next claims the best eligible execution of lane that a worker with
+-- caps can serve (of namespace ns only, unless ns is ''), walking at most scan_limit heads; a head no live worker
+-- (live) can serve moves to blocked:route, one another worker could serve
+-- is skipped. r is the lease request. It returns the pairs of
+-- ExecutionClaimNext's reply: blocked, skipped and, when it claimed one,
+-- claimed = 1 and claim's pairs (at the same level: every nested table
+-- costs the server more to send).
+--
+-- The heads are read one first (usually it is claimed), then the rest; a
+-- walked head leaves the eligible index only when it is blocked, so the
+-- unwalked ones start at rank walked - blocked.
+local function claim_next(lane, ns, caps, live, scan_limit, r, now)
+  local key = lane_key(lane, 'eligible')
+  local blocked = {}
+  local skipped, walked, want = 0, 0, 1
+  while walked < scan_limit do
+    local from = walked - #blocked
+    local heads = redis.call('ZRANGE', key, S(from), S(from + want - 1))
+    for _, id in ipairs(heads) do
+      walked = walked + 1
+      local e = load_exec(exec_keys_of(id))
+      if e == nil or check_claimable(e) ~= nil or (ns ~= '' and e.ns ~= ns) then
+        skipped = skipped + 1
+      elseif grant_live(e, now) and e.grant_worker_id ~= r.worker_id then
+        skipped = skipped + 1
+      elseif missing_caps(e.required_caps, caps) == '' then
+        local t = claim(e, r, now)
+        local n = #t
+        t[n + 1], t[n + 2], t[n + 3], t[n + 4], t[n + 5], t[n + 6] =
+          'claimed', 1, 'blocked', blocked, 'skipped', skipped
+        return t
+      elseif missing_caps(e.required_caps, live) == '' then
+        skipped = skipped + 1
+      else
+        e.last_cap_mismatch_at = now
+        block(e, now, 'waiting_for_capable_worker',
+          'no live worker has: ' .. missing_caps(e.required_caps, live))
+        save_exec(e)
+        blocked[#blocked + 1] = id
+      end
+    end
+    if #heads < want then break end
+    want = scan_limit - walked
+  end
+  return { 'blocked', blocked, 'skipped', skipped }
+end

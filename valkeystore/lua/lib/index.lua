@@ -1,0 +1,99 @@
+-- index: the lane indexes
+--
+-- Part of the library put in front of the scripts: see lua/README.md.
+
+-- bless reports whether a sorts before b in byte order.
+local function bless(a, b)
+  local la, lb = #a, #b
+  local n = la
+  if lb < n then n = lb end
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return la < lb
+end
+
+local function eligible_score(e)
+  return -e.priority * 1000000000000 + e.created_at
+end
+
+local function runnable_index(es)
+  if es == 'eligible_now' then return 'eligible' end
+  if es == 'not_eligible_until_time' then return 'delayed' end
+  return blocked_index(es)
+end
+
+local function remove_route_group(e)
+  local csv = e.required_caps
+  local g = route_key(e.lane, e.ns, csv)
+  redis.call('ZREM', g, e.id)
+  if redis.call('ZCARD', g) == 0 then
+    redis.call('ZREM', lane_key(e.lane, 'route_groups'), route_member(e.ns, csv))
+  end
+end
+
+-- remove_from_lane removes e from whichever lane index its state puts it in.
+-- The active index of a lane is the records' phase (see keys.go): there is
+-- nothing to remove for an active execution.
+local function remove_from_lane(e)
+  local lp = e.lifecycle_phase
+  if lp == 'runnable' then
+    local name = runnable_index(e.eligibility_state)
+    if name ~= nil then redis.call('ZREM', lane_key(e.lane, name), e.id) end
+    if e.eligibility_state == 'blocked_by_route' then remove_route_group(e) end
+  elseif lp == 'suspended' then
+    redis.call('ZREM', lane_key(e.lane, 'suspended'), e.id)
+  elseif lp == 'terminal' then
+    redis.call('ZREM', lane_key(e.lane, 'terminal'), e.id)
+  end
+end
+
+local function add_eligible(e)
+  redis.call('ZADD', lane_key(e.lane, 'eligible'), S(eligible_score(e)), e.id)
+  redis.call('PUBLISH', work_channel(e.lane), e.id)
+end
+
+-- make_runnable sets e runnable, eligible now or delayed until delay_until,
+-- and indexes it; e is already out of its previous lane index.
+local function make_runnable(e, now, delay_until, delay_reason, as)
+  if delay_until > now then
+    set_state(e, now, 'runnable', 'unowned', 'not_eligible_until_time', delay_reason, 'none', as)
+    e.delay_until = delay_until
+    redis.call('ZADD', lane_key(e.lane, 'delayed'), S(delay_until), e.id)
+    return
+  end
+  set_state(e, now, 'runnable', 'unowned', 'eligible_now', 'waiting_for_worker', 'none', as)
+  e.delay_until = 0
+  add_eligible(e)
+end
+
+-- release_lease drops the lease and its timer entries; the caller has taken
+-- e out of its lane index (remove_from_lane) where it has one. The active period ends, so a
+-- reclaim grant issued during it goes too. The instance's lease index is
+-- the record's lease (see keys.go), so it goes with clear_lease.
+local function release_lease(e, now, kind, reason)
+  add_history(e, now, kind, reason)
+  clear_grant(e)
+  redis.call('ZREM', K_lease_expiry, e.id)
+  -- an execution is in attempt_timeout exactly while timeout_at is set
+  if e.timeout_at ~= 0 then redis.call('ZREM', K_attempt_timeout, e.id) end
+  clear_lease(e)
+  e.timeout_at = 0
+end
+
+-- terminate makes e terminal; its lease is released and it is out of its
+-- runnable index.
+local function terminate(e, now, to)
+  local as = 'attempt_terminal'
+  if e.total_attempts == 0 then as = 'none' end
+  set_state(e, now, 'terminal', 'unowned', 'not_applicable', 'none', to, as)
+  e.terminal_at = now
+  e.delay_until = 0
+  clear_pending(e)
+  clear_grant(e)
+  -- only an execution with a deadline is in the deadline index
+  if e.deadline ~= 0 then redis.call('ZREM', K_deadline, e.id) end
+  if e.timeout_at ~= 0 then redis.call('ZREM', K_attempt_timeout, e.id) end
+  redis.call('ZADD', lane_key(e.lane, 'terminal'), S(now), e.id)
+end
