@@ -10,7 +10,7 @@ import (
 	"github.com/flowfabric/flowfabric/model"
 )
 
-// TestBackoffBitForBit runs lib.lua's backoff_ms on the server (Lua doubles)
+// TestBackoffBitForBit runs lua/lib/policy.lua's backoff_ms on the server (Lua doubles)
 // for many policies and retry counts and compares it with
 // model.RetryPolicy.BackoffMs.
 func TestBackoffBitForBit(t *testing.T) {

@@ -26,7 +26,7 @@ func vector(r *reply) model.StateVector {
 
 func publicState(r *reply) model.PublicState { return vector(r).PublicState() }
 
-// claimResult reads what lib.lua's claim returns.
+// claimResult reads what lua/lib/claim.lua's claim returns.
 func claimResult(r *reply) *model.ClaimResult {
 	res := &model.ClaimResult{
 		ID: r.execID("id"),

@@ -9,25 +9,46 @@
 // is sent for bad input), then runs one Lua script (EVALSHA, falling back to
 // EVAL) whose keys all carry one hash tag: the execution's partition
 // "{fp:N}", or "{w:<ns>}" for the worker registry. keys.go documents the key
-// schema. Scripts live in lua/, one per method, with the library's helpers
-// (only those a script uses) put in front at load time; each script's header
-// declares its KEYS and ARGV, scripts.go declares the same names once, and
-// a test checks that they agree. Scripts take the time as an argument and
-// never call TIME; expiry of grants, idempotency keys and worker
-// registrations is decided against it, and server TTLs only collect
-// garbage.
+// schema. Scripts live in lua/, one per method, with a library of helpers
+// in lua/lib/<topic>.lua (lua/README.md has the rules for writing them).
+// Scripts take the time as an argument and never call TIME; expiry of
+// grants, idempotency keys and worker registrations is decided against it,
+// and server TTLs only collect garbage.
+//
+// How a script is assembled (scripts.go, once, at package init, from the
+// embedded files; a script that cannot be assembled panics):
+//
+//   - header: the script's "-- KEYS:" and "-- ARGV:" lines are the only
+//     declaration of its keys and arguments, in order. Go reads them; call
+//     sites pass keys and arguments by name and run orders them (a
+//     declared name not passed, or an argument not declared, panics).
+//   - prelude: one line binds the declared keys the assembled script uses
+//     to locals, "local K_core, K_lanes = KEYS[1], KEYS[2]", and one the
+//     arguments (A_<arg>). A K_ or A_ name the header does not declare, or
+//     a direct KEYS, ARGV, K or A, fails the assembly.
+//   - helpers: then the library definitions the script names (names as
+//     the Lua tokenizer in rewrite.go sees them: not in strings or
+//     comments, not after "." or ":"), with every definition they use, in
+//     library order: the generated ones (record.go), then the files of
+//     libTopics in order. A definition uses only those above it.
+//   - record fields: in the helpers and the script, e.<field> becomes the
+//     field's array slot (record.go), keeping every line in place.
+//   - line map: each line of the result maps to its source file and line;
+//     sourceError rewrites the positions in a server's error
+//     ("user_script:<n>") to "lua/<file>.lua:<line>" and names the record
+//     field where the server says "field '?'".
 //
 // The server's cost per call is mostly Lua, not commands, so the scripts
 // are built to do little per call (BenchmarkServerCost measures each
-// operation): K.<key>, A.<arg> and e.<field> are rewritten to array indexes
-// when a script is built (rewrite.go), so no table binds them; the
-// execution record is stored as JSON arrays that one cjson call decodes and
-// a script uses as they are, with the fields the common path never touches
-// kept apart and read only where used (record.go); indexes that only
-// ExecutionIndexes reads are derived from the record; replies are flat
-// arrays built directly. Every string entering Lua is hashed byte by byte
-// (a Redis hardening), so a payload costs about 1 µs per KiB each time it
-// passes through a script (at create and at claim).
+// operation): a script carries only the helpers it uses; record fields are
+// array slots, so no table binds them; the execution record is stored as
+// JSON arrays that one cjson call decodes and a script uses as they are,
+// with the fields the common path never touches kept apart and read only
+// where used (record.go); indexes that only ExecutionIndexes reads are
+// derived from the record; replies are flat arrays built directly. Every
+// string entering Lua is hashed byte by byte (a Redis hardening), so a
+// payload costs about 1 µs per KiB each time it passes through a script
+// (at create and at claim).
 //
 // The record is versioned: its first hot number is recordVersion, and
 // load_exec, through which every script reads a record, passes a record

@@ -13,7 +13,7 @@ import (
 // cancel, complete, fail or delay, a revoke, a lease marked expired, an
 // attempt timeout or execution deadline) publishes "<kind>|<epoch>|<id>" on
 // the channel P:lease:<instance> of the holder in the same atomic step
-// (notify_lease in lib.lua). The holder's own complete, fail, delay and
+// (notify_lease in lua/lib/state.lua). The holder's own complete, fail, delay and
 // cancel publish nothing, so the hot path pays nothing. WatchLeases
 // subscribes to an instance's channel (one subscription per instance and
 // store, shared by its watchers).

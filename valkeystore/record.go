@@ -17,7 +17,7 @@ import (
 // A script reads n and s with one HMGET and decodes each with one
 // cjson.decode: the record e is {numbers, strings}, and a script naming a
 // hot field e.<name> reads e[1][<i>] or e[2][<i>] (rewrite.go turns the
-// name into the index when the script is built), so loading and saving cost
+// name into the index when the script is assembled), so loading and saving cost
 // a few C calls and nothing per field in Lua. Cold fields are the ones no
 // create-claim-complete-renew path touches (policy, limits and counters,
 // grant and pending details, progress, outcome): e.<name> becomes
@@ -174,7 +174,7 @@ func (s recordSlot) expr() string {
 
 // recordLua is the generated part of the library: the layout's constants
 // and the helpers that depend on it. Each is a "local" definition, so
-// scripts pick them like lib.lua's.
+// scripts pick them like lua/lib's.
 func recordLua() string {
 	src, err := recordLuaFor(recordFields, recordVersion, pastLayouts, recordUpgrades)
 	if err != nil {
