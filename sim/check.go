@@ -197,6 +197,7 @@ func (w *world) drain() {
 			break
 		}
 		if !w.sched.now.Before(nextScan) {
+			w.restartWorkers()
 			for _, p := range w.live() {
 				for _, sc := range p.scanners {
 					w.scanPass(p, sc)

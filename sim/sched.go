@@ -29,6 +29,9 @@ type Sched struct {
 	// owner is the process a goroutine started by the driver belongs to.
 	owner int
 	dead  map[int]bool
+	// paused holds the processes that are stalled (a long GC pause, a
+	// stopped VM) until the time given
+	paused map[int]time.Time
 	// closed: the run is over; every proc still parked ends at its next
 	// yield point without giving control back.
 	closed bool
@@ -69,7 +72,7 @@ type proc struct {
 
 // NewSched returns a scheduler whose clock reads start.
 func NewSched(start time.Time) *Sched {
-	return &Sched{now: start, back: make(chan *proc), dead: map[int]bool{}}
+	return &Sched{now: start, back: make(chan *proc), dead: map[int]bool{}, paused: map[int]time.Time{}}
 }
 
 // Now implements model.Clock.
@@ -172,7 +175,7 @@ func (s *Sched) preempt() {
 
 // runnable reports whether p may run now, and why a waiting p wakes.
 func (s *Sched) runnable(p *proc) (bool, wakeReason) {
-	if s.dead[p.owner] {
+	if s.dead[p.owner] || s.now.Before(s.paused[p.owner]) {
 		return false, 0
 	}
 	switch p.state {
@@ -238,12 +241,30 @@ func (s *Sched) NextDeadline() (time.Time, bool) {
 	var t time.Time
 	found := false
 	for _, p := range s.procs {
-		if p.state == procWaiting && !s.dead[p.owner] && !p.deadline.IsZero() && (!found || p.deadline.Before(t)) {
-			t, found = p.deadline, true
+		if s.dead[p.owner] {
+			continue
+		}
+		var at time.Time
+		switch {
+		case p.state == procWaiting && !p.deadline.IsZero():
+			at = p.deadline
+		case p.state == procNew || p.state == procReady:
+			at = s.now
+		default:
+			continue
+		}
+		if u := s.paused[p.owner]; at.Before(u) {
+			at = u // runs when the pause ends
+		}
+		if !found || at.Before(t) {
+			t, found = at, true
 		}
 	}
 	return t, found
 }
+
+// Pause stalls a process until until: none of its procs runs before.
+func (s *Sched) Pause(owner int, until time.Time) { s.paused[owner] = until }
 
 // Advance moves the clock forward by d.
 func (s *Sched) Advance(d time.Duration) {

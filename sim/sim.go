@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -69,7 +70,9 @@ func (r *Result) History() string { return strings.Join(r.Log, "\n") }
 var start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var (
-	lanes = []model.LaneID{"a", "b"}
+	// lanes: "s" is spread over the partitions (Config.Lanes), the
+	// others each live on one partition.
+	lanes = []model.LaneID{"a", "b", "s"}
 	caps  = []string{"gpu", "eu"}
 	kinds = []model.Kind{"ok", "flaky", "perm", "panic", "snooze", "slow", "stubborn", "hang", "selfcancel"}
 )
@@ -82,8 +85,12 @@ type world struct {
 	raw      *memstore.Store
 	st       *Store
 	faultsOn bool
-	procs    []*process
-	nextProc int
+	// deadNames are the instance ids of dead processes' workers, free to
+	// be reused by a new process
+	deadNames []model.WorkerInstanceID
+	rates     Faults // this seed's fault rates
+	procs     []*process
+	nextProc  int
 
 	log      []string
 	aliases  map[model.ExecutionID]string
@@ -129,9 +136,15 @@ func Run(o Options) *Result {
 		completes: map[model.ExecutionID]int{},
 	}
 	w.st = &Store{Store: w.raw, w: w}
+	// each seed scales the fault rates by 0–3, so some histories are
+	// quiet and some are storms
+	scale := w.rng.IntN(4)
+	w.rates = Faults{FailBefore: o.Faults.FailBefore * scale, LoseReply: o.Faults.LoseReply * scale,
+		Duplicate: o.Faults.Duplicate * scale, Slow: o.Faults.Slow * scale, DropWork: o.Faults.DropWork * scale,
+		DupWork: o.Faults.DupWork * scale, DropLease: o.Faults.DropLease * scale}
 	w.faultsOn = !o.NoFaults
 	defer w.sched.Close()
-	w.logf("seed %d steps %d faults %+v kills %v operator %v", o.Seed, o.Steps, *o.Faults, !o.NoKills, !o.NoOperator)
+	w.logf("seed %d steps %d faults %+v (×%d) kills %v operator %v", o.Seed, o.Steps, *o.Faults, scale, !o.NoKills, !o.NoOperator)
 	w.startProcess(false)
 	w.startProcess(false)
 	for w.step = 1; w.step <= o.Steps && len(w.viol) == 0; w.step++ {
@@ -160,7 +173,7 @@ func (w *world) faults() *Faults {
 	if !w.faultsOn {
 		return nil
 	}
-	return w.o.Faults
+	return &w.rates
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -256,7 +269,8 @@ func (w *world) startProcess(full bool) *process {
 	p.engine = flowfabric.New(w.st, &flowfabric.Config{
 		Clock: w.sched, Entropy: rand.NewChaCha8(seed), Logger: slog.New(&logHandler{w: w, p: p.n, h: logger.Handler(), buf: &buf}),
 		DefaultRetryPolicy: &flowfabric.RetryPolicy{MaxRetries: 2, InitialDelay: 500 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second},
-		Claim:              flowfabric.ClaimConfig{LiveCapsTTL: time.Second},
+		Claim:              flowfabric.ClaimConfig{LiveCapsTTL: time.Second, ProbePartitions: 2},
+		Lanes:              map[model.LaneID]flowfabric.LaneConfig{"s": {Spread: true}},
 	})
 	p.scanners = p.engine.Scanners()
 	nw := 1 + w.rng.IntN(2)
@@ -266,7 +280,7 @@ func (w *world) startProcess(full bool) *process {
 	for i := range nw {
 		cfg := &flowfabric.WorkerConfig{
 			WorkerID:      model.WorkerID(fmt.Sprintf("w%d", i)),
-			InstanceID:    model.WorkerInstanceID(fmt.Sprintf("P%d.w%d", p.n, i)),
+			InstanceID:    w.instanceID(p.n, i, full),
 			Lanes:         subset(w, lanes),
 			Capabilities:  subset(w, caps),
 			MaxConcurrent: 1 + w.rng.IntN(3),
@@ -296,6 +310,20 @@ func (w *world) startProcess(full bool) *process {
 		w.startWorker(p, sw)
 	}
 	return p
+}
+
+// instanceID names worker i of process n. A process started after
+// another died sometimes reuses the dead one's names, as a restarted
+// host does: its start is refused while the dead registration is live
+// (model.ErrDuplicateWorker) and retried.
+func (w *world) instanceID(n, i int, fresh bool) model.WorkerInstanceID {
+	if len(w.deadNames) > 0 && !fresh && w.rng.IntN(2) == 0 {
+		k := w.rng.IntN(len(w.deadNames))
+		name := w.deadNames[k]
+		w.deadNames = slices.Delete(w.deadNames, k, k+1)
+		return name
+	}
+	return model.WorkerInstanceID(fmt.Sprintf("P%d.w%d", n, i))
 }
 
 // startWorker starts sw in a proc of p (again after a failed start).
@@ -339,40 +367,55 @@ func (w *world) stepOnce() {
 		d := w.dur(5*time.Second, 90*time.Second)
 		w.logf("clock jump +%v", d)
 		w.sched.Advance(d)
-	case r < 810:
+	case r < 830:
 		if len(live) > 0 {
 			w.submit(pick(w, live))
 		}
-	case r < 840:
+	case r < 860:
 		if len(live) > 0 && !w.o.NoOperator && len(w.acked) > 0 {
 			w.operator(pick(w, live))
 		}
-	case r < 950:
+	case r < 955:
 		if len(live) > 0 {
 			p := pick(w, live)
 			w.scanPass(p, pick(w, p.scanners))
 		}
-	case r < 955:
+	case r < 960:
 		if len(live) > 0 && !w.o.NoKills {
 			p := pick(w, live)
 			w.logf("process %d dies", p.n)
 			p.dead = true
 			w.sched.Kill(p.n)
+			for _, sw := range p.workers {
+				w.deadNames = append(w.deadNames, sw.w.Config().InstanceID)
+			}
 		}
-	case r < 960:
+	case r < 965:
 		if len(live) > 0 && !w.o.NoKills {
 			w.stopProcess(pick(w, live))
+		}
+	case r < 970:
+		if len(live) > 0 && !w.o.NoKills {
+			p := pick(w, live)
+			d := w.dur(time.Second, 15*time.Second)
+			w.logf("process %d stalls for %v", p.n, d)
+			w.sched.Pause(p.n, w.sched.now.Add(d))
 		}
 	case r < 990:
 		if len(live) < 2 {
 			w.startProcess(false)
 		}
 	default:
-		for _, p := range live {
-			for _, sw := range p.workers {
-				if !sw.started && !sw.starting {
-					w.startWorker(p, sw)
-				}
+		w.restartWorkers()
+	}
+}
+
+// restartWorkers starts again the workers whose start failed.
+func (w *world) restartWorkers() {
+	for _, p := range w.live() {
+		for _, sw := range p.workers {
+			if !sw.started && !sw.starting {
+				w.startWorker(p, sw)
 			}
 		}
 	}
@@ -454,9 +497,19 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 	if err := h.h.Handle(ctx, r); err != nil {
 		return err
 	}
-	h.w.logf("P%d log %s", h.p, strings.TrimSpace(h.buf.String()))
+	line := execIDPattern.ReplaceAllStringFunc(strings.TrimSpace(h.buf.String()), func(m string) string {
+		if id, err := model.ParseExecutionID(m); err == nil {
+			return h.w.alias(id)
+		}
+		return m
+	})
+	h.w.logf("P%d log %s", h.p, line)
 	return nil
 }
+
+// execIDPattern matches an execution id in the engine's log text; the
+// event log shows its alias instead.
+var execIDPattern = regexp.MustCompile(`\{fp:[0-9]+\}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 func (h *logHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	return &logHandler{w: h.w, p: h.p, h: h.h.WithAttrs(as), buf: h.buf}

@@ -50,7 +50,13 @@ func (w *world) handler(k model.Kind, lease time.Duration) func(ctx context.Cont
 			}
 			return nil
 		case "slow":
-			if err := clock.Wait(ctx, w.dur(lease*3/2, 3*lease), nil); err != nil {
+			if err := clock.Wait(ctx, w.dur(lease*3/4, 3*lease/2), nil); err != nil {
+				return context.Cause(ctx)
+			}
+			if err := info.Progress(ctx, 50, "half way"); err != nil {
+				return err // a lost lease, or a transport error: fail the attempt
+			}
+			if err := clock.Wait(ctx, w.dur(lease*3/4, 3*lease/2), nil); err != nil {
 				return context.Cause(ctx)
 			}
 			return nil
@@ -128,7 +134,7 @@ func (w *world) operator(p *process) {
 	ctx := context.Background()
 	var op string
 	var f func() error
-	switch w.rng.IntN(5) {
+	switch w.rng.IntN(6) {
 	case 0:
 		op, f = "cancel", func() error { return e.Cancel(ctx, id, "operator") }
 	case 1:
@@ -137,6 +143,17 @@ func (w *world) operator(p *process) {
 		op, f = "replay", func() error { return e.Replay(ctx, id, &flowfabric.ReplayOpts{Reason: "again", RequestedBy: "op"}) }
 	case 3:
 		op, f = "reclaim", func() error { _, err := e.Reclaim(ctx, id); return err }
+	case 4:
+		// grant one of p's workers the execution, and let it claim it
+		sw := pick(w, p.workers)
+		ttl := w.dur(100*time.Millisecond, 5*time.Second)
+		op, f = "grant to "+string(sw.w.Config().InstanceID), func() error {
+			g, err := e.IssueGrant(ctx, id, sw.w, ttl)
+			if err != nil {
+				return err
+			}
+			return sw.w.ClaimGrant(ctx, g)
+		}
 	default:
 		prio := w.rng.IntN(5)
 		op, f = "priority", func() error { _, err := e.ChangePriority(ctx, id, prio); return err }
