@@ -17,7 +17,7 @@ func fenced(p any) (id model.ExecutionID, f model.Fence, now time.Time, ok bool)
 		return id, f, now, false
 	}
 	v = v.Elem()
-	fv, iv, nv := v.FieldByName("Fence"), v.FieldByName("ID"), v.FieldByName("Now")
+	fv, iv, nv := field(v, "Fence"), field(v, "ID"), field(v, "Now")
 	if !fv.IsValid() || fv.Type() != fenceType || !iv.IsValid() || iv.Type() != execIDType || !nv.IsValid() {
 		return id, f, now, false
 	}
@@ -58,6 +58,16 @@ func (w *world) after(op string, p any, r any, err error) {
 		}
 		return
 	}
+	switch pp := p.(type) {
+	case *model.ExecutionClaimNextParams:
+		if res, _ := r.(*model.ExecutionClaimNextResult); res != nil && res.Claimed != nil {
+			w.checkClaim(res.Claimed, pp.Namespace, pp.Capabilities)
+		}
+	case *model.ExecutionCompleteParams:
+		if res, _ := r.(*model.ExecutionCompleteResult); res != nil && res.Next != nil && res.Next.Claimed != nil && pp.Next != nil {
+			w.checkClaim(res.Next.Claimed, pp.Next.Namespace, pp.Next.Capabilities)
+		}
+	}
 	if !outcomeOps[op] {
 		return
 	}
@@ -92,13 +102,31 @@ func (w *world) after(op string, p any, r any, err error) {
 	}
 }
 
+// checkClaim checks a claim a worker of namespace ns with capabilities
+// caps made: the execution is of its namespace, requires no more than it
+// offers, and is now active under the claimed lease.
+func (w *world) checkClaim(c *model.ClaimResult, ns model.Namespace, caps model.Capabilities) {
+	s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: c.ID})
+	switch {
+	case err != nil:
+		w.violate("claimed %s does not exist: %v", w.alias(c.ID), errCode(err))
+	case ns != "" && s.Namespace != ns:
+		w.violate("a worker of namespace %s claimed %s of namespace %s", ns, w.alias(c.ID), s.Namespace)
+	case !s.RequiredCapabilities.SubsetOf(caps):
+		w.violate("a worker offering %v claimed %s requiring %v", caps, w.alias(c.ID), s.RequiredCapabilities)
+	case s.State.LifecyclePhase != model.PhaseActive || s.CurrentLease == nil || s.CurrentLease.ID != c.Lease.ID ||
+		s.CurrentLease.Epoch != c.Lease.Epoch:
+		w.violate("claimed %s e%d is not active under the claimed lease", w.alias(c.ID), c.Lease.Epoch)
+	}
+}
+
 // replayed reports a result's Replayed flag.
 func replayed(r any) bool {
 	v := reflect.ValueOf(r)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return false
 	}
-	f := v.Elem().FieldByName("Replayed")
+	f := field(v.Elem(), "Replayed")
 	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
 }
 
@@ -106,7 +134,7 @@ func replayed(r any) bool {
 // monotonic ones between checkpoints) and the caps of every execution.
 func (w *world) checkpoint() {
 	ctx := context.Background()
-	o, err := proptest.Observe(ctx, w.raw, w.sched.now, proptest.ObserveOptions{Namespaces: []model.Namespace{model.DefaultNamespace}})
+	o, err := proptest.Observe(ctx, w.raw, w.sched.now, proptest.ObserveOptions{Namespaces: namespaces})
 	if err != nil {
 		w.violate("observe: %v", err)
 		return
@@ -153,6 +181,9 @@ func (w *world) runAll() bool {
 func (w *world) pending() []*model.ExecutionSnapshot {
 	var out []*model.ExecutionSnapshot
 	for _, id := range w.acked {
+		if w.terminal[id] {
+			continue
+		}
 		s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id})
 		if err != nil {
 			w.violate("acknowledged %s is gone: %v", w.alias(id), errCode(err))
@@ -160,6 +191,8 @@ func (w *world) pending() []*model.ExecutionSnapshot {
 		}
 		if s.State.LifecyclePhase != model.PhaseTerminal {
 			out = append(out, s)
+		} else if w.draining {
+			w.terminal[id] = true // nothing replays it during the drain
 		}
 	}
 	return out
@@ -178,7 +211,9 @@ func (w *world) drain() {
 	w.draining = true
 	w.faultsOn = false
 	w.logf("drain: faults off")
-	w.startProcess(true)
+	for _, ns := range namespaces {
+		w.startProcess(true, ns)
+	}
 	deadline := w.sched.now.Add(drainLimit)
 	nextScan := w.sched.now
 	for {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -14,6 +15,36 @@ var (
 	fenceType   = reflect.TypeFor[model.Fence]()
 	claimResTyp = reflect.TypeFor[*model.ClaimResult]()
 )
+
+// fieldCache holds, per struct type and field name, the field's index
+// (nil: no such field): reflect's FieldByName is slow.
+var fieldCache = struct {
+	sync.Mutex
+	m map[fieldKey][]int
+}{m: map[fieldKey][]int{}}
+
+type fieldKey struct {
+	t    reflect.Type
+	name string
+}
+
+// field is v.FieldByName(name), cached by type.
+func field(v reflect.Value, name string) reflect.Value {
+	k := fieldKey{v.Type(), name}
+	fieldCache.Lock()
+	idx, ok := fieldCache.m[k]
+	if !ok {
+		if f, found := v.Type().FieldByName(name); found {
+			idx = f.Index
+		}
+		fieldCache.m[k] = idx
+	}
+	fieldCache.Unlock()
+	if idx == nil {
+		return reflect.Value{}
+	}
+	return v.FieldByIndex(idx)
+}
 
 // describeParams summarises a call's parameters for the event log: the
 // execution (by its alias), the fence's epoch, the source when it is the
@@ -30,23 +61,23 @@ func describeParams(w *world, p any) string {
 		return ""
 	}
 	var b []string
-	if f := v.FieldByName("ID"); f.IsValid() && f.Type() == execIDType {
+	if f := field(v, "ID"); f.IsValid() && f.Type() == execIDType {
 		b = append(b, w.alias(f.Interface().(model.ExecutionID)))
 	}
-	if f := v.FieldByName("Fence"); f.IsValid() && f.Type() == fenceType {
+	if f := field(v, "Fence"); f.IsValid() && f.Type() == fenceType {
 		if fe := f.Interface().(model.Fence); !fe.IsZero() {
 			b = append(b, fmt.Sprintf("e%d", fe.LeaseEpoch))
 		}
 	}
-	if f := v.FieldByName("Source"); f.IsValid() && f.Interface() == any(model.SourceOperator) {
+	if f := field(v, "Source"); f.IsValid() && f.Interface() == any(model.SourceOperator) {
 		b = append(b, "operator")
 	}
 	for _, name := range []string{"Partition", "Lane", "Index", "WorkerInstanceID"} {
-		if f := v.FieldByName(name); f.IsValid() && !f.IsZero() {
+		if f := field(v, name); f.IsValid() && !f.IsZero() {
 			b = append(b, fmt.Sprintf("%s=%v", strings.ToLower(name[:1])+name[1:], f.Interface()))
 		}
 	}
-	if f := v.FieldByName("Next"); f.IsValid() && !f.IsNil() {
+	if f := field(v, "Next"); f.IsValid() && !f.IsNil() {
 		b = append(b, "+next")
 	}
 	return strings.Join(b, " ")
@@ -78,7 +109,7 @@ func describeResult(w *world, r any, err error) string {
 	}
 	b := []string{"ok"}
 	for _, name := range []string{"Replayed", "Duplicate", "Outcome", "Status", "Acted", "Promoted", "Expired", "Unblocked"} {
-		f := v.FieldByName(name)
+		f := field(v, name)
 		if !f.IsValid() || f.IsZero() {
 			continue
 		}
@@ -91,19 +122,19 @@ func describeResult(w *world, r any, err error) string {
 			b = append(b, fmt.Sprintf("%v", f.Interface()))
 		}
 	}
-	if f := v.FieldByName("Claimed"); f.IsValid() && f.Type() == claimResTyp && !f.IsNil() {
+	if f := field(v, "Claimed"); f.IsValid() && f.Type() == claimResTyp && !f.IsNil() {
 		c := f.Interface().(*model.ClaimResult)
 		b = append(b, fmt.Sprintf("claimed %s e%d", w.alias(c.ID), c.Lease.Epoch))
 	}
-	if f := v.FieldByName("Next"); f.IsValid() && f.Kind() == reflect.Pointer && !f.IsNil() {
-		if c := f.Elem().FieldByName("Claimed"); c.IsValid() && c.Type() == claimResTyp && !c.IsNil() {
+	if f := field(v, "Next"); f.IsValid() && f.Kind() == reflect.Pointer && !f.IsNil() {
+		if c := field(f.Elem(), "Claimed"); c.IsValid() && c.Type() == claimResTyp && !c.IsNil() {
 			cr := c.Interface().(*model.ClaimResult)
 			b = append(b, fmt.Sprintf("next %s e%d", w.alias(cr.ID), cr.Lease.Epoch))
 		} else {
 			b = append(b, "next none")
 		}
 	}
-	if f := v.FieldByName("ID"); f.IsValid() && f.Type() == execIDType {
+	if f := field(v, "ID"); f.IsValid() && f.Type() == execIDType {
 		b = append(b, w.alias(f.Interface().(model.ExecutionID)))
 	}
 	return strings.Join(b, " ")

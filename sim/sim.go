@@ -74,7 +74,9 @@ var (
 	// others each live on one partition.
 	lanes = []model.LaneID{"a", "b", "s"}
 	caps  = []string{"gpu", "eu"}
-	kinds = []model.Kind{"ok", "flaky", "perm", "panic", "snooze", "slow", "stubborn", "hang", "selfcancel"}
+	// namespaces: a process belongs to one; a drain process starts in each
+	namespaces = []model.Namespace{model.DefaultNamespace, "other"}
+	kinds      = []model.Kind{"ok", "flaky", "perm", "panic", "snooze", "slow", "stubborn", "hang", "selfcancel"}
 )
 
 // world is one run.
@@ -99,6 +101,7 @@ type world struct {
 	viol     []string
 	step     int
 	draining bool
+	terminal map[model.ExecutionID]bool // found terminal during the drain
 
 	// checks
 	completes map[model.ExecutionID]int // successful completions since the last replay
@@ -108,6 +111,7 @@ type world struct {
 // process is one engine process: an engine, its workers and its scanners.
 type process struct {
 	n        int
+	ns       model.Namespace
 	engine   *flowfabric.Engine
 	workers  []*simWorker
 	scanners []scan.Scanner
@@ -134,6 +138,7 @@ func Run(o Options) *Result {
 		aliases:   map[model.ExecutionID]string{},
 		isAcked:   map[model.ExecutionID]bool{},
 		completes: map[model.ExecutionID]int{},
+		terminal:  map[model.ExecutionID]bool{},
 	}
 	w.st = &Store{Store: w.raw, w: w}
 	// each seed scales the fault rates by 0–3, so some histories are
@@ -145,8 +150,8 @@ func Run(o Options) *Result {
 	w.faultsOn = !o.NoFaults
 	defer w.sched.Close()
 	w.logf("seed %d steps %d faults %+v (×%d) kills %v operator %v", o.Seed, o.Steps, *o.Faults, scale, !o.NoKills, !o.NoOperator)
-	w.startProcess(false)
-	w.startProcess(false)
+	w.startProcess(false, model.DefaultNamespace)
+	w.startProcess(false, w.namespace())
 	for w.step = 1; w.step <= o.Steps && len(w.viol) == 0; w.step++ {
 		w.stepOnce()
 		if w.step == o.FailAt {
@@ -250,9 +255,9 @@ func (w *world) dur(lo, hi time.Duration) time.Duration {
 
 // startProcess starts a new engine process with one or two workers. full
 // gives its worker every lane and capability (the drain's process).
-func (w *world) startProcess(full bool) *process {
+func (w *world) startProcess(full bool, ns model.Namespace) *process {
 	w.nextProc++
-	p := &process{n: w.nextProc, scanning: map[string]bool{}}
+	p := &process{n: w.nextProc, ns: ns, scanning: map[string]bool{}}
 	w.sched.SetOwner(p.n)
 	var seed [32]byte
 	for i := range seed {
@@ -267,7 +272,7 @@ func (w *world) startProcess(full bool) *process {
 			return a
 		}}))
 	p.engine = flowfabric.New(w.st, &flowfabric.Config{
-		Clock: w.sched, Entropy: rand.NewChaCha8(seed), Logger: slog.New(&logHandler{w: w, p: p.n, h: logger.Handler(), buf: &buf}),
+		Clock: w.sched, Entropy: rand.NewChaCha8(seed), Namespace: ns, Logger: slog.New(&logHandler{w: w, p: p.n, h: logger.Handler(), buf: &buf}),
 		DefaultRetryPolicy: &flowfabric.RetryPolicy{MaxRetries: 2, InitialDelay: 500 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second},
 		Claim:              flowfabric.ClaimConfig{LiveCapsTTL: time.Second, ProbePartitions: 2},
 		Lanes:              map[model.LaneID]flowfabric.LaneConfig{"s": {Spread: true}},
@@ -302,7 +307,7 @@ func (w *world) startProcess(full bool) *process {
 			}
 		}
 		p.workers = append(p.workers, sw)
-		w.logf("process %d worker %s lanes %v caps %v slots %d lease %v", p.n, cfg.InstanceID, cfg.Lanes, cfg.Capabilities,
+		w.logf("process %d (%s) worker %s lanes %v caps %v slots %d lease %v", p.n, ns, cfg.InstanceID, cfg.Lanes, cfg.Capabilities,
 			cfg.MaxConcurrent, cfg.LeaseTTL)
 	}
 	w.procs = append(w.procs, p)
@@ -310,6 +315,14 @@ func (w *world) startProcess(full bool) *process {
 		w.startWorker(p, sw)
 	}
 	return p
+}
+
+// namespace is a new process's namespace: mostly the default one.
+func (w *world) namespace() model.Namespace {
+	if w.rng.IntN(4) == 0 {
+		return namespaces[1]
+	}
+	return namespaces[0]
 }
 
 // instanceID names worker i of process n. A process started after
@@ -402,8 +415,8 @@ func (w *world) stepOnce() {
 			w.sched.Pause(p.n, w.sched.now.Add(d))
 		}
 	case r < 990:
-		if len(live) < 2 {
-			w.startProcess(false)
+		if len(live) < 3 {
+			w.startProcess(false, w.namespace())
 		}
 	default:
 		w.restartWorkers()

@@ -325,5 +325,8 @@ func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseN
 
 // slowness is how long a slow call takes.
 func (w *world) slowness() time.Duration {
+	if w.rng.IntN(10) == 0 {
+		return time.Duration(3000+w.rng.IntN(7000)) * time.Millisecond // longer than some leases
+	}
 	return time.Duration(1+w.rng.IntN(3000)) * time.Millisecond
 }
