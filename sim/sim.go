@@ -91,8 +91,10 @@ type world struct {
 	// be reused by a new process
 	deadNames []model.WorkerInstanceID
 	rates     Faults // this seed's fault rates
-	procs     []*process
-	nextProc  int
+	// leaseWatches are the lease watches the engines opened
+	leaseWatches []leaseWatch
+	procs        []*process
+	nextProc     int
 
 	log      []string
 	aliases  map[model.ExecutionID]string
@@ -146,7 +148,8 @@ func Run(o Options) *Result {
 	scale := w.rng.IntN(4)
 	w.rates = Faults{FailBefore: o.Faults.FailBefore * scale, LoseReply: o.Faults.LoseReply * scale,
 		Duplicate: o.Faults.Duplicate * scale, Slow: o.Faults.Slow * scale, DropWork: o.Faults.DropWork * scale,
-		DupWork: o.Faults.DupWork * scale, DropLease: o.Faults.DropLease * scale}
+		DupWork: o.Faults.DupWork * scale, BlurWork: o.Faults.BlurWork * scale, DropLease: o.Faults.DropLease * scale,
+		Recheck: o.Faults.Recheck * scale}
 	w.faultsOn = !o.NoFaults
 	defer w.sched.Close()
 	w.logf("seed %d steps %d faults %+v (×%d) kills %v operator %v", o.Seed, o.Steps, *o.Faults, scale, !o.NoKills, !o.NoOperator)
@@ -362,6 +365,9 @@ func (w *world) spawn(p *process, f func()) {
 // stepOnce takes one seeded step of the workload.
 func (w *world) stepOnce() {
 	live := w.live()
+	if f := w.faults(); f != nil && w.rng.IntN(1000) < f.Recheck {
+		w.recheck()
+	}
 	r := w.rng.IntN(1000)
 	switch {
 	case r < 550:

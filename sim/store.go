@@ -28,12 +28,18 @@ type Faults struct {
 	// DropWork and DupWork: a work notification is lost or delivered
 	// twice.
 	DropWork, DupWork int
+	// BlurWork: a work notification does not say the partition (-1), as
+	// after a lost subscription.
+	BlurWork int
 	// DropLease: a lease notice is lost (renewal is the backstop).
-	DropLease int
+	// Recheck: a recheck notice (model.LeaseNoticeRecheck, sent after a
+	// resubscription) reaches a process, per step.
+	DropLease, Recheck int
 }
 
 // DefaultFaults are the fault rates of a run that does not set its own.
-var DefaultFaults = Faults{FailBefore: 15, LoseReply: 15, Duplicate: 15, Slow: 30, DropWork: 100, DupWork: 50, DropLease: 100}
+var DefaultFaults = Faults{FailBefore: 15, LoseReply: 15, Duplicate: 15, Slow: 30, DropWork: 100, DupWork: 50, BlurWork: 50,
+	DropLease: 100, Recheck: 10}
 
 // errTransport is what a lost call looks like to the engine.
 var errTransport = errors.New("sim: connection lost")
@@ -294,6 +300,10 @@ func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()
 				n = 0
 			case r < fs.DropWork+fs.DupWork:
 				n = 2
+			case r < fs.DropWork+fs.DupWork+fs.BlurWork:
+				// as after a lost subscription: the partition is unknown
+				w.logf("work notice lane %s p%d to process %d: partition unknown", lane, partition, owner)
+				partition = -1
 			}
 		}
 		if n != 1 {
@@ -310,6 +320,7 @@ func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()
 func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseNotice)) (stop func()) {
 	w := s.w
 	owner := w.owner()
+	w.leaseWatches = append(w.leaseWatches, leaseWatch{owner: owner, instance: instance, f: f})
 	return s.Store.(model.LeaseNotifier).WatchLeases(instance, func(n model.LeaseNotice) {
 		if w.sched.Dead(owner) {
 			return
@@ -329,4 +340,28 @@ func (w *world) slowness() time.Duration {
 		return time.Duration(3000+w.rng.IntN(7000)) * time.Millisecond // longer than some leases
 	}
 	return time.Duration(1+w.rng.IntN(3000)) * time.Millisecond
+}
+
+// leaseWatch is a process's watch of its worker's lease notices.
+type leaseWatch struct {
+	owner    int
+	instance model.WorkerInstanceID
+	f        func(model.LeaseNotice)
+}
+
+// recheck sends a recheck notice to a random live watch, as valkeystore
+// does after its subscription was down.
+func (w *world) recheck() {
+	var live []leaseWatch
+	for _, lw := range w.leaseWatches {
+		if !w.sched.Dead(lw.owner) {
+			live = append(live, lw)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	lw := pick(w, live)
+	w.logf("lease notice recheck to %s", lw.instance)
+	lw.f(model.LeaseNotice{Kind: model.LeaseNoticeRecheck})
 }
