@@ -58,6 +58,8 @@ type Result struct {
 	// Submitted counts acknowledged submissions, Completed the
 	// executions that ended completed.
 	Submitted, Completed int
+	// Drain is how long (simulated) the quiet drain took.
+	Drain time.Duration
 }
 
 // Failed reports whether the run broke an invariant.
@@ -164,10 +166,11 @@ func Run(o Options) *Result {
 			w.checkpoint()
 		}
 	}
+	drainStart := w.sched.now
 	if len(w.viol) == 0 {
 		w.drain()
 	}
-	res := &Result{Options: o, Log: w.log, Violations: w.viol, Submitted: len(w.acked)}
+	res := &Result{Options: o, Log: w.log, Violations: w.viol, Submitted: len(w.acked), Drain: w.sched.now.Sub(drainStart)}
 	for _, id := range w.acked {
 		if s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id}); err == nil &&
 			s.State.TerminalOutcome == model.OutcomeSuccess {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowfabric/flowfabric/sim"
 )
@@ -46,16 +47,22 @@ func TestSeeds(t *testing.T) {
 		}
 	}
 	submitted, completed := 0, 0
+	var longest time.Duration
+	var longestSeed uint64
 	for s := *first; s < *first+uint64(n); s++ {
 		r := sim.Run(sim.Options{Seed: s, Steps: *steps})
 		submitted += r.Submitted
 		completed += r.Completed
+		if r.Drain > longest {
+			longest, longestSeed = r.Drain, s
+		}
 		if r.Failed() {
 			report(t, r)
 			return
 		}
 	}
-	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost", n, submitted, completed)
+	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d)",
+		n, submitted, completed, longest, longestSeed)
 }
 
 // TestDeterministic runs seeds twice: the event logs must be
