@@ -95,8 +95,10 @@ type world struct {
 	rates     Faults // this seed's fault rates
 	// leaseWatches are the lease watches the engines opened
 	leaseWatches []leaseWatch
-	procs        []*process
-	nextProc     int
+	// recent are recent calls that may be delivered again later
+	recent   []func()
+	procs    []*process
+	nextProc int
 
 	log      []string
 	aliases  map[model.ExecutionID]string
@@ -151,7 +153,7 @@ func Run(o Options) *Result {
 	w.rates = Faults{FailBefore: o.Faults.FailBefore * scale, LoseReply: o.Faults.LoseReply * scale,
 		Duplicate: o.Faults.Duplicate * scale, Slow: o.Faults.Slow * scale, DropWork: o.Faults.DropWork * scale,
 		DupWork: o.Faults.DupWork * scale, BlurWork: o.Faults.BlurWork * scale, DropLease: o.Faults.DropLease * scale,
-		Recheck: o.Faults.Recheck * scale}
+		Recheck: o.Faults.Recheck * scale, Late: o.Faults.Late * scale}
 	w.faultsOn = !o.NoFaults
 	defer w.sched.Close()
 	w.logf("seed %d steps %d faults %+v (×%d) kills %v operator %v", o.Seed, o.Steps, *o.Faults, scale, !o.NoKills, !o.NoOperator)
@@ -370,6 +372,9 @@ func (w *world) stepOnce() {
 	live := w.live()
 	if f := w.faults(); f != nil && w.rng.IntN(1000) < f.Recheck {
 		w.recheck()
+	}
+	if f := w.faults(); f != nil && w.rng.IntN(1000) < f.Late {
+		w.redeliver()
 	}
 	r := w.rng.IntN(1000)
 	switch {

@@ -28,6 +28,9 @@ type Faults struct {
 	// DropWork and DupWork: a work notification is lost or delivered
 	// twice.
 	DropWork, DupWork int
+	// Late: a recent create or fenced call of a worker is delivered again
+	// much later (per step).
+	Late int
 	// BlurWork: a work notification does not say the partition (-1), as
 	// after a lost subscription.
 	BlurWork int
@@ -39,7 +42,7 @@ type Faults struct {
 
 // DefaultFaults are the fault rates of a run that does not set its own.
 var DefaultFaults = Faults{FailBefore: 15, LoseReply: 15, Duplicate: 15, Slow: 30, DropWork: 100, DupWork: 50, BlurWork: 50,
-	DropLease: 100, Recheck: 10}
+	DropLease: 100, Recheck: 10, Late: 20}
 
 // errTransport is what a lost call looks like to the engine.
 var errTransport = errors.New("sim: connection lost")
@@ -122,6 +125,14 @@ func call[P, R any](s *Store, op string, p P, apply func(context.Context, P) (R,
 	r, err := apply(context.Background(), p)
 	w.after(op, p, r, err)
 	out := describeResult(w, r, err)
+	if redeliverable[op] {
+		w.remember(func() {
+			w.before(op, p)
+			r, err := apply(context.Background(), p)
+			w.after(op, p, r, err)
+			w.logf("late duplicate of %s %s %s → %s", who, op, desc, describeResult(w, r, err))
+		})
+	}
 	switch f {
 	case faultLoseReply:
 		w.logf("%s %s %s → %s%s", who, op, desc, out, f)
@@ -332,6 +343,35 @@ func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseN
 		w.logf("lease notice %s %s e%d to %s", n.Kind, w.alias(n.ID), n.LeaseEpoch, instance)
 		f(n)
 	})
+}
+
+// redeliverable are the calls a network may deliver again much later
+// (a retransmitted request): creates and a worker's fenced calls, which
+// ids and fences make harmless. An operator's unfenced calls are not
+// (a late revoke would revoke a newer lease, as its sender asked).
+var redeliverable = map[string]bool{"Create": true, "Complete": true, "Fail": true, "Delay": true, "Cancel": true,
+	"Renew": true, "UpdateProgress": true}
+
+// remember keeps a call for a late redelivery (the last 32).
+func (w *world) remember(f func()) {
+	if w.faults() == nil {
+		return
+	}
+	w.recent = append(w.recent, f)
+	if len(w.recent) > 32 {
+		w.recent = w.recent[1:]
+	}
+}
+
+// redeliver applies a recent call again.
+func (w *world) redeliver() {
+	if len(w.recent) == 0 {
+		return
+	}
+	k := w.rng.IntN(len(w.recent))
+	f := w.recent[k]
+	w.recent = append(w.recent[:k], w.recent[k+1:]...)
+	f()
 }
 
 // slowness is how long a slow call takes.
