@@ -82,7 +82,7 @@ func (s *Store) LeaseHistory(ctx context.Context, p *model.LeaseHistoryParams) (
 	})
 }
 
-// ExecutionIndexes implements model.ReadStore.
+// ExecutionIndexes implements model.IndexInspector.
 func (s *Store) ExecutionIndexes(ctx context.Context, p *model.ExecutionIndexesParams) (*model.ExecutionIndexesResult, error) {
 	return withLock(s, ctx, s.cfg.CheckExecutionID(p.ID), func() (*model.ExecutionIndexesResult, error) {
 		res := &model.ExecutionIndexesResult{}

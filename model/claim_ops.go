@@ -6,13 +6,20 @@ import (
 	"time"
 )
 
-// ClaimStore holds grants, claims and admission blocks.
+// ClaimStore holds grants and claims.
 type ClaimStore interface {
 	ClaimGrantIssue(ctx context.Context, p *ClaimGrantIssueParams) (*ClaimGrantIssueResult, error)
-	ExecutionBlock(ctx context.Context, p *ExecutionBlockParams) (*ExecutionBlockResult, error)
 	ExecutionClaim(ctx context.Context, p *ExecutionClaimParams) (*ClaimResult, error)
 	ExecutionClaimNext(ctx context.Context, p *ExecutionClaimNextParams) (*ExecutionClaimNextResult, error)
 	ExecutionGrantAndClaim(ctx context.Context, p *ExecutionGrantAndClaimParams) (*ClaimResult, error)
+}
+
+// Blocker is optional (see Store): blocks by reason (budget, quota,
+// operator, lane state). The engine does not call it: its own route blocks
+// go through ExecutionClaimNext and RouteUnblock. A feature that blocks
+// (budgets, quotas) will assert it or move it into Store.
+type Blocker interface {
+	ExecutionBlock(ctx context.Context, p *ExecutionBlockParams) (*ExecutionBlockResult, error)
 	ExecutionUnblock(ctx context.Context, p *ExecutionUnblockParams) (*ExecutionUnblockResult, error)
 }
 

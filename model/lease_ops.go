@@ -7,12 +7,20 @@ import (
 
 // LeaseStore holds the lease transitions and crash recovery.
 type LeaseStore interface {
-	ExecutionReclaim(ctx context.Context, p *ExecutionReclaimParams) (*ExecutionReclaimResult, error)
 	ExecutionRecover(ctx context.Context, p *ExecutionRecoverParams) (*ExecutionRecoverResult, error)
 	LeaseMarkExpired(ctx context.Context, p *LeaseMarkExpiredParams) (*LeaseMarkExpiredResult, error)
 	LeaseRenew(ctx context.Context, p *LeaseRenewParams) (*LeaseRenewResult, error)
 	LeaseRevoke(ctx context.Context, p *LeaseRevokeParams) (*LeaseRevokeResult, error)
+}
+
+// GrantReclaimer is optional (see Store): reclaim by grant, handing an
+// execution whose lease expired or was revoked straight to a chosen worker
+// (the spec's reclaim grant, then a claim). The engine does not call it: it
+// recovers with ExecutionRecover, which returns the execution to the
+// eligible index.
+type GrantReclaimer interface {
 	ReclaimGrantIssue(ctx context.Context, p *ReclaimGrantIssueParams) (*ReclaimGrantIssueResult, error)
+	ExecutionReclaim(ctx context.Context, p *ExecutionReclaimParams) (*ExecutionReclaimResult, error)
 }
 
 // LeaseRenewParams extends the caller's lease to Now + LeaseTTL.

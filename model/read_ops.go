@@ -8,11 +8,18 @@ import (
 type ReadStore interface {
 	AttemptList(ctx context.Context, p *AttemptListParams) (*AttemptListResult, error)
 	ExecutionDescribe(ctx context.Context, p *ExecutionDescribeParams) (*ExecutionSnapshot, error)
-	ExecutionIndexes(ctx context.Context, p *ExecutionIndexesParams) (*ExecutionIndexesResult, error)
 	ExecutionList(ctx context.Context, p *ExecutionListParams) (*ExecutionListResult, error)
 	ExecutionPayload(ctx context.Context, p *ExecutionPayloadParams) (*ExecutionPayloadResult, error)
 	ExecutionResult(ctx context.Context, p *ExecutionResultParams) (*ExecutionResultResult, error)
 	LeaseHistory(ctx context.Context, p *LeaseHistoryParams) (*LeaseHistoryResult, error)
+}
+
+// IndexInspector is optional (see Store): a test inspection of which
+// indexes hold an execution. The engine never calls it; the conformance
+// suite (storetest), its transcripts and the differential (proptest) read
+// it to check the indexes, and fail, naming it, without it.
+type IndexInspector interface {
+	ExecutionIndexes(ctx context.Context, p *ExecutionIndexesParams) (*ExecutionIndexesResult, error)
 }
 
 // ExecutionDescribeParams reads one execution.

@@ -1,21 +1,41 @@
 package model
 
-// Store is the seam between the engine and its state. Each method is one
-// atomic transition (or one consistent read) of lua-semantics.md; memstore
-// runs it under its lock, valkeystore as one Lua script on one cluster slot.
+// Store is the seam between the engine and its state: the operations the
+// engine calls, which every store implements. Each method is one atomic
+// transition (or one consistent read) of lua-semantics.md; memstore runs it
+// under its lock, valkeystore as one Lua script on one cluster slot.
 //
 // Every method takes (ctx, *Params) and returns (*Result, error). Params
 // carry Now, read once from the engine's clock; stores never read a clock.
 // An error means nothing was written. Bad input yields an *Error whose Field
 // names the input and that matches ErrValidation.
 //
+// Required and optional, as in database/sql/driver: Store is required. The
+// operations the engine does not call are in optional interfaces that a
+// store may implement and a caller finds by a type assertion:
+//
+//   - IndexInspector: ExecutionIndexes, a test inspection. The
+//     conformance suite and the differential need it.
+//   - Blocker: ExecutionBlock and ExecutionUnblock, blocks by reason
+//     (budget, quota, operator, lane state). The engine's own route
+//     blocks go through Store (ExecutionClaimNext, RouteUnblock).
+//   - GrantReclaimer: ReclaimGrantIssue and ExecutionReclaim, reclaim by a
+//     grant to a chosen worker; the engine recovers with ExecutionRecover.
+//   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
+//     instead of polling; the engine uses them when present.
+//
+// memstore and valkeystore implement all of them. A feature that starts
+// calling an optional operation either asserts it (and is unavailable
+// without it) or moves it into Store.
+//
 // Outsiders may implement Store, but it grows with the engine; run
-// storetest.Exercise against any implementation.
+// storetest.Exercise against any implementation (it skips the tests of a
+// missing Blocker or GrantReclaimer, naming it).
 //
 // Each sub-interface has its own file holding its operations' Params,
 // Result and Validate: execution_ops.go, claim_ops.go, lease_ops.go,
 // scan_ops.go, worker_ops.go and read_ops.go, named like the stores' files.
-// The optional notifiers are in notify.go and lease_notice.go.
+// The optional interfaces live in the file of their operations.
 type Store interface {
 	ExecutionStore
 	ClaimStore

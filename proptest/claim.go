@@ -297,7 +297,7 @@ func (m *machine) actBlock(t *rapid.T) {
 		p.ID = model.ExecutionID{}
 	}
 	prev := m.snap(id)
-	res, err := call(m, t, "ExecutionBlock", p, model.Store.ExecutionBlock)
+	res, err := call(m, t, "ExecutionBlock", p, optional(model.Blocker.ExecutionBlock))
 	if bad >= 0 {
 		m.expectValidation(t, "ExecutionBlock", err)
 		return
@@ -324,7 +324,7 @@ func (m *machine) actUnblock(t *rapid.T) {
 		p.Now = time.Time{}
 	}
 	prev := m.snap(id)
-	_, err := call(m, t, "ExecutionUnblock", p, model.Store.ExecutionUnblock)
+	_, err := call(m, t, "ExecutionUnblock", p, optional(model.Blocker.ExecutionUnblock))
 	if bad >= 0 {
 		m.expectValidation(t, "ExecutionUnblock", err)
 		return

@@ -12,7 +12,10 @@
 //	f.Fuzz(rapid.MakeFuzz(proptest.InputProperty(f, newStore, proptest.Options{})))
 //
 // newStore opens an empty store per sequence; the testing.TB it gets belongs
-// to that sequence (Cleanup runs when the sequence ends). The pieces are
+// to that sequence (Cleanup runs when the sequence ends). The machine calls
+// every operation, the optional ones too, so the store must also implement
+// model.IndexInspector, model.Blocker and model.GrantReclaimer; a sequence
+// refuses one that does not, naming the interface. The pieces are
 // exported for other tests: Observe reads everything a store shows at one
 // instant, Observation.Violations checks one observation, StepViolations
 // two consecutive ones, CheckInvariants does both for a single check, and

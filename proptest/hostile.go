@@ -257,7 +257,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		hostile(m, t, "ClaimGrantIssue", p, func(p *model.ClaimGrantIssueParams) error { return p.Validate(cfg) }, model.Store.ClaimGrantIssue)
 	case 10:
 		p := &model.ExecutionBlockParams{ID: id, Reason: hEnum[model.BlockingReason](t, "reason", 16), Detail: hStr(t, "detail", ""), Now: now}
-		hostile(m, t, "ExecutionBlock", p, func(p *model.ExecutionBlockParams) error { return p.Validate(cfg) }, model.Store.ExecutionBlock)
+		hostile(m, t, "ExecutionBlock", p, func(p *model.ExecutionBlockParams) error { return p.Validate(cfg) }, optional(model.Blocker.ExecutionBlock))
 	case 11:
 		p := &model.ExecutionClaimParams{ID: id, Capabilities: hCaps(t, "caps"), LeaseRequest: m.hLease(t), Now: now}
 		m.claimed(hostile(m, t, "ExecutionClaim", p, func(p *model.ExecutionClaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionClaim))
@@ -275,10 +275,10 @@ func (m *machine) actHostile(t *rapid.T) {
 		m.claimed(hostile(m, t, "ExecutionGrantAndClaim", p, func(p *model.ExecutionGrantAndClaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionGrantAndClaim))
 	case 14:
 		p := &model.ExecutionUnblockParams{ID: id, ExpectedReason: hEnum[model.BlockingReason](t, "reason", 16), Now: now}
-		hostile(m, t, "ExecutionUnblock", p, func(p *model.ExecutionUnblockParams) error { return p.Validate(cfg) }, model.Store.ExecutionUnblock)
+		hostile(m, t, "ExecutionUnblock", p, func(p *model.ExecutionUnblockParams) error { return p.Validate(cfg) }, optional(model.Blocker.ExecutionUnblock))
 	case 15:
 		p := &model.ExecutionReclaimParams{ID: id, Capabilities: hCaps(t, "caps"), LeaseRequest: m.hLease(t), Now: now}
-		if r := hostile(m, t, "ExecutionReclaim", p, func(p *model.ExecutionReclaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionReclaim); r != nil {
+		if r := hostile(m, t, "ExecutionReclaim", p, func(p *model.ExecutionReclaimParams) error { return p.Validate(cfg) }, optional(model.GrantReclaimer.ExecutionReclaim)); r != nil {
 			m.claimed(r.Claimed)
 		}
 	case 16:
@@ -300,7 +300,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		w := drawFrom(t, workerPool, "worker")
 		p := &model.ReclaimGrantIssueParams{ID: id, WorkerID: hStr(t, "worker_id", w.id), WorkerInstanceID: hStr(t, "worker_instance_id", w.instance),
 			Capabilities: hCaps(t, "caps"), GrantTTL: hDuration(t, "grant_ttl", time.Second), Now: now}
-		hostile(m, t, "ReclaimGrantIssue", p, func(p *model.ReclaimGrantIssueParams) error { return p.Validate(cfg) }, model.Store.ReclaimGrantIssue)
+		hostile(m, t, "ReclaimGrantIssue", p, func(p *model.ReclaimGrantIssueParams) error { return p.Validate(cfg) }, optional(model.GrantReclaimer.ReclaimGrantIssue))
 	case 21:
 		p := &model.ExecutionPromoteDelayedParams{ID: id, Lane: hStr(t, "lane", lanes...), Now: now}
 		hostile(m, t, "ExecutionPromoteDelayed", p, func(p *model.ExecutionPromoteDelayedParams) error { return p.Validate(cfg) }, model.Store.ExecutionPromoteDelayed)
@@ -335,7 +335,7 @@ func (m *machine) actHostile(t *rapid.T) {
 				func(p *model.ExecutionDescribeParams) error { return checkID(p.ID) }, model.Store.ExecutionDescribe)
 		case 32:
 			hostile(m, t, "ExecutionIndexes", &model.ExecutionIndexesParams{ID: id},
-				func(p *model.ExecutionIndexesParams) error { return checkID(p.ID) }, model.Store.ExecutionIndexes)
+				func(p *model.ExecutionIndexesParams) error { return checkID(p.ID) }, optional(model.IndexInspector.ExecutionIndexes))
 		default:
 			hostile(m, t, "ExecutionPayload", &model.ExecutionPayloadParams{ID: id},
 				func(p *model.ExecutionPayloadParams) error { return checkID(p.ID) }, model.Store.ExecutionPayload)

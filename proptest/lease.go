@@ -126,7 +126,7 @@ func (m *machine) actReclaimGrant(t *rapid.T) {
 		p.WorkerInstanceID = ""
 	}
 	prev := m.snap(id)
-	res, err := call(m, t, "ReclaimGrantIssue", p, model.Store.ReclaimGrantIssue)
+	res, err := call(m, t, "ReclaimGrantIssue", p, optional(model.GrantReclaimer.ReclaimGrantIssue))
 	if bad >= 0 {
 		m.expectValidation(t, "ReclaimGrantIssue", err)
 		return
@@ -152,7 +152,7 @@ func (m *machine) actReclaimFlow(t *rapid.T) {
 		ID: id, WorkerID: w.id, WorkerInstanceID: w.instance, Capabilities: caps,
 		GrantTTL: ms(genGrantTTL.Draw(t, "grant_ttl_ms")), Now: m.now(),
 	}
-	if _, err := call(m, t, "ReclaimGrantIssue", p, model.Store.ReclaimGrantIssue); err != nil {
+	if _, err := call(m, t, "ReclaimGrantIssue", p, optional(model.GrantReclaimer.ReclaimGrantIssue)); err != nil {
 		return
 	}
 	m.observeQuiet(t)
@@ -172,7 +172,7 @@ func (m *machine) reclaim(t *rapid.T, id model.ExecutionID, w poolWorker, caps m
 	bad := invalid(t, leaseCorruptions)
 	corruptLease(&p.LeaseRequest, bad)
 	prev := m.snap(id)
-	res, err := call(m, t, "ExecutionReclaim", p, model.Store.ExecutionReclaim)
+	res, err := call(m, t, "ExecutionReclaim", p, optional(model.GrantReclaimer.ExecutionReclaim))
 	if bad >= 0 {
 		m.expectValidation(t, "ExecutionReclaim", err)
 		return

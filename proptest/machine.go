@@ -99,6 +99,11 @@ type refWorker struct {
 }
 
 func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machine, error) {
+	for i, s := range stores {
+		if err := checkOptional(i, s); err != nil {
+			return nil, err
+		}
+	}
 	cfg := stores[0].Partitions().WithDefaults()
 	for i, s := range stores[1:] {
 		if c := s.Partitions().WithDefaults(); c != cfg {

@@ -148,7 +148,11 @@ func observeExec(ctx context.Context, s model.Store, id model.ExecutionID) (*Exe
 	if x.Snapshot, err = s.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: id}); err != nil {
 		return nil, fmt.Errorf("ExecutionDescribe(%v): %w", id, err)
 	}
-	ir, err := s.ExecutionIndexes(ctx, &model.ExecutionIndexesParams{ID: id})
+	ii, ok := s.(model.IndexInspector)
+	if !ok {
+		return nil, fmt.Errorf("proptest: Observe reads indexes, and %T does not implement model.IndexInspector", s)
+	}
+	ir, err := ii.ExecutionIndexes(ctx, &model.ExecutionIndexesParams{ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("ExecutionIndexes(%v): %w", id, err)
 	}

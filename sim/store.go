@@ -215,9 +215,9 @@ func (s *Store) ClaimGrantIssue(ctx context.Context, p *model.ClaimGrantIssuePar
 	return call(s, "ClaimGrantIssue", p, s.Store.ClaimGrantIssue)
 }
 
-// ExecutionBlock implements model.Store.
+// ExecutionBlock implements model.Blocker (the real store, memstore, has it).
 func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParams) (*model.ExecutionBlockResult, error) {
-	return call(s, "Block", p, s.Store.ExecutionBlock)
+	return call(s, "Block", p, s.Store.(model.Blocker).ExecutionBlock)
 }
 
 // ExecutionExpire implements model.Store.

@@ -5,9 +5,11 @@
 //		storetest.Exercise(t, func(t *testing.T) model.Store { return memstore.New(nil) })
 //	}
 //
-// The suite talks to the store only through model.Store, drives time
-// explicitly through Params.Now (it never sleeps and never reads a clock)
-// and builds every id deterministically, so a failure replays exactly.
+// The suite talks to the store only through model.Store and its optional
+// interfaces (model.IndexInspector, model.Blocker, model.GrantReclaimer),
+// drives time explicitly through Params.Now (it never sleeps and never
+// reads a clock) and builds every id deterministically, so a failure
+// replays exactly.
 //
 // Transcripts (RunTranscripts) are the other half: text files in
 // testdata/transcripts of operations and of what a store prints after each
@@ -42,10 +44,14 @@ type NewStoreFunc = func(t *testing.T) model.Store
 //
 // Every subtest takes a fresh store from newStore and most run in parallel
 // (t.Parallel), so the stores must be empty and isolated from one another.
-// The suite uses only the model.Store interface; it creates executions in
-// partitions min(5, N-1) and the next one (N = Partitions().FlowPartitions,
-// which may be 1), with times from 2023-11-14T22:13:20Z on, never more than
-// a few hundred executions per store. After every subtest the invariants of
+// The suite uses the model.Store interface and the optional ones: a store
+// without model.IndexInspector fails (the suite reads indexes to check
+// them), and every test that calls a missing model.Blocker or
+// model.GrantReclaimer, even to set up, skips, naming it. It creates
+// executions in partitions min(5, N-1) and the next one (N =
+// Partitions().FlowPartitions, which may be 1), with times from
+// 2023-11-14T22:13:20Z on, never more than a few hundred executions per
+// store. After every subtest the invariants of
 // lua-semantics §6 that the interface can observe are checked on all
 // executions the subtest left behind.
 func Exercise(t *testing.T, newStore NewStoreFunc) {
@@ -126,7 +132,7 @@ var cmpOpts = []cmp.Option{
 // harness is one subtest's store with deterministic ids and assertions.
 type harness struct {
 	t   *testing.T
-	s   model.Store
+	s   fullStore
 	ctx context.Context
 	cfg model.PartitionConfig
 	ids *idGen
@@ -140,7 +146,7 @@ type harness struct {
 // runs when t ends.
 func setup(t *testing.T, newStore NewStoreFunc) *harness {
 	t.Helper()
-	s := newStore(t)
+	s := complete(t, newStore(t))
 	cfg := s.Partitions().WithDefaults()
 	h := &harness{t: t, s: s, ctx: context.Background(), cfg: cfg, ids: &idGen{}, parts: map[int]bool{}}
 	sum := fnv.New64a()
@@ -157,6 +163,7 @@ func setup(t *testing.T, newStore NewStoreFunc) *harness {
 func (h *harness) on(t *testing.T) *harness {
 	c := *h
 	c.t = t
+	c.s = rebind(h.s, t)
 	return &c
 }
 

@@ -146,7 +146,7 @@ func runTranscript(t *testing.T, s model.Store, path string) {
 // transcriptRun is one transcript's store, clock and names.
 type transcriptRun struct {
 	t    *testing.T
-	s    model.Store
+	s    fullStore
 	ctx  context.Context
 	cfg  model.PartitionConfig
 	part int // the partition every execution of the transcript lives in
@@ -174,7 +174,7 @@ type tExec struct {
 func newTranscriptRun(t *testing.T, s model.Store) *transcriptRun {
 	cfg := s.Partitions().WithDefaults()
 	return &transcriptRun{
-		t: t, s: s, ctx: context.Background(), cfg: cfg,
+		t: t, s: complete(t, s), ctx: context.Background(), cfg: cfg,
 		part:  cfg.SoloPartition(laneA),
 		now:   base,
 		execs: map[string]*tExec{},

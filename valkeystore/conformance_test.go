@@ -7,6 +7,18 @@ import (
 	"github.com/flowfabric/flowfabric/storetest"
 )
 
+// valkeystore implements the seam and every optional interface, so the
+// conformance suite and the differential cover all of it (storetest skips
+// the operations a store lacks, proptest refuses such a store).
+var (
+	_ model.Store          = (*Store)(nil)
+	_ model.IndexInspector = (*Store)(nil)
+	_ model.Blocker        = (*Store)(nil)
+	_ model.GrantReclaimer = (*Store)(nil)
+	_ model.WorkNotifier   = (*Store)(nil)
+	_ model.LeaseNotifier  = (*Store)(nil)
+)
+
 // TestConformance runs the store conformance suite on every backend:
 // miniredis in-process, a real standalone server and a real 3-master
 // cluster (the real ones skip only when no server binary is on PATH). Each

@@ -136,7 +136,7 @@ func (p *pair) compareState(label string) {
 			return s.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: id})
 		})
 		check("indexes "+id.String(), func(s model.Store) (any, error) {
-			return s.ExecutionIndexes(ctx, &model.ExecutionIndexesParams{ID: id})
+			return s.(model.IndexInspector).ExecutionIndexes(ctx, &model.ExecutionIndexesParams{ID: id})
 		})
 		check("attempts "+id.String(), func(s model.Store) (any, error) {
 			return s.AttemptList(ctx, &model.AttemptListParams{ID: id})

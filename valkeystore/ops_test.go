@@ -140,19 +140,19 @@ func TestClaimPaths(t *testing.T) {
 		g := sq.exec(2)
 		create(p, createP(g, at(0)))
 		ok(p, "block", func(s model.Store) (*model.ExecutionBlockResult, error) {
-			return s.ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForBudget, Detail: "over", Now: at(time.Second)})
+			return s.(model.Blocker).ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForBudget, Detail: "over", Now: at(time.Second)})
 		})
 		fails(p, "gac blocked", model.CodeExecutionNotEligible, func(s model.Store) (*model.ClaimResult, error) {
 			return s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: g, LeaseRequest: sq.req("wi1", ttl), Now: at(time.Second)})
 		})
 		fails(p, "block again", model.CodeExecutionNotEligible, func(s model.Store) (*model.ExecutionBlockResult, error) {
-			return s.ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForQuota, Now: at(time.Second)})
+			return s.(model.Blocker).ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForQuota, Now: at(time.Second)})
 		})
 		fails(p, "unblock wrong reason", model.CodeExecutionNotEligible, func(s model.Store) (*model.ExecutionUnblockResult, error) {
-			return s.ExecutionUnblock(bg, &model.ExecutionUnblockParams{ID: g, ExpectedReason: model.WaitingForQuota, Now: at(2 * time.Second)})
+			return s.(model.Blocker).ExecutionUnblock(bg, &model.ExecutionUnblockParams{ID: g, ExpectedReason: model.WaitingForQuota, Now: at(2 * time.Second)})
 		})
 		ok(p, "unblock", func(s model.Store) (*model.ExecutionUnblockResult, error) {
-			return s.ExecutionUnblock(bg, &model.ExecutionUnblockParams{ID: g, ExpectedReason: model.WaitingForBudget, Now: at(2 * time.Second)})
+			return s.(model.Blocker).ExecutionUnblock(bg, &model.ExecutionUnblockParams{ID: g, ExpectedReason: model.WaitingForBudget, Now: at(2 * time.Second)})
 		})
 		ok(p, "priority", func(s model.Store) (*model.ExecutionChangePriorityResult, error) {
 			return s.ExecutionChangePriority(bg, &model.ExecutionChangePriorityParams{ID: g, Priority: -5, Now: at(3 * time.Second)})
@@ -162,13 +162,13 @@ func TestClaimPaths(t *testing.T) {
 			return s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: g, LeaseRequest: sq.req("wi1", ttl), Now: at(5 * time.Second)})
 		})
 		fails(p, "block active", model.CodeExecutionNotEligible, func(s model.Store) (*model.ExecutionBlockResult, error) {
-			return s.ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForQuota, Now: at(5 * time.Second)})
+			return s.(model.Blocker).ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForQuota, Now: at(5 * time.Second)})
 		})
 		ok(p, "complete", func(s model.Store) (*model.ExecutionCompleteResult, error) {
 			return s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: g, Fence: gr.Fence(), Result: []byte("r"), Now: at(6 * time.Second)})
 		})
 		fails(p, "block terminal", model.CodeExecutionNotActive, func(s model.Store) (*model.ExecutionBlockResult, error) {
-			return s.ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForQuota, Now: at(7 * time.Second)})
+			return s.(model.Blocker).ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForQuota, Now: at(7 * time.Second)})
 		})
 		fails(p, "priority terminal", model.CodeExecutionNotEligible, func(s model.Store) (*model.ExecutionChangePriorityResult, error) {
 			return s.ExecutionChangePriority(bg, &model.ExecutionChangePriorityParams{ID: g, Priority: 5, Now: at(7 * time.Second)})
@@ -396,7 +396,7 @@ func TestLeaseAndRecovery(t *testing.T) {
 		})
 		reclaimGrant := func(caps []string, now time.Time) func(s model.Store) (*model.ReclaimGrantIssueResult, error) {
 			return func(s model.Store) (*model.ReclaimGrantIssueResult, error) {
-				return s.ReclaimGrantIssue(bg, &model.ReclaimGrantIssueParams{ID: a, WorkerID: "w-wi2", WorkerInstanceID: "wi2",
+				return s.(model.GrantReclaimer).ReclaimGrantIssue(bg, &model.ReclaimGrantIssueParams{ID: a, WorkerID: "w-wi2", WorkerInstanceID: "wi2",
 					Capabilities: caps, GrantTTL: 2 * time.Second, Now: now})
 			}
 		}
@@ -406,7 +406,7 @@ func TestLeaseAndRecovery(t *testing.T) {
 		reclaimWith := func(w model.WorkerInstanceID, caps []string, now time.Time) func(s model.Store) (*model.ExecutionReclaimResult, error) {
 			rq := sq.req(w, ttl)
 			return func(s model.Store) (*model.ExecutionReclaimResult, error) {
-				return s.ExecutionReclaim(bg, &model.ExecutionReclaimParams{ID: a, Capabilities: caps, LeaseRequest: rq, Now: now})
+				return s.(model.GrantReclaimer).ExecutionReclaim(bg, &model.ExecutionReclaimParams{ID: a, Capabilities: caps, LeaseRequest: rq, Now: now})
 			}
 		}
 		reclaim := func(w model.WorkerInstanceID, now time.Time) func(s model.Store) (*model.ExecutionReclaimResult, error) {
@@ -467,10 +467,10 @@ func TestLeaseAndRecovery(t *testing.T) {
 			return s.LeaseRevoke(bg, &model.LeaseRevokeParams{ID: z, ExpectedLeaseID: zr2.Lease.ID, Now: at(5 * time.Second)})
 		})
 		ok(p, "reclaim grant z", func(s model.Store) (*model.ReclaimGrantIssueResult, error) {
-			return s.ReclaimGrantIssue(bg, &model.ReclaimGrantIssueParams{ID: z, WorkerID: "w-wi2", WorkerInstanceID: "wi2", GrantTTL: time.Second, Now: at(6 * time.Second)})
+			return s.(model.GrantReclaimer).ReclaimGrantIssue(bg, &model.ReclaimGrantIssueParams{ID: z, WorkerID: "w-wi2", WorkerInstanceID: "wi2", GrantTTL: time.Second, Now: at(6 * time.Second)})
 		})
 		ok(p, "reclaim z cap", func(s model.Store) (*model.ExecutionReclaimResult, error) {
-			return s.ExecutionReclaim(bg, &model.ExecutionReclaimParams{ID: z, LeaseRequest: sq.req("wi2", ttl), Now: at(6 * time.Second)})
+			return s.(model.GrantReclaimer).ExecutionReclaim(bg, &model.ExecutionReclaimParams{ID: z, LeaseRequest: sq.req("wi2", ttl), Now: at(6 * time.Second)})
 		})
 	})
 }
@@ -659,7 +659,7 @@ func TestReads(t *testing.T) {
 			return s.ExecutionList(bg, &model.ExecutionListParams{Partition: 4, Limit: 10})
 		})
 		ok(p, "indexes unknown", func(s model.Store) (*model.ExecutionIndexesResult, error) {
-			return s.ExecutionIndexes(bg, &model.ExecutionIndexesParams{ID: sq.exec(4)})
+			return s.(model.IndexInspector).ExecutionIndexes(bg, &model.ExecutionIndexesParams{ID: sq.exec(4)})
 		})
 		fails(p, "describe unknown", model.CodeExecutionNotFound, func(s model.Store) (*model.ExecutionSnapshot, error) {
 			return s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: sq.exec(4)})

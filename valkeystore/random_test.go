@@ -288,12 +288,16 @@ func (r *randomRun) revoke() {
 func (r *randomRun) reclaimGrant() {
 	p := &model.ReclaimGrantIssueParams{ID: r.pick(), WorkerID: "w", WorkerInstanceID: r.wi(),
 		Capabilities: r.someCaps(), GrantTTL: time.Duration(1+r.rng.IntN(10)) * time.Second, Now: r.now}
-	_, _ = do(r.p, "reclaim_grant", func(s model.Store) (*model.ReclaimGrantIssueResult, error) { return s.ReclaimGrantIssue(bg, p) })
+	_, _ = do(r.p, "reclaim_grant", func(s model.Store) (*model.ReclaimGrantIssueResult, error) {
+		return s.(model.GrantReclaimer).ReclaimGrantIssue(bg, p)
+	})
 }
 
 func (r *randomRun) reclaim() {
 	p := &model.ExecutionReclaimParams{ID: r.pick(), Capabilities: r.someCaps(), LeaseRequest: r.leaseReq(), Now: r.now}
-	res, err := do(r.p, "reclaim", func(s model.Store) (*model.ExecutionReclaimResult, error) { return s.ExecutionReclaim(bg, p) })
+	res, err := do(r.p, "reclaim", func(s model.Store) (*model.ExecutionReclaimResult, error) {
+		return s.(model.GrantReclaimer).ExecutionReclaim(bg, p)
+	})
 	if err == nil {
 		r.noteClaim(res.Claimed)
 	}
@@ -340,12 +344,16 @@ var blockReasons = []model.BlockingReason{model.WaitingForBudget, model.WaitingF
 
 func (r *randomRun) block() {
 	p := &model.ExecutionBlockParams{ID: r.pick(), Reason: blockReasons[r.rng.IntN(len(blockReasons))], Detail: "d", Now: r.now}
-	_, _ = do(r.p, "block", func(s model.Store) (*model.ExecutionBlockResult, error) { return s.ExecutionBlock(bg, p) })
+	_, _ = do(r.p, "block", func(s model.Store) (*model.ExecutionBlockResult, error) {
+		return s.(model.Blocker).ExecutionBlock(bg, p)
+	})
 }
 
 func (r *randomRun) unblock() {
 	p := &model.ExecutionUnblockParams{ID: r.pick(), ExpectedReason: blockReasons[r.rng.IntN(len(blockReasons))], Now: r.now}
-	_, _ = do(r.p, "unblock", func(s model.Store) (*model.ExecutionUnblockResult, error) { return s.ExecutionUnblock(bg, p) })
+	_, _ = do(r.p, "unblock", func(s model.Store) (*model.ExecutionUnblockResult, error) {
+		return s.(model.Blocker).ExecutionUnblock(bg, p)
+	})
 }
 
 func (r *randomRun) priority() {

@@ -111,7 +111,7 @@ func (s *Store) LeaseHistory(ctx context.Context, p *model.LeaseHistoryParams) (
 	return res, r.err()
 }
 
-// ExecutionIndexes implements model.ReadStore.
+// ExecutionIndexes implements model.IndexInspector.
 func (s *Store) ExecutionIndexes(ctx context.Context, p *model.ExecutionIndexesParams) (*model.ExecutionIndexesResult, error) {
 	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
 		return nil, err
