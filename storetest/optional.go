@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/flowfabric/flowfabric/model"
@@ -41,6 +42,27 @@ func rebind(s fullStore, t *testing.T) fullStore {
 		return &c
 	}
 	return s
+}
+
+// has reports whether the store under test implements the optional
+// interface I itself (rather than through partialStore's stubs), for
+// setup that can do without it.
+func has[I any](h *harness) bool {
+	p, ok := h.s.(*partialStore)
+	if !ok {
+		return true
+	}
+	_, ok = p.Store.(I)
+	return ok
+}
+
+// skipWithout skips h's test when the store lacks the optional interface
+// I.
+func skipWithout[I any](h *harness) {
+	h.t.Helper()
+	if !has[I](h) {
+		h.t.Skipf("storetest: %T does not implement the optional %v", h.s.(*partialStore).Store, reflect.TypeFor[I]())
+	}
 }
 
 // partialStore completes a store that lacks optional interfaces.
