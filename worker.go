@@ -72,7 +72,7 @@ type Worker struct {
 	mu       sync.Mutex
 	handlers map[model.Kind]handlerEntry
 	state    workerState
-	inflight map[model.ExecutionID]*running
+	inflight map[taskKey]*running
 	free     int
 	stopErr  error
 	stopped  chan struct{}
@@ -121,6 +121,16 @@ const (
 	workerStopped
 )
 
+// taskKey names a task in flight: its execution and the lease epoch it
+// runs under. One worker may hold two tasks of one execution: a handler
+// that ignores its cancelled context may still run when the execution's
+// next attempt is claimed by the same worker, and the end of the old task
+// must not drop the new one (whose lease would then not be renewed).
+type taskKey struct {
+	id    model.ExecutionID
+	epoch uint64
+}
+
 // running is one task in flight.
 type running struct {
 	claim     *model.ClaimResult
@@ -162,7 +172,7 @@ func NewWorker(engine *Engine, cfg *WorkerConfig) *Worker {
 		engine: engine, cfg: c, session: sessionID.String(),
 		log:      engine.log.With("worker", string(c.InstanceID)),
 		handlers: make(map[model.Kind]handlerEntry),
-		inflight: make(map[model.ExecutionID]*running),
+		inflight: make(map[taskKey]*running),
 		stopped:  make(chan struct{}),
 	}
 	w.caps, w.cfgErr = w.validate()
@@ -497,8 +507,9 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	// Stop or handed back here.
 	w.mu.Lock()
 	state, crashed := w.state, w.crashed
+	key := taskKey{c.ID, c.Lease.Epoch}
 	if state == workerRunning {
-		w.inflight[c.ID] = r
+		w.inflight[key] = r
 	}
 	early := r.renewBy.Before(w.renewAt)
 	w.mu.Unlock()
@@ -531,7 +542,7 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	}
 	next, quiet = w.finish(r, info, err)
 	w.mu.Lock()
-	delete(w.inflight, c.ID)
+	delete(w.inflight, key)
 	w.mu.Unlock()
 	e.activity()
 	return next, quiet
@@ -768,6 +779,11 @@ func (w *Worker) renewLoop(ctx context.Context) {
 	}
 }
 
+// compareTasks orders tasks by execution, then lease epoch.
+func compareTasks(a, b *running) int {
+	return cmp.Or(a.claim.ID.Compare(b.claim.ID), cmp.Compare(a.fence.LeaseEpoch, b.fence.LeaseEpoch))
+}
+
 func (w *Worker) dueRenewals(now time.Time) []*running {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -777,7 +793,7 @@ func (w *Worker) dueRenewals(now time.Time) []*running {
 			due = append(due, r)
 		}
 	}
-	slices.SortFunc(due, func(a, b *running) int { return a.claim.ID.Compare(b.claim.ID) })
+	slices.SortFunc(due, compareTasks)
 	return due
 }
 
@@ -886,7 +902,7 @@ func (w *Worker) stop(ctx context.Context) error {
 		}
 	}
 	w.mu.Unlock()
-	slices.SortFunc(rest, func(a, b *running) int { return a.claim.ID.Compare(b.claim.ID) })
+	slices.SortFunc(rest, compareTasks)
 	w.taskCancel(ErrWorkerStopped)
 	bg := context.WithoutCancel(ctx)
 	for _, r := range rest {

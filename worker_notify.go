@@ -143,7 +143,7 @@ func (w *Worker) onLeaseNotice(n model.LeaseNotice) {
 		return
 	}
 	w.mu.Lock()
-	r := w.inflight[n.ID]
+	r := w.inflight[taskKey{n.ID, n.LeaseEpoch}]
 	if r == nil {
 		if w.leases.early == nil || len(w.leases.early) >= maxEarlyNotices {
 			w.leases.early = make(map[model.ExecutionID]model.LeaseNotice)

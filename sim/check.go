@@ -68,6 +68,11 @@ func (w *world) after(op string, p any, r any, err error) {
 			w.checkClaim(res.Next.Claimed, pp.Next.Namespace, pp.Next.Capabilities)
 		}
 	}
+	if res, ok := r.(*model.LeaseMarkExpiredResult); ok && res.Outcome == model.MarkExpiredMarked && w.o.Calm {
+		if mp, ok := p.(*model.LeaseMarkExpiredParams); ok {
+			w.violate("%s: a lease expired in a calm run (nothing stalled, nothing failed)", w.alias(mp.ID))
+		}
+	}
 	if !outcomeOps[op] {
 		return
 	}

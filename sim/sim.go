@@ -30,6 +30,10 @@ type Options struct {
 	// operator's cancels, revokes, replays and reclaims.
 	NoKills    bool
 	NoOperator bool
+	// Calm runs a healthy system: no faults, no process deaths, stalls,
+	// stops or clock jumps (NoFaults and NoKills). There a lease must never
+	// expire: every one is renewed in time or given back.
+	Calm bool
 	// FailAt injects a violation at that workload step (tests of the
 	// simulator itself: shrinking).
 	FailAt int
@@ -38,6 +42,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Steps == 0 {
 		o.Steps = 300
+	}
+	if o.Calm {
+		o.NoFaults, o.NoKills = true, true
 	}
 	if o.Faults == nil {
 		f := DefaultFaults
@@ -194,7 +201,7 @@ func (w *world) logf(format string, args ...any) {
 }
 
 func (w *world) violate(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+	msg := w.aliasIDs(fmt.Sprintf(format, args...))
 	w.logf("VIOLATION: %s", msg)
 	w.viol = append(w.viol, msg)
 }
@@ -378,22 +385,29 @@ func (w *world) stepOnce() {
 	}
 	r := w.rng.IntN(1000)
 	switch {
-	case r < 550:
-		run := w.sched.Runnable()
-		if len(run) == 0 {
-			w.advanceToNext()
+	case r < 720:
+		// Time moves only when no goroutine can run (a runnable goroutine
+		// gets a CPU at once); starvation is what stalls and jumps model.
+		if run := w.sched.Runnable(); len(run) > 0 {
+			w.runProc(pick(w, run))
 			return
 		}
-		w.runProc(pick(w, run))
-	case r < 650:
-		d := w.dur(time.Millisecond, 500*time.Millisecond)
-		w.sched.Advance(d)
-	case r < 720:
+		if r < 650 {
+			d := w.dur(time.Millisecond, 500*time.Millisecond)
+			if t, ok := w.sched.NextDeadline(); ok && t.Before(w.sched.now.Add(d)) {
+				w.sched.AdvanceTo(t)
+			} else {
+				w.sched.Advance(d)
+			}
+			return
+		}
 		w.advanceToNext()
 	case r < 725:
-		d := w.dur(5*time.Second, 90*time.Second)
-		w.logf("clock jump +%v", d)
-		w.sched.Advance(d)
+		if !w.o.NoKills {
+			d := w.dur(5*time.Second, 90*time.Second)
+			w.logf("clock jump +%v", d)
+			w.sched.Advance(d)
+		}
 	case r < 830:
 		if len(live) > 0 {
 			w.submit(pick(w, live))
@@ -524,14 +538,18 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 	if err := h.h.Handle(ctx, r); err != nil {
 		return err
 	}
-	line := execIDPattern.ReplaceAllStringFunc(strings.TrimSpace(h.buf.String()), func(m string) string {
+	h.w.logf("P%d log %s", h.p, h.w.aliasIDs(strings.TrimSpace(h.buf.String())))
+	return nil
+}
+
+// aliasIDs replaces the execution ids in s by their aliases.
+func (w *world) aliasIDs(s string) string {
+	return execIDPattern.ReplaceAllStringFunc(s, func(m string) string {
 		if id, err := model.ParseExecutionID(m); err == nil {
-			return h.w.alias(id)
+			return w.alias(id)
 		}
 		return m
 	})
-	h.w.logf("P%d log %s", h.p, line)
-	return nil
 }
 
 // execIDPattern matches an execution id in the engine's log text; the
