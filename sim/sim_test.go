@@ -126,6 +126,9 @@ func TestShrink(t *testing.T) {
 // besides every other check, no lease may expire there.
 func TestCalm(t *testing.T) {
 	n := uint64(40)
+	if raceDetector {
+		n = 15
+	}
 	if *seeds > 0 {
 		n = uint64(*seeds)
 	}
