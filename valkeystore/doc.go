@@ -29,8 +29,9 @@
 //   - helpers: then the library definitions the script names (names as
 //     the Lua tokenizer in rewrite.go sees them: not in strings or
 //     comments, not after "." or ":"), with every definition they use, in
-//     library order: the generated ones (record.go), then the files of
-//     libTopics in order. A definition uses only those above it.
+//     library order: the generated ones (record.go, index_lua.go), then
+//     the files of libTopics in order. A definition uses only those above
+//     it.
 //   - record fields: in the helpers and the script, e.<field> becomes the
 //     field's array slot (record.go), keeping every line in place.
 //   - line map: each line of the result maps to its source file and line;

@@ -22,9 +22,9 @@ var luaFiles embed.FS
 var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "index", "policy", "claim",
 	"recovery", "worker"}
 
-// generatedFile names the definitions made from Go declarations (record.go)
-// in the line map.
-const generatedFile = "<generated from record.go>"
+// generatedFile names the definitions made from Go declarations (record.go,
+// index_lua.go) in the line map.
+const generatedFile = "<generated from record.go, index_lua.go>"
 
 // script is one Lua script, lua/<name>.lua, assembled (see doc.go). Its
 // header declares the names of its KEYS and ARGV in order; call sites pass
@@ -265,9 +265,10 @@ var library = func() *lib {
 	return l
 }()
 
-// generatedLua is the part of the library made from Go declarations.
+// generatedLua is the part of the library made from Go declarations: the
+// record layout and the lane-index names (model.IndexFor).
 func generatedLua() string {
-	return fmt.Sprintf("local LEASE_HISTORY = %d\n", model.DefaultLeaseHistory) + recordLua()
+	return fmt.Sprintf("local LEASE_HISTORY = %d\n", model.DefaultLeaseHistory) + recordLua() + indexLua()
 }
 
 // parseLib cuts each file (name, text) at every line that starts with

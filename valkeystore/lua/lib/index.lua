@@ -18,11 +18,8 @@ local function eligible_score(e)
   return -e.priority * 1000000000000 + e.created_at
 end
 
-local function runnable_index(es)
-  if es == 'eligible_now' then return 'eligible' end
-  if es == 'not_eligible_until_time' then return 'delayed' end
-  return blocked_index(es)
-end
+-- runnable_index (the lane index of an eligibility state) is generated
+-- from model.IndexFor (index_lua.go).
 
 local function remove_route_group(e)
   local csv = e.required_caps

@@ -2,18 +2,8 @@
 --
 -- Part of the library put in front of the scripts: see lua/README.md.
 
--- blocked_index names the index of a blocked eligibility state
--- ("blocked_by_route": "blocked:route"); nil for any other state.
-local function blocked_index(es)
-  if string.sub(es, 1, 11) ~= 'blocked_by_' then return nil end
-  return 'blocked:' .. string.sub(es, 12)
-end
-
--- The blocked indexes in the order ExecutionIndexes checks them.
-local BLOCKED_NAMES = {
-  'blocked:dependencies', 'blocked:budget', 'blocked:quota', 'blocked:route',
-  'blocked:operator', 'blocked:lane_state',
-}
+-- blocked_index and BLOCKED_NAMES (the blocked indexes) are generated from
+-- model.IndexFor (index_lua.go).
 
 -- block_es maps an admission blocking reason to its eligibility state (nil
 -- for any other reason).
