@@ -75,6 +75,37 @@ func (r *Result) Failed() bool { return len(r.Violations) > 0 }
 // History is the log as one text.
 func (r *Result) History() string { return strings.Join(r.Log, "\n") }
 
+// Focus is the part of the log about the executions the violations name
+// (by alias), with the process events (starts, deaths, stalls, stops,
+// clock jumps, the drain) around them: the readable story of a failure.
+// It is the whole log when the violations name no execution.
+func (r *Result) Focus() string {
+	names := map[string]bool{}
+	for _, v := range r.Violations {
+		for _, m := range aliasPattern.FindAllString(v, -1) {
+			names[m] = true
+		}
+	}
+	if len(names) == 0 {
+		return r.History()
+	}
+	var out []string
+	for _, line := range r.Log {
+		keep := strings.Contains(line, "process ") || strings.Contains(line, "clock jump") ||
+			strings.Contains(line, "drain:") || strings.Contains(line, "VIOLATION") || strings.Contains(line, " seed ")
+		for _, m := range aliasPattern.FindAllString(line, -1) {
+			keep = keep || names[m]
+		}
+		if keep {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// aliasPattern matches an execution's alias in the log.
+var aliasPattern = regexp.MustCompile(`\bx[0-9]+\b`)
+
 // start is the simulated time every run starts at.
 var start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 

@@ -24,9 +24,10 @@ func report(t *testing.T, r *sim.Result) {
 	s := sim.Shrink(r)
 	o := s.Options
 	t.Errorf("seed %d failed: %s\nshrunk to %d steps, faults %v (%+v), kills %v, operator %v: %s\n"+
-		"replay: go test ./sim/ -run TestSeeds -sim.seed=%d -sim.steps=%d -sim.calm=%v -v\nshrunk history:\n%s",
+		"replay (the whole history): go test ./sim/ -run TestSeeds -sim.seed=%d -sim.steps=%d -sim.calm=%v -v\n"+
+		"shrunk history of the executions named:\n%s",
 		r.Options.Seed, strings.Join(r.Violations, "; "), o.Steps, !o.NoFaults, *o.Faults, !o.NoKills, !o.NoOperator,
-		strings.Join(s.Violations, "; "), o.Seed, o.Steps, o.Calm, s.History())
+		strings.Join(s.Violations, "; "), o.Seed, o.Steps, o.Calm, s.Focus())
 }
 
 // TestSeeds runs many seeds (flags: -sim.seeds, -sim.first, -sim.seed,
