@@ -32,7 +32,8 @@ type Options struct {
 	NoOperator bool
 	// Calm runs a healthy system: no faults, no process deaths, stalls,
 	// stops or clock jumps (NoFaults and NoKills). There a lease must never
-	// expire: every one is renewed in time or given back.
+	// expire (every one is renewed in time or given back) and the engines
+	// log no warning or error.
 	Calm bool
 	// FailAt injects a violation at that workload step (tests of the
 	// simulator itself: shrinking).
@@ -569,7 +570,12 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 	if err := h.h.Handle(ctx, r); err != nil {
 		return err
 	}
-	h.w.logf("P%d log %s", h.p, h.w.aliasIDs(strings.TrimSpace(h.buf.String())))
+	line := h.w.aliasIDs(strings.TrimSpace(h.buf.String()))
+	h.w.logf("P%d log %s", h.p, line)
+	if h.w.o.Calm && r.Level >= slog.LevelWarn {
+		// a warning needs an operator; a healthy system gives none
+		h.w.violate("P%d logged in a calm run: %s", h.p, line)
+	}
 	return nil
 }
 
