@@ -78,6 +78,19 @@ const (
 	CodeCorruption              Code = "corruption"
 	CodeResultNotFound          Code = "result_not_found"
 
+	// Flow codes (issue 10).
+	CodeFlowNotFound           Code = "flow_not_found"
+	CodeFlowAlreadyTerminal    Code = "flow_already_terminal"
+	CodeExecutionNotInFlow     Code = "execution_not_in_flow"
+	CodeExecutionAlreadyInFlow Code = "execution_already_in_flow"
+	CodeSelfReferencingEdge    Code = "self_referencing_edge"
+	CodeStaleGraphRevision     Code = "stale_graph_revision"
+	CodeDependencyExists       Code = "dependency_already_exists"
+	CodeCycleDetected          Code = "cycle_detected"
+	CodeGraphSearchLimit       Code = "graph_search_limit"
+	CodeEdgeNotFound           Code = "edge_not_found"
+	CodeEdgeGroupFixed         Code = "edge_group_fixed"
+
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
 	CodeWorkerHasNoHandlers      Code = "worker_has_no_handlers"
@@ -126,6 +139,18 @@ var codeClass = map[Code]Class{
 	CodeResultNotFound:            ClassInformational,
 
 	CodeActiveAttemptExists: ClassBug,
+
+	CodeFlowNotFound:           ClassTerminal,
+	CodeFlowAlreadyTerminal:    ClassTerminal,
+	CodeExecutionNotInFlow:     ClassTerminal,
+	CodeExecutionAlreadyInFlow: ClassTerminal,
+	CodeSelfReferencingEdge:    ClassTerminal,
+	CodeStaleGraphRevision:     ClassRetryable,
+	CodeDependencyExists:       ClassTerminal,
+	CodeCycleDetected:          ClassTerminal,
+	CodeGraphSearchLimit:       ClassTerminal,
+	CodeEdgeNotFound:           ClassTerminal,
+	CodeEdgeGroupFixed:         ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -215,7 +240,7 @@ func (e *Error) Retryable() bool { return e.Class() == ClassRetryable }
 func (e *Error) IsValidation() bool {
 	switch e.Code {
 	case CodeInvalidInput, CodeInvalidCapabilities, CodeInvalidPolicy, CodeInvalidTagKey,
-		CodeFenceRequired, CodePartialFenceTriple, CodeInvalidBlockingReason:
+		CodeFenceRequired, CodePartialFenceTriple, CodeInvalidBlockingReason, CodeSelfReferencingEdge:
 		return true
 	}
 	return false
@@ -269,6 +294,19 @@ var (
 	ErrWorkerNotRegistered   = &Error{Code: CodeWorkerNotRegistered}
 	ErrCorrupt               = &Error{Code: CodeCorruption}
 	ErrResultNotFound        = &Error{Code: CodeResultNotFound}
+
+	// Flow errors (flow_ops.go).
+	ErrFlowNotFound       = &Error{Code: CodeFlowNotFound}
+	ErrFlowTerminal       = &Error{Code: CodeFlowAlreadyTerminal}
+	ErrNotInFlow          = &Error{Code: CodeExecutionNotInFlow}
+	ErrAlreadyInFlow      = &Error{Code: CodeExecutionAlreadyInFlow}
+	ErrSelfEdge           = &Error{Code: CodeSelfReferencingEdge}
+	ErrStaleGraphRevision = &Error{Code: CodeStaleGraphRevision}
+	ErrDependencyExists   = &Error{Code: CodeDependencyExists}
+	ErrCycle              = &Error{Code: CodeCycleDetected}
+	ErrGraphSearchLimit   = &Error{Code: CodeGraphSearchLimit}
+	ErrEdgeNotFound       = &Error{Code: CodeEdgeNotFound}
+	ErrEdgeGroupFixed     = &Error{Code: CodeEdgeGroupFixed}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}

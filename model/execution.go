@@ -167,6 +167,9 @@ type ExecutionSnapshot struct {
 
 	LastCapabilityMismatchAt time.Time
 
+	// Flow is the flow the execution is a member of (zero: none).
+	Flow FlowID
+
 	Tags map[string]string
 }
 

@@ -1,0 +1,227 @@
+package model
+
+import (
+	"strconv"
+	"time"
+)
+
+// Flows: a flow groups executions (its members) into a graph of dependency
+// edges, upstream → downstream. This file holds the flow's types; the
+// operations are in flow_ops.go. docs/ARCHITECTURE.md ("Flows") says where
+// a flow lives and why every flow operation is one atomic step on one slot.
+
+// EdgeID identifies one dependency edge. The caller chooses it, as it
+// chooses execution ids, so stores stay deterministic.
+type EdgeID uuidID
+
+func (id EdgeID) String() string { return UUID(id).String() }
+
+// IsZero reports whether the id is unset.
+func (id EdgeID) IsZero() bool { return UUID(id).IsZero() }
+
+// MarshalText implements encoding.TextMarshaler.
+func (id EdgeID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// MarshalText implements encoding.TextMarshaler.
+func (id FlowID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// ParseEdgeID parses a canonical UUID.
+func ParseEdgeID(s string) (EdgeID, error) {
+	u, err := parseUUIDField("edge_id", s)
+	return EdgeID(u), err
+}
+
+// FlowState is a flow's state; its String is the wire name. A flow is
+// created open; cancel and the projector (later slices of issue 10) move
+// it to a terminal state, after which it takes no member, edge or group
+// policy.
+type FlowState uint8
+
+// Flow states.
+const (
+	FlowOpen      FlowState = iota + 1 // "open"
+	FlowCompleted                      // "completed"
+	FlowFailed                         // "failed"
+	FlowCancelled                      // "cancelled"
+)
+
+var flowStateNames = enumNames{"open", "completed", "failed", "cancelled"}
+
+func (v FlowState) String() string { return flowStateNames.name(uint8(v)) }
+
+// Terminal reports whether the flow takes no more members, edges or group
+// policies.
+func (v FlowState) Terminal() bool { return v != FlowOpen }
+
+// ParseFlowState parses a wire name.
+func ParseFlowState(s string) (FlowState, bool) {
+	v, ok := flowStateNames.parse(s)
+	return FlowState(v), ok
+}
+
+// EdgeState is an edge's resolution; its String is the wire name. An edge
+// is staged pending; resolution (a later slice) makes it satisfied (the
+// upstream completed) or impossible (any other terminal outcome).
+type EdgeState uint8
+
+// Edge states.
+const (
+	EdgePending    EdgeState = iota + 1 // "pending"
+	EdgeSatisfied                       // "satisfied"
+	EdgeImpossible                      // "impossible"
+)
+
+var edgeStateNames = enumNames{"pending", "satisfied", "impossible"}
+
+func (v EdgeState) String() string { return edgeStateNames.name(uint8(v)) }
+
+// ParseEdgeState parses a wire name.
+func ParseEdgeState(s string) (EdgeState, bool) {
+	v, ok := edgeStateNames.parse(s)
+	return EdgeState(v), ok
+}
+
+// EdgeGroupKind says how a downstream's incoming edges combine; its String
+// is the wire name.
+type EdgeGroupKind uint8
+
+// Edge group kinds.
+const (
+	// GroupAllOf: every upstream must succeed (the default).
+	GroupAllOf EdgeGroupKind = iota + 1 // "all_of"
+	// GroupAnyOf: one successful upstream suffices.
+	GroupAnyOf // "any_of"
+	// GroupQuorum: Quorum successful upstreams suffice.
+	GroupQuorum // "quorum"
+)
+
+var edgeGroupKindNames = enumNames{"all_of", "any_of", "quorum"}
+
+func (v EdgeGroupKind) String() string { return edgeGroupKindNames.name(uint8(v)) }
+
+// ParseEdgeGroupKind parses a wire name.
+func ParseEdgeGroupKind(s string) (EdgeGroupKind, bool) {
+	v, ok := edgeGroupKindNames.parse(s)
+	return EdgeGroupKind(v), ok
+}
+
+// SiblingPolicy says what happens to the upstreams still running when an
+// AnyOf or Quorum group fires; its String is the wire name.
+type SiblingPolicy uint8
+
+// Sibling policies.
+const (
+	// SiblingsCancelRemaining cancels them (reason
+	// sibling_quorum_satisfied or sibling_quorum_impossible).
+	SiblingsCancelRemaining SiblingPolicy = iota + 1 // "cancel_remaining"
+	// SiblingsLetRun leaves them running.
+	SiblingsLetRun // "let_run"
+)
+
+var siblingPolicyNames = enumNames{"cancel_remaining", "let_run"}
+
+func (v SiblingPolicy) String() string { return siblingPolicyNames.name(uint8(v)) }
+
+// ParseSiblingPolicy parses a wire name.
+func ParseSiblingPolicy(s string) (SiblingPolicy, bool) {
+	v, ok := siblingPolicyNames.parse(s)
+	return SiblingPolicy(v), ok
+}
+
+// EdgeGroupPolicy is the policy of one downstream's incoming edges.
+type EdgeGroupPolicy struct {
+	Kind EdgeGroupKind
+	// Quorum is the number of successful upstreams a GroupQuorum needs
+	// (1..MaxQuorum); zero for the other kinds (AnyOf is a quorum of 1).
+	Quorum int
+	// OnSatisfied is required for AnyOf and Quorum, zero for AllOf.
+	OnSatisfied SiblingPolicy
+}
+
+// AllOf is the default group policy of a downstream.
+var AllOf = EdgeGroupPolicy{Kind: GroupAllOf}
+
+// MaxQuorum bounds EdgeGroupPolicy.Quorum.
+const MaxQuorum = 10000
+
+// MaxGraphSearchEdges bounds the work of the cycle check of EdgeStage:
+// the check follows the outgoing edges reachable from the new edge's
+// downstream, and when there are more than this many the stage is refused
+// with ErrGraphSearchLimit (nothing is written) rather than answered
+// approximately. Staging edges in topological order (a downstream before
+// its own outgoing edges) keeps every search empty.
+const MaxGraphSearchEdges = 10000
+
+// Validate checks the policy.
+func (g EdgeGroupPolicy) Validate(field string) error {
+	switch g.Kind {
+	case GroupAllOf:
+		if g.Quorum != 0 {
+			return &Error{Code: CodeInvalidInput, Field: field + ".Quorum", Detail: "not_for_all_of", Got: strconv.Itoa(g.Quorum), Want: "0"}
+		}
+		if g.OnSatisfied != 0 {
+			return &Error{Code: CodeInvalidInput, Field: field + ".OnSatisfied", Detail: "not_for_all_of", Got: g.OnSatisfied.String(), Want: "unset"}
+		}
+		return nil
+	case GroupAnyOf:
+		if g.Quorum != 0 {
+			return &Error{Code: CodeInvalidInput, Field: field + ".Quorum", Detail: "not_for_any_of", Got: strconv.Itoa(g.Quorum), Want: "0"}
+		}
+	case GroupQuorum:
+		if g.Quorum < 1 || g.Quorum > MaxQuorum {
+			return OutOfRange(field+".Quorum", g.Quorum, "1.."+strconv.Itoa(MaxQuorum))
+		}
+	default:
+		return &Error{Code: CodeInvalidInput, Field: field + ".Kind", Detail: "unknown", Got: strconv.Itoa(int(g.Kind)), Want: "GroupAllOf, GroupAnyOf or GroupQuorum"}
+	}
+	if g.OnSatisfied != SiblingsCancelRemaining && g.OnSatisfied != SiblingsLetRun {
+		return &Error{Code: CodeInvalidInput, Field: field + ".OnSatisfied", Detail: "missing", Got: strconv.Itoa(int(g.OnSatisfied)), Want: "SiblingsCancelRemaining or SiblingsLetRun"}
+	}
+	return nil
+}
+
+// FlowSnapshot describes one flow.
+type FlowSnapshot struct {
+	ID        FlowID
+	Partition int
+	State     FlowState
+	// MemberCount and EdgeCount count the members and the staged edges.
+	MemberCount int
+	EdgeCount   int
+	// GraphRevision counts the changes of the graph: one per member added
+	// and one per edge staged, so it equals MemberCount + EdgeCount.
+	// EdgeStage compares it with its ExpectedGraphRevision.
+	GraphRevision  uint64
+	CreatedAt      time.Time
+	LastMutationAt time.Time
+	// Tags is nil when the flow has none.
+	Tags map[string]string
+}
+
+// EdgeSnapshot describes one dependency edge. An edge's condition is the
+// upstream's success (FlowFabric's success_only, its only kind).
+type EdgeSnapshot struct {
+	ID         EdgeID
+	Flow       FlowID
+	Upstream   ExecutionID
+	Downstream ExecutionID
+	// PassResult: the upstream's result becomes the downstream's payload
+	// when the edge is satisfied (never into a terminal downstream).
+	PassResult bool
+	State      EdgeState
+	// GraphRevision is the flow's revision this edge's staging produced.
+	GraphRevision uint64
+	CreatedAt     time.Time
+}
+
+// EdgeGroupSnapshot describes the edge group of one downstream.
+type EdgeGroupSnapshot struct {
+	Flow       FlowID
+	Downstream ExecutionID
+	// Policy is AllOf unless EdgeGroupSet set another.
+	Policy EdgeGroupPolicy
+	// Explicit reports whether EdgeGroupSet set the policy.
+	Explicit bool
+	// Edges counts the downstream's incoming edges.
+	Edges int
+}

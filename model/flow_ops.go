@@ -1,0 +1,338 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"time"
+)
+
+// FlowStore holds the flow operations (issue 10, first slice): flows,
+// members, dependency edges and edge-group policies, and their reads. It
+// is optional (see Store): the engine does not call it yet. memstore and
+// valkeystore implement it; the conformance suite and the differential
+// run it on both.
+//
+// Every flow operation is one atomic step on the flow's partition
+// (PartitionConfig.FlowPartition): a member must live there (its
+// execution id names that partition), so the flow's record, members,
+// edges and groups and the member's flow field share one slot.
+type FlowStore interface {
+	FlowCreate(ctx context.Context, p *FlowCreateParams) (*FlowCreateResult, error)
+	FlowAddMember(ctx context.Context, p *FlowAddMemberParams) (*FlowAddMemberResult, error)
+	EdgeStage(ctx context.Context, p *EdgeStageParams) (*EdgeStageResult, error)
+	EdgeGroupSet(ctx context.Context, p *EdgeGroupSetParams) (*EdgeGroupSetResult, error)
+
+	FlowDescribe(ctx context.Context, p *FlowDescribeParams) (*FlowSnapshot, error)
+	FlowList(ctx context.Context, p *FlowListParams) (*FlowListResult, error)
+	EdgeDescribe(ctx context.Context, p *EdgeDescribeParams) (*EdgeSnapshot, error)
+	EdgeGroupDescribe(ctx context.Context, p *EdgeGroupDescribeParams) (*EdgeGroupSnapshot, error)
+	// EdgeListOutgoing and EdgeListIncoming list an execution's edges
+	// (seed 004's list_outgoing_edges / list_incoming_edges), empty for
+	// an execution in no flow.
+	EdgeListOutgoing(ctx context.Context, p *EdgeListParams) (*EdgeListResult, error)
+	EdgeListIncoming(ctx context.Context, p *EdgeListParams) (*EdgeListResult, error)
+}
+
+func checkFlowID(field string, f FlowID) error {
+	if f.IsZero() {
+		return invalidField(field, "empty")
+	}
+	return nil
+}
+
+// checkMember checks an execution id given as a member of flow f: it must
+// name f's partition.
+func checkMember(cfg PartitionConfig, field string, id ExecutionID, f FlowID) error {
+	if id.IsZero() {
+		return invalidField(field, "empty")
+	}
+	if id.Partition() >= cfg.WithDefaults().FlowPartitions {
+		return invalidField(field, "partition_out_of_range")
+	}
+	if want := cfg.FlowPartition(f); id.Partition() != want {
+		return &Error{Code: CodeInvalidInput, Field: field, Detail: "not_in_flow_partition",
+			Got: strconv.Itoa(id.Partition()), Want: strconv.Itoa(want)}
+	}
+	return nil
+}
+
+// FlowCreateParams creates a flow. Creating an existing flow changes
+// nothing (not even its tags) and reports FlowAlreadyExists.
+type FlowCreateParams struct {
+	Flow FlowID
+	Tags map[string]string
+	Now  time.Time
+}
+
+// Validate checks every field.
+func (p *FlowCreateParams) Validate() error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	if err := ValidateTags(p.Tags); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// FlowCreateOutcome is what FlowCreate did; its String is the wire name.
+type FlowCreateOutcome uint8
+
+// Flow creation outcomes.
+const (
+	FlowCreated       FlowCreateOutcome = iota + 1 // "created"
+	FlowAlreadyExists                              // "already_exists"
+)
+
+var flowCreateOutcomeNames = enumNames{"created", "already_exists"}
+
+func (v FlowCreateOutcome) String() string { return flowCreateOutcomeNames.name(uint8(v)) }
+
+// ParseFlowCreateOutcome parses a wire name.
+func ParseFlowCreateOutcome(s string) (FlowCreateOutcome, bool) {
+	v, ok := flowCreateOutcomeNames.parse(s)
+	return FlowCreateOutcome(v), ok
+}
+
+// FlowCreateResult reports a creation.
+type FlowCreateResult struct {
+	Outcome FlowCreateOutcome
+	// Partition is the flow's partition, where its members must live.
+	Partition int
+}
+
+// FlowAddMemberParams adds an execution to a flow. Errors: ErrFlowNotFound,
+// ErrFlowTerminal, ErrNotFound (the execution), ErrAlreadyInFlow (a member
+// of another flow).
+type FlowAddMemberParams struct {
+	Flow      FlowID
+	Execution ExecutionID // in the flow's partition
+	Now       time.Time
+}
+
+// Validate checks every field.
+func (p *FlowAddMemberParams) Validate(cfg PartitionConfig) error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	if err := checkMember(cfg, "Execution", p.Execution, p.Flow); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// FlowAddMemberOutcome is what FlowAddMember did; its String is the wire
+// name.
+type FlowAddMemberOutcome uint8
+
+// Member outcomes.
+const (
+	MemberAdded   FlowAddMemberOutcome = iota + 1 // "added"
+	AlreadyMember                                 // "already_member": nothing changed
+)
+
+var flowAddMemberOutcomeNames = enumNames{"added", "already_member"}
+
+func (v FlowAddMemberOutcome) String() string { return flowAddMemberOutcomeNames.name(uint8(v)) }
+
+// ParseFlowAddMemberOutcome parses a wire name.
+func ParseFlowAddMemberOutcome(s string) (FlowAddMemberOutcome, bool) {
+	v, ok := flowAddMemberOutcomeNames.parse(s)
+	return FlowAddMemberOutcome(v), ok
+}
+
+// FlowAddMemberResult reports a membership.
+type FlowAddMemberResult struct {
+	Outcome       FlowAddMemberOutcome
+	MemberCount   int
+	GraphRevision uint64
+}
+
+// EdgeStageParams stages the edge Upstream → Downstream: Downstream
+// depends on Upstream's success. ExpectedGraphRevision must equal the
+// flow's revision (ErrStaleGraphRevision otherwise). Errors, checked in
+// this order: ErrFlowNotFound, ErrFlowTerminal, ErrStaleGraphRevision,
+// ErrNotInFlow (Field names the end), ErrDependencyExists (the edge id, or
+// an edge between the same two members), ErrCycle, ErrGraphSearchLimit.
+type EdgeStageParams struct {
+	Flow                  FlowID
+	Edge                  EdgeID
+	Upstream, Downstream  ExecutionID // members, in the flow's partition
+	ExpectedGraphRevision uint64
+	PassResult            bool
+	Now                   time.Time
+}
+
+// Validate checks every field; an edge from an execution to itself is
+// ErrSelfEdge (a validation error).
+func (p *EdgeStageParams) Validate(cfg PartitionConfig) error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	if p.Edge.IsZero() {
+		return invalidField("Edge", "empty")
+	}
+	if err := checkMember(cfg, "Upstream", p.Upstream, p.Flow); err != nil {
+		return err
+	}
+	if err := checkMember(cfg, "Downstream", p.Downstream, p.Flow); err != nil {
+		return err
+	}
+	if p.Upstream == p.Downstream {
+		return &Error{Code: CodeSelfReferencingEdge, Field: "Downstream", Detail: "equals_upstream", Got: p.Downstream.String()}
+	}
+	return checkNow(p.Now)
+}
+
+// EdgeStageResult reports a staged edge.
+type EdgeStageResult struct {
+	// GraphRevision is the flow's new revision.
+	GraphRevision uint64
+}
+
+// EdgeGroupSetParams sets the policy of Downstream's incoming edges. It is
+// accepted only before the first edge into Downstream is staged
+// (ErrEdgeGroupFixed after); setting the same policy again reports
+// GroupAlreadySet.
+type EdgeGroupSetParams struct {
+	Flow       FlowID
+	Downstream ExecutionID
+	Policy     EdgeGroupPolicy
+	Now        time.Time
+}
+
+// Validate checks every field.
+func (p *EdgeGroupSetParams) Validate(cfg PartitionConfig) error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	if err := checkMember(cfg, "Downstream", p.Downstream, p.Flow); err != nil {
+		return err
+	}
+	if err := p.Policy.Validate("Policy"); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// EdgeGroupSetOutcome is what EdgeGroupSet did; its String is the wire name.
+type EdgeGroupSetOutcome uint8
+
+// Group policy outcomes.
+const (
+	GroupSet        EdgeGroupSetOutcome = iota + 1 // "set"
+	GroupAlreadySet                                // "already_set": the same policy was set; nothing changed
+)
+
+var edgeGroupSetOutcomeNames = enumNames{"set", "already_set"}
+
+func (v EdgeGroupSetOutcome) String() string { return edgeGroupSetOutcomeNames.name(uint8(v)) }
+
+// ParseEdgeGroupSetOutcome parses a wire name.
+func ParseEdgeGroupSetOutcome(s string) (EdgeGroupSetOutcome, bool) {
+	v, ok := edgeGroupSetOutcomeNames.parse(s)
+	return EdgeGroupSetOutcome(v), ok
+}
+
+// EdgeGroupSetResult reports a policy change.
+type EdgeGroupSetResult struct {
+	Outcome EdgeGroupSetOutcome
+}
+
+// FlowDescribeParams reads one flow (ErrFlowNotFound when absent).
+type FlowDescribeParams struct {
+	Flow FlowID
+}
+
+// Validate checks every field.
+func (p *FlowDescribeParams) Validate() error { return checkFlowID("Flow", p.Flow) }
+
+// FlowListParams pages through one partition's flows in id order (the
+// byte order of the UUIDs).
+type FlowListParams struct {
+	Partition int
+	// After is an exclusive cursor (zero: from the start), a flow of
+	// Partition.
+	After FlowID
+	Limit int // 1–1000
+}
+
+// Validate checks every field.
+func (p *FlowListParams) Validate(cfg PartitionConfig) error {
+	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if !p.After.IsZero() && cfg.FlowPartition(p.After) != p.Partition {
+		return invalidField("After", "other_partition")
+	}
+	return checkLimit("Limit", p.Limit)
+}
+
+// FlowListResult is one page.
+type FlowListResult struct {
+	IDs []FlowID
+	// Next is the cursor for the next page; zero when this page is the last.
+	Next FlowID
+}
+
+// CompareFlowIDs orders flow ids as FlowList does.
+func CompareFlowIDs(a, b FlowID) int { return bytes.Compare(a[:], b[:]) }
+
+// EdgeDescribeParams reads one edge of a flow (ErrEdgeNotFound when the
+// flow has no such edge).
+type EdgeDescribeParams struct {
+	Flow FlowID
+	Edge EdgeID
+}
+
+// Validate checks every field.
+func (p *EdgeDescribeParams) Validate() error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	if p.Edge.IsZero() {
+		return invalidField("Edge", "empty")
+	}
+	return nil
+}
+
+// EdgeGroupDescribeParams reads the edge group of a downstream member
+// (ErrFlowNotFound, ErrNotInFlow).
+type EdgeGroupDescribeParams struct {
+	Flow       FlowID
+	Downstream ExecutionID
+}
+
+// Validate checks every field.
+func (p *EdgeGroupDescribeParams) Validate(cfg PartitionConfig) error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	return checkMember(cfg, "Downstream", p.Downstream, p.Flow)
+}
+
+// EdgeListParams names the execution whose edges are listed
+// (ErrNotFound when it does not exist).
+type EdgeListParams struct {
+	Execution ExecutionID
+}
+
+// Validate checks every field.
+func (p *EdgeListParams) Validate(cfg PartitionConfig) error {
+	if p.Execution.IsZero() {
+		return invalidField("Execution", "empty")
+	}
+	if p.Execution.Partition() >= cfg.WithDefaults().FlowPartitions {
+		return invalidField("Execution", "partition_out_of_range")
+	}
+	return nil
+}
+
+// EdgeListResult lists edges in edge-id order. Flow is the execution's
+// flow (zero, with no edges, for an execution in no flow). The list is
+// not paged: it holds every edge of one end.
+type EdgeListResult struct {
+	Flow  FlowID
+	Edges []EdgeSnapshot
+}
