@@ -161,7 +161,11 @@ type EdgeStageParams struct {
 	Upstream, Downstream  ExecutionID // members, in the flow's partition
 	ExpectedGraphRevision uint64
 	PassResult            bool
-	Now                   time.Time
+	// MaxSearchEdges bounds the cycle check's walk (zero:
+	// MaxGraphSearchEdges, which is also the most accepted): a caller
+	// with a latency budget may lower it.
+	MaxSearchEdges int
+	Now            time.Time
 }
 
 // Validate checks every field; an edge from an execution to itself is
@@ -178,6 +182,9 @@ func (p *EdgeStageParams) Validate(cfg PartitionConfig) error {
 	}
 	if err := checkMember(cfg, "Downstream", p.Downstream, p.Flow); err != nil {
 		return err
+	}
+	if p.MaxSearchEdges < 0 || p.MaxSearchEdges > MaxGraphSearchEdges {
+		return OutOfRange("MaxSearchEdges", p.MaxSearchEdges, "0.."+strconv.Itoa(MaxGraphSearchEdges))
 	}
 	if p.Upstream == p.Downstream {
 		return &Error{Code: CodeSelfReferencingEdge, Field: "Downstream", Detail: "equals_upstream", Got: p.Downstream.String()}
@@ -335,4 +342,12 @@ func (p *EdgeListParams) Validate(cfg PartitionConfig) error {
 type EdgeListResult struct {
 	Flow  FlowID
 	Edges []EdgeSnapshot
+}
+
+// SearchLimit is the bound of the cycle check's walk.
+func (p *EdgeStageParams) SearchLimit() int {
+	if p.MaxSearchEdges == 0 {
+		return MaxGraphSearchEdges
+	}
+	return p.MaxSearchEdges
 }

@@ -21,6 +21,9 @@ package model
 //     blocks go through Store (ExecutionClaimNext, RouteUnblock).
 //   - GrantReclaimer: ReclaimGrantIssue and ExecutionReclaim, reclaim by a
 //     grant to a chosen worker; the engine recovers with ExecutionRecover.
+//   - FlowStore (flow_ops.go): flows, members, dependency edges, edge-group
+//     policies and their reads (issue 10, first slice). The conformance
+//     suite skips its flow tests without it; proptest requires it.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //
