@@ -11,8 +11,9 @@
 //
 // The operations live in the files of model's sub-interfaces, as in
 // valkeystore: execution_ops.go, claim_ops.go, lease_ops.go, scan_ops.go,
-// worker_ops.go, read_ops.go. The helpers they share live in one file per
-// topic, named as the Lua library's topic files valkeystore/lua/lib/<topic>.lua:
+// worker_ops.go, read_ops.go, flow_ops.go. The helpers they share live in
+// one file per topic, named as the Lua library's topic files
+// valkeystore/lua/lib/<topic>.lua:
 //
 //	keys.go      the layout: partitions, lane sets, route groups, idempotency keys
 //	record.go    the execution record, loading it, the describe view
@@ -25,6 +26,7 @@
 //	recovery.go  reclaiming expired and revoked leases
 //	front.go     the common front of every operation (lock, load the execution)
 //	worker.go    the worker registry
+//	flow.go      flows: members, edges, edge groups, the cycle check
 //
 // A helper that does what a Lua helper does has its name in Go case
 // (check_fenced_op is checkFencedOp) and lives in the file of the same

@@ -10,7 +10,9 @@ import (
 // ExecutionDescribe implements model.ReadStore.
 func (s *Store) ExecutionDescribe(ctx context.Context, p *model.ExecutionDescribeParams) (*model.ExecutionSnapshot, error) {
 	return withExec(s, ctx, s.cfg.CheckExecutionID(p.ID), p.ID, func(e *execution) (*model.ExecutionSnapshot, error) {
-		return e.snapshot(), nil
+		snap := e.snapshot()
+		snap.Flow = s.flowOf[p.ID]
+		return snap, nil
 	})
 }
 

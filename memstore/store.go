@@ -3,6 +3,8 @@ package memstore
 import (
 	"sync"
 
+	"github.com/tidwall/btree"
+
 	"github.com/flowfabric/flowfabric/model"
 )
 
@@ -21,6 +23,12 @@ type Store struct {
 	idem    map[idemKey]idemEntry
 	idemGC  *idemQueue
 	workers map[model.Namespace]map[model.WorkerInstanceID]*workerRec
+
+	// flows, flowIdx and flowOf are the flows (flow.go): the records, the
+	// flows of each partition, and each member's flow.
+	flows   map[model.FlowID]*flowRec
+	flowIdx map[int]*btree.BTreeG[model.FlowID]
+	flowOf  map[model.ExecutionID]model.FlowID
 
 	// leaseOut holds the lease notices of the transition in progress (mu).
 	leaseOut []leaseNote
@@ -55,6 +63,9 @@ func New(opts *Options) *Store {
 		idem:     make(map[idemKey]idemEntry),
 		idemGC:   newIdemQueue(),
 		workers:  make(map[model.Namespace]map[model.WorkerInstanceID]*workerRec),
+		flows:    make(map[model.FlowID]*flowRec),
+		flowIdx:  make(map[int]*btree.BTreeG[model.FlowID]),
+		flowOf:   make(map[model.ExecutionID]model.FlowID),
 		watchers: make(map[model.LaneID]map[int]func(int)),
 
 		leaseWatchers: make(map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)),

@@ -71,6 +71,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"HotPath", testHotPath},
 		{"Fix", testFixes},
 		{"LeaseNotices", testLeaseNotices},
+		{"Flows", testFlows},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

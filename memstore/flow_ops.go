@@ -1,0 +1,238 @@
+package memstore
+
+import (
+	"context"
+	"maps"
+	"strconv"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+var _ model.FlowStore = (*Store)(nil)
+
+// FlowCreate implements model.FlowStore.
+func (s *Store) FlowCreate(ctx context.Context, p *model.FlowCreateParams) (*model.FlowCreateResult, error) {
+	return withLock(s, ctx, p.Validate(), func() (*model.FlowCreateResult, error) {
+		part := s.cfg.FlowPartition(p.Flow)
+		if s.flows[p.Flow] != nil {
+			return &model.FlowCreateResult{Outcome: model.FlowAlreadyExists, Partition: part}, nil
+		}
+		now := ms(p.Now)
+		f := &flowRec{
+			id: p.Flow, state: model.FlowOpen, createdAt: now, lastMutationAt: now,
+			members: newIDSet(),
+			edges:   make(map[model.EdgeID]*edgeRec),
+			out:     make(map[model.ExecutionID]map[model.ExecutionID]model.EdgeID),
+			in:      make(map[model.ExecutionID]map[model.ExecutionID]model.EdgeID),
+			groups:  make(map[model.ExecutionID]model.EdgeGroupPolicy),
+		}
+		if len(p.Tags) > 0 {
+			f.tags = maps.Clone(p.Tags)
+		}
+		s.flows[p.Flow] = f
+		s.flowIndex(part).Set(p.Flow)
+		return &model.FlowCreateResult{Outcome: model.FlowCreated, Partition: part}, nil
+	})
+}
+
+// FlowAddMember implements model.FlowStore.
+func (s *Store) FlowAddMember(ctx context.Context, p *model.FlowAddMemberParams) (*model.FlowAddMemberResult, error) {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.FlowAddMemberResult, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		if err := flowOpen(f); err != nil {
+			return nil, err
+		}
+		if _, err := s.loadExec(p.Execution); err != nil {
+			return nil, err
+		}
+		if cur, ok := s.flowOf[p.Execution]; ok {
+			if cur != p.Flow {
+				return nil, &model.Error{Code: model.CodeExecutionAlreadyInFlow, Field: "Execution", Detail: cur.String()}
+			}
+			return &model.FlowAddMemberResult{Outcome: model.AlreadyMember, MemberCount: f.memberCount, GraphRevision: f.graphRevision}, nil
+		}
+		f.members.add(p.Execution)
+		s.flowOf[p.Execution] = p.Flow
+		f.memberCount++
+		f.graphRevision++
+		f.lastMutationAt = ms(p.Now)
+		return &model.FlowAddMemberResult{Outcome: model.MemberAdded, MemberCount: f.memberCount, GraphRevision: f.graphRevision}, nil
+	})
+}
+
+// EdgeStage implements model.FlowStore.
+func (s *Store) EdgeStage(ctx context.Context, p *model.EdgeStageParams) (*model.EdgeStageResult, error) {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.EdgeStageResult, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		if err := flowOpen(f); err != nil {
+			return nil, err
+		}
+		if f.graphRevision != p.ExpectedGraphRevision {
+			return nil, &model.Error{Code: model.CodeStaleGraphRevision, Field: "ExpectedGraphRevision",
+				Detail: "current:" + strconv.FormatUint(f.graphRevision, 10)}
+		}
+		if err := flowMember(f, p.Upstream, "Upstream"); err != nil {
+			return nil, err
+		}
+		if err := flowMember(f, p.Downstream, "Downstream"); err != nil {
+			return nil, err
+		}
+		if _, ok := f.edges[p.Edge]; ok {
+			return nil, &model.Error{Code: model.CodeDependencyExists, Field: "Edge", Detail: p.Edge.String()}
+		}
+		if id, ok := f.out[p.Upstream][p.Downstream]; ok {
+			return nil, &model.Error{Code: model.CodeDependencyExists, Field: "Downstream", Detail: id.String()}
+		}
+		found, exceeded := graphReaches(f, p.Downstream, p.Upstream, p.SearchLimit())
+		if exceeded {
+			return nil, &model.Error{Code: model.CodeGraphSearchLimit, Field: "MaxSearchEdges", Detail: strconv.Itoa(p.SearchLimit())}
+		}
+		if found {
+			return nil, &model.Error{Code: model.CodeCycleDetected, Field: "Upstream", Detail: p.Upstream.String()}
+		}
+		now := ms(p.Now)
+		f.graphRevision++
+		f.edgeCount++
+		f.lastMutationAt = now
+		f.edges[p.Edge] = &edgeRec{
+			id: p.Edge, upstream: p.Upstream, downstream: p.Downstream, passResult: p.PassResult,
+			state: model.EdgePending, revision: f.graphRevision, createdAt: now,
+		}
+		if f.out[p.Upstream] == nil {
+			f.out[p.Upstream] = make(map[model.ExecutionID]model.EdgeID)
+		}
+		f.out[p.Upstream][p.Downstream] = p.Edge
+		if f.in[p.Downstream] == nil {
+			f.in[p.Downstream] = make(map[model.ExecutionID]model.EdgeID)
+		}
+		f.in[p.Downstream][p.Upstream] = p.Edge
+		return &model.EdgeStageResult{GraphRevision: f.graphRevision}, nil
+	})
+}
+
+// EdgeGroupSet implements model.FlowStore.
+func (s *Store) EdgeGroupSet(ctx context.Context, p *model.EdgeGroupSetParams) (*model.EdgeGroupSetResult, error) {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.EdgeGroupSetResult, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		if err := flowOpen(f); err != nil {
+			return nil, err
+		}
+		if err := flowMember(f, p.Downstream, "Downstream"); err != nil {
+			return nil, err
+		}
+		if n := len(f.in[p.Downstream]); n > 0 {
+			return nil, &model.Error{Code: model.CodeEdgeGroupFixed, Field: "Downstream", Detail: "edges:" + strconv.Itoa(n)}
+		}
+		if cur, ok := f.groups[p.Downstream]; ok && cur == p.Policy {
+			return &model.EdgeGroupSetResult{Outcome: model.GroupAlreadySet}, nil
+		}
+		f.groups[p.Downstream] = p.Policy
+		f.lastMutationAt = ms(p.Now)
+		return &model.EdgeGroupSetResult{Outcome: model.GroupSet}, nil
+	})
+}
+
+// FlowDescribe implements model.FlowStore.
+func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (*model.FlowSnapshot, error) {
+	return withLock(s, ctx, p.Validate(), func() (*model.FlowSnapshot, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		return s.flowSnapshot(f), nil
+	})
+}
+
+// FlowList implements model.FlowStore.
+func (s *Store) FlowList(ctx context.Context, p *model.FlowListParams) (*model.FlowListResult, error) {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.FlowListResult, error) {
+		res := &model.FlowListResult{}
+		more := false
+		s.flowIndex(p.Partition).Ascend(p.After, func(id model.FlowID) bool {
+			if !p.After.IsZero() && id == p.After {
+				return true
+			}
+			if len(res.IDs) == p.Limit {
+				more = true
+				return false
+			}
+			res.IDs = append(res.IDs, id)
+			return true
+		})
+		if more {
+			res.Next = res.IDs[len(res.IDs)-1]
+		}
+		return res, nil
+	})
+}
+
+// EdgeDescribe implements model.FlowStore.
+func (s *Store) EdgeDescribe(ctx context.Context, p *model.EdgeDescribeParams) (*model.EdgeSnapshot, error) {
+	return withLock(s, ctx, p.Validate(), func() (*model.EdgeSnapshot, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		e := f.edges[p.Edge]
+		if e == nil {
+			return nil, model.ErrEdgeNotFound
+		}
+		snap := edgeSnapshot(f, e)
+		return &snap, nil
+	})
+}
+
+// EdgeGroupDescribe implements model.FlowStore.
+func (s *Store) EdgeGroupDescribe(ctx context.Context, p *model.EdgeGroupDescribeParams) (*model.EdgeGroupSnapshot, error) {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.EdgeGroupSnapshot, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		if err := flowMember(f, p.Downstream, "Downstream"); err != nil {
+			return nil, err
+		}
+		g := &model.EdgeGroupSnapshot{Flow: f.id, Downstream: p.Downstream, Policy: model.AllOf, Edges: len(f.in[p.Downstream])}
+		if pol, ok := f.groups[p.Downstream]; ok {
+			g.Policy, g.Explicit = pol, true
+		}
+		return g, nil
+	})
+}
+
+// EdgeListOutgoing implements model.FlowStore.
+func (s *Store) EdgeListOutgoing(ctx context.Context, p *model.EdgeListParams) (*model.EdgeListResult, error) {
+	return s.edgeEnds(ctx, p, true)
+}
+
+// EdgeListIncoming implements model.FlowStore.
+func (s *Store) EdgeListIncoming(ctx context.Context, p *model.EdgeListParams) (*model.EdgeListResult, error) {
+	return s.edgeEnds(ctx, p, false)
+}
+
+func (s *Store) edgeEnds(ctx context.Context, p *model.EdgeListParams, outgoing bool) (*model.EdgeListResult, error) {
+	return withExec(s, ctx, p.Validate(s.cfg), p.Execution, func(*execution) (*model.EdgeListResult, error) {
+		res := &model.EdgeListResult{Edges: []model.EdgeSnapshot{}}
+		fid, ok := s.flowOf[p.Execution]
+		if !ok {
+			return res, nil
+		}
+		f := s.flows[fid]
+		res.Flow = fid
+		ends := f.in[p.Execution]
+		if outgoing {
+			ends = f.out[p.Execution]
+		}
+		res.Edges = edgeList(f, ends)
+		return res, nil
+	})
+}
