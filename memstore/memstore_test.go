@@ -18,6 +18,7 @@ var (
 	_ model.GrantReclaimer = (*memstore.Store)(nil)
 	_ model.WorkNotifier   = (*memstore.Store)(nil)
 	_ model.LeaseNotifier  = (*memstore.Store)(nil)
+	_ model.FlowStore      = (*memstore.Store)(nil)
 )
 
 // TestConformance runs the store conformance suite on memstore, with the

@@ -17,6 +17,7 @@ var (
 	_ model.GrantReclaimer = (*Store)(nil)
 	_ model.WorkNotifier   = (*Store)(nil)
 	_ model.LeaseNotifier  = (*Store)(nil)
+	_ model.FlowStore      = (*Store)(nil)
 )
 
 // TestConformance runs the store conformance suite on every backend:

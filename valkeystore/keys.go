@@ -60,6 +60,22 @@ import (
 // is held by wi). ExecutionIndexes reports them from the record, so a claim
 // and a completion do not write them.
 //
+// Flows (F = P:flow:T:<flow>, T the flow's partition; docs/ARCHITECTURE.md
+// "Flows"; lua/lib/flow.lua):
+//
+//	F:core          HASH  state, created_at, last_mutation_at,
+//	                      member_count, edge_count, graph_revision
+//	F:tags          HASH  tags
+//	F:members       ZSET (score 0)  member ids
+//	F:edge:<edge>   HASH  id, upstream, downstream, pass_result, state,
+//	                      revision, created_at
+//	F:out:<up>      HASH  downstream → edge id
+//	F:in:<down>     HASH  upstream → edge id
+//	F:group:<down>  HASH  kind, quorum, on_satisfied (absent: all_of)
+//	X:flow          STRING  a member's flow
+//	I:flows         ZSET (score 0)  the partition's flows, paged with
+//	                      ZRANGEBYLEX
+//
 // Idempotency: P:idem:T:<ns>:<key> HASH {id, expires_at} in the
 // partition of the execution it names.
 //
@@ -109,6 +125,28 @@ func (k keyspace) execKeys(id model.ExecutionID) map[string]string {
 	m["result"] = x + ":result"
 	m["tags"] = x + ":tags"
 	m["history"] = x + ":lease:history"
+	m["exec_flow"] = x + ":flow"
+	return m
+}
+
+// flowKeys are the named keys of flow f and of its partition.
+func (k keyspace) flowKeys(cfg model.PartitionConfig, f model.FlowID) map[string]string {
+	part := cfg.FlowPartition(f)
+	base := k.prefix + ":flow:" + model.PartitionTag(part) + ":" + f.String()
+	return map[string]string{
+		"flow_core": base + ":core",
+		"flow_tags": base + ":tags",
+		"members":   base + ":members",
+		"flows":     k.idx(part) + "flows",
+	}
+}
+
+// memberKeys are flowKeys plus the keys of member id (in f's partition).
+func (k keyspace) memberKeys(cfg model.PartitionConfig, f model.FlowID, id model.ExecutionID) map[string]string {
+	m := k.flowKeys(cfg, f)
+	x := k.execBase(id)
+	m["core"] = x + ":core"
+	m["exec_flow"] = x + ":flow"
 	return m
 }
 

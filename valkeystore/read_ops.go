@@ -17,6 +17,7 @@ func (s *Store) ExecutionDescribe(ctx context.Context, p *model.ExecutionDescrib
 		return nil, err
 	}
 	res := snapshot(r.obj("core"), r.strMap("tags"))
+	res.Flow = r.flowID("flow")
 	return res, r.err()
 }
 

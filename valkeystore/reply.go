@@ -293,7 +293,7 @@ var sentinels = func() map[model.Code]*model.Error {
 		model.ErrCapabilityMismatch, model.ErrNotEligible, model.ErrNotInEligibleSet,
 		model.ErrGrantAlreadyExists, model.ErrNotReclaimable, model.ErrNoActiveLease,
 		model.ErrActiveAttemptExists, model.ErrDuplicateWorker, model.ErrWorkerNotRegistered,
-		model.ErrCorrupt, model.ErrResultNotFound,
+		model.ErrCorrupt, model.ErrResultNotFound, model.ErrFlowNotFound, model.ErrEdgeNotFound,
 	} {
 		m[e.Code] = e
 	}

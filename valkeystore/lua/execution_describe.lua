@@ -1,8 +1,9 @@
 -- execution_describe: everything about one execution: the record's fields
--- by name, and the tags.
--- KEYS: core tags
+-- by name, the tags, and the flow it is a member of ("" for none).
+-- KEYS: core tags exec_flow
 -- ARGV:
 
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
-return { 'core', record_pairs(e), 'tags', redis.call('HGETALL', K_tags) }
+return { 'core', record_pairs(e), 'tags', redis.call('HGETALL', K_tags),
+  'flow', redis.call('GET', K_exec_flow) or '' }
