@@ -160,6 +160,7 @@ type transcriptRun struct {
 	nameList []string
 	leases   int
 	attempts int
+	flows    map[string]model.FlowID // transcript_flow.go
 }
 
 type tExec struct {
@@ -421,6 +422,9 @@ func (r *transcriptRun) do(cmd string, a *args) (string, error) {
 			return "", err
 		}
 		return r.fmtValue(reflect.ValueOf(v)), nil
+	}
+	if out, ok, err := r.doFlow(cmd, a); ok {
+		return out, err
 	}
 	switch cmd {
 	case "advance-clock":
@@ -712,6 +716,9 @@ func (r *transcriptRun) observe(name string) string {
 	}
 	if g := snap.Grant; g != nil {
 		line("grant: %v worker=%s expires=%s", g.Kind, g.WorkerInstanceID, r.rel(g.ExpiresAt))
+	}
+	if !snap.Flow.IsZero() {
+		line("flow: %v", snap.Flow)
 	}
 	line("indexes: %s", strings.Join(idx.Indexes, " "))
 	if len(atts.Attempts) > 0 {
