@@ -45,7 +45,8 @@ func (s *Store) FlowAddMember(ctx context.Context, p *model.FlowAddMemberParams)
 		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
-		if _, err := s.loadExec(p.Execution); err != nil {
+		e, err := s.loadExec(p.Execution)
+		if err != nil {
 			return nil, err
 		}
 		if cur, ok := s.flowOf[p.Execution]; ok {
@@ -54,6 +55,13 @@ func (s *Store) FlowAddMember(ctx context.Context, p *model.FlowAddMemberParams)
 			}
 			return &model.FlowAddMemberResult{Outcome: model.AlreadyMember, MemberCount: f.memberCount, GraphRevision: f.graphRevision}, nil
 		}
+		if e.lifecyclePhase == model.PhaseTerminal {
+			// A terminal execution's record is frozen (replay aside),
+			// and its outcome could resolve no edge.
+			return nil, e.notActive()
+		}
+		// Joining a flow mutates the execution (its Flow).
+		e.lastMutationAt = ms(p.Now)
 		f.members.add(p.Execution)
 		s.flowOf[p.Execution] = p.Flow
 		f.memberCount++

@@ -102,9 +102,11 @@ type FlowCreateResult struct {
 	Partition int
 }
 
-// FlowAddMemberParams adds an execution to a flow. Errors: ErrFlowNotFound,
+// FlowAddMemberParams adds an execution to a flow; joining stamps the
+// execution's LastMutationAt. Errors, in this order: ErrFlowNotFound,
 // ErrFlowTerminal, ErrNotFound (the execution), ErrAlreadyInFlow (a member
-// of another flow).
+// of another flow), ErrNotActive (a terminal execution: its record is
+// frozen, and its outcome could resolve no edge).
 type FlowAddMemberParams struct {
 	Flow      FlowID
 	Execution ExecutionID // in the flow's partition

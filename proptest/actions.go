@@ -12,7 +12,7 @@ import (
 // This file holds the action table, the helpers several areas share and
 // the clock actions. The actions of each area live in the file named like
 // its storetest and store file: create.go, claim.go, lease.go,
-// terminal.go, scan.go, worker.go, reads.go.
+// terminal.go, scan.go, worker.go, reads.go, flow.go.
 
 // action is one kind of step. Its weight is how often it is drawn.
 type action struct {
@@ -73,6 +73,12 @@ func init() {
 		{"WorkerExpire", 2, (*machine).actWorkerExpire},
 		{"Read", 2, (*machine).actRead},
 		{"PartitionDue", 1, (*machine).actPartitionDue},
+		{"FlowCreate", 2, (*machine).actFlowCreate},
+		{"FlowAddMember", 3, (*machine).actFlowAddMember},
+		{"EdgeStage", 4, (*machine).actEdgeStage},
+		{"EdgeGroupSet", 2, (*machine).actEdgeGroupSet},
+		{"FlowRead", 2, (*machine).actFlowRead},
+		{"FlowGraph", 5, (*machine).actFlowGraph},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

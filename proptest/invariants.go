@@ -42,6 +42,7 @@ func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired ma
 	v := cur.Violations(known)
 	if c.prev != nil {
 		v = append(v, StepViolations(c.prev, cur, acquired)...)
+		v = append(v, flowStepViolations(c.prev, cur)...)
 	}
 	c.prev = cur
 	return v
@@ -63,6 +64,7 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 		}
 	}
 	out = append(out, o.dueViolations()...)
+	out = append(out, o.flowViolations()...)
 	return append(out, o.workerViolations()...)
 }
 

@@ -50,6 +50,8 @@ type machine struct {
 	execs []*refExec
 	byID  map[model.ExecutionID]*refExec
 	idem  map[idemRef]idemVal
+	// flows are the flows the machine created (flow.go).
+	flows []*refFlow
 	// workers mirrors the registry from the stores' own answers.
 	workers map[model.Namespace]map[model.WorkerInstanceID]*refWorker
 

@@ -74,6 +74,11 @@ var wantOutcomes = []string{
 	"ExecutionPromoteDelayed ok promoted", "IndexScanDue ok",
 	"WorkerRegister ok registered", "WorkerRegister ok refreshed", "WorkerHeartbeat ok",
 	"WorkerDeregister ok", "WorkerExpire ok removed",
+	"FlowCreate ok created", "FlowCreate ok already_exists", "FlowAddMember ok added",
+	"FlowAddMember ok already_member", "FlowAddMember execution_already_in_flow",
+	"EdgeStage ok", "EdgeStage cycle_detected",
+	"EdgeStage stale_graph_revision", "EdgeStage dependency_already_exists", "EdgeStage self_referencing_edge",
+	"EdgeStage execution_not_in_flow", "EdgeGroupSet ok set", "EdgeGroupSet edge_group_fixed",
 }
 
 // fencedAny is the outcome code of any fenced operation.

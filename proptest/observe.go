@@ -26,6 +26,9 @@ type Observation struct {
 	Due map[DueKey]*model.IndexScanDueResult
 	// Workers holds the live workers per namespace.
 	Workers map[model.Namespace][]model.WorkerInfo
+	// Flows holds every listed flow (flow.go); nil for a store without
+	// model.FlowStore.
+	Flows map[model.FlowID]*FlowObservation
 }
 
 // ListObservation is one partition's listing.
@@ -131,6 +134,9 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 			}
 			o.Execs[id] = x
 		}
+	}
+	if err := observeFlows(ctx, s, o, page); err != nil {
+		return nil, err
 	}
 	for _, ns := range opts.Namespaces {
 		r, err := s.WorkerList(ctx, &model.WorkerListParams{Namespace: ns, Now: now})

@@ -19,6 +19,7 @@ func checkOptional(i int, s model.Store) error {
 		{"IndexInspector", is[model.IndexInspector](s)},
 		{"Blocker", is[model.Blocker](s)},
 		{"GrantReclaimer", is[model.GrantReclaimer](s)},
+		{"FlowStore", is[model.FlowStore](s)},
 	} {
 		if !c.ok {
 			return fmt.Errorf("proptest: store %d (%T) does not implement model.%s; the machine calls every operation", i, s, c.name)

@@ -170,8 +170,8 @@ func flowAddMember(h *flowHarness) {
 	if snap.MemberCount != 1 || snap.GraphRevision != 1 || !snap.LastMutationAt.Equal(at(time.Second)) {
 		h.t.Fatalf("after one member: %+v", snap)
 	}
-	if got := h.describe(a).Flow; got != f {
-		h.t.Fatalf("ExecutionDescribe(member).Flow = %v, want %v", got, f)
+	if got := h.describe(a); got.Flow != f || !got.LastMutationAt.Equal(at(time.Second)) {
+		h.t.Fatalf("ExecutionDescribe(member): Flow %v LastMutationAt %v, want %v and %v", got.Flow, got.LastMutationAt, f, at(time.Second))
 	}
 	// Adding again is a no-op.
 	res := call(h.fs.FlowAddMember(h.ctx, &model.FlowAddMemberParams{Flow: f, Execution: a, Now: at(time.Minute)})).must(h.t)
@@ -193,6 +193,12 @@ func flowAddMember(h *flowHarness) {
 	wantErr(h.t, err, model.ErrFlowNotFound)
 	_, err = h.fs.FlowAddMember(h.ctx, &model.FlowAddMemberParams{Flow: f, Execution: h.newID(h.p0), Now: at(time.Minute)})
 	wantErr(h.t, err, model.ErrNotFound)
+	h.unchanged(f, snap)
+	// A terminal execution joins no flow: its record is frozen.
+	done, c := h.active(at(0), inPartition(h.harness, h.p0))
+	h.complete(done, c.Fence(), at(time.Second))
+	_, err = h.fs.FlowAddMember(h.ctx, &model.FlowAddMemberParams{Flow: f, Execution: done, Now: at(time.Minute)})
+	wantNotActive(h.t, err, model.NotActiveState{LifecyclePhase: model.PhaseTerminal, TerminalOutcome: model.OutcomeSuccess, LeaseEpoch: 1, AttemptID: c.AttemptID})
 	h.unchanged(f, snap)
 	// A standalone execution names no flow.
 	solo := h.create(at(0), inPartition(h.harness, h.p0))

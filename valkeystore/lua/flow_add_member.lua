@@ -1,4 +1,5 @@
--- flow_add_member: add an execution of the flow's partition to the flow.
+-- flow_add_member: add an execution of the flow's partition to the flow
+-- (a mutation of the execution too: its flow changes).
 -- KEYS: flow_core members core exec_flow
 -- ARGV: now flow id
 
@@ -6,16 +7,23 @@ local f = flow_load(flow_base())
 if f == nil then return fail('flow_not_found') end
 local bad = flow_open(f)
 if bad then return bad end
-if the_exec() == nil then return fail('execution_not_found') end
+local e = the_exec()
+if e == nil then return fail('execution_not_found') end
 local cur = redis.call('GET', K_exec_flow)
 if cur then
   if cur ~= A_flow then return fail('execution_already_in_flow', cur, 'Execution') end
   return { 'status', 'already_member', 'member_count', N(f.member_count), 'graph_revision', N(f.graph_revision) }
 end
+-- a terminal execution's record is frozen (replay aside), and its outcome
+-- could resolve no edge
+if e.lifecycle_phase == 'terminal' then return not_active(e) end
+local now = now_ms()
+e.last_mutation_at = now
+save_exec(e)
 local count = N(f.member_count) + 1
 local rev = N(f.graph_revision) + 1
 redis.call('ZADD', K_members, '0', A_id)
 redis.call('SET', K_exec_flow, A_flow)
 redis.call('HSET', K_flow_core, 'member_count', S(count), 'graph_revision', S(rev),
-  'last_mutation_at', S(now_ms()))
+  'last_mutation_at', S(now))
 return { 'status', 'added', 'member_count', count, 'graph_revision', rev }

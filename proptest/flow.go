@@ -1,0 +1,579 @@
+package proptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"pgregory.net/rapid"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Flows (model.FlowStore, issue 10 first slice): the actions that create
+// flows, add members, stage edges and set group policies, the flow part of
+// an observation, and its invariants (lua-semantics §6.10 and the graph's:
+// acyclic, edges only between members, the graph revision counts members
+// plus edges and grows by one per change).
+
+// refFlow is the machine's view of a flow, from store A's answers.
+type refFlow struct {
+	id    model.FlowID
+	edges []model.EdgeID
+}
+
+// FlowObservation is everything read about one flow.
+type FlowObservation struct {
+	Snapshot *model.FlowSnapshot
+	// Members are the listed executions whose snapshot names the flow, in
+	// id order.
+	Members []model.ExecutionID
+	// Out and In are the members' outgoing and incoming edges.
+	Out, In map[model.ExecutionID][]model.EdgeSnapshot
+	// Groups are the members' edge groups.
+	Groups map[model.ExecutionID]*model.EdgeGroupSnapshot
+}
+
+// observeFlows lists every partition's flows (page by page) and reads
+// each; a store without model.FlowStore has none to observe.
+func observeFlows(ctx context.Context, s model.Store, o *Observation, page int) error {
+	fs, ok := s.(model.FlowStore)
+	if !ok {
+		return nil
+	}
+	o.Flows = map[model.FlowID]*FlowObservation{}
+	for part := range o.Partitions.FlowPartitions {
+		var after model.FlowID
+		for pages := 0; ; pages++ {
+			r, err := fs.FlowList(ctx, &model.FlowListParams{Partition: part, After: after, Limit: page})
+			if err != nil {
+				return fmt.Errorf("FlowList(p%d after %v): %w", part, after, err)
+			}
+			for _, id := range r.IDs {
+				if o.Partitions.FlowPartition(id) != part {
+					return fmt.Errorf("FlowList(p%d) lists %v of partition %d", part, id, o.Partitions.FlowPartition(id))
+				}
+				snap, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: id})
+				if err != nil {
+					return fmt.Errorf("FlowDescribe(%v): %w", id, err)
+				}
+				o.Flows[id] = &FlowObservation{Snapshot: snap,
+					Out: map[model.ExecutionID][]model.EdgeSnapshot{}, In: map[model.ExecutionID][]model.EdgeSnapshot{},
+					Groups: map[model.ExecutionID]*model.EdgeGroupSnapshot{}}
+			}
+			if r.Next.IsZero() {
+				break
+			}
+			if (!after.IsZero() && model.CompareFlowIDs(r.Next, after) <= 0) || pages > 100_000 {
+				return fmt.Errorf("FlowList(p%d): cursor %v does not advance past %v", part, r.Next, after)
+			}
+			after = r.Next
+		}
+	}
+	ids := make([]model.ExecutionID, 0, len(o.Execs))
+	for id := range o.Execs {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, model.ExecutionID.Compare)
+	for _, id := range ids {
+		x := o.Execs[id]
+		out, err := fs.EdgeListOutgoing(ctx, &model.EdgeListParams{Execution: id})
+		if err != nil {
+			return fmt.Errorf("EdgeListOutgoing(%v): %w", id, err)
+		}
+		in, err := fs.EdgeListIncoming(ctx, &model.EdgeListParams{Execution: id})
+		if err != nil {
+			return fmt.Errorf("EdgeListIncoming(%v): %w", id, err)
+		}
+		f := x.Snapshot.Flow
+		if out.Flow != f || in.Flow != f {
+			return fmt.Errorf("%v: describe names flow %v, the edge lists %v and %v", id, f, out.Flow, in.Flow)
+		}
+		if f.IsZero() {
+			if len(out.Edges)+len(in.Edges) > 0 {
+				return fmt.Errorf("%v: in no flow, yet has edges", id)
+			}
+			continue
+		}
+		fo := o.Flows[f]
+		if fo == nil {
+			return fmt.Errorf("%v: names flow %v, which is not listed", id, f)
+		}
+		fo.Members = append(fo.Members, id)
+		fo.Out[id], fo.In[id] = out.Edges, in.Edges
+		g, err := fs.EdgeGroupDescribe(ctx, &model.EdgeGroupDescribeParams{Flow: f, Downstream: id})
+		if err != nil {
+			return fmt.Errorf("EdgeGroupDescribe(%v, %v): %w", f, id, err)
+		}
+		fo.Groups[id] = g
+	}
+	return nil
+}
+
+// flowViolations checks every observed flow: §6.10 (a member's flow field
+// and the flow's member count agree, one flow per execution, members on
+// the flow's partition), the edges (between members of the flow, each
+// listed at both ends, the counts), the graph acyclic, the revision equal
+// to members + edges, and the groups.
+func (o *Observation) flowViolations() []string {
+	var out []string
+	ids := make([]model.FlowID, 0, len(o.Flows))
+	for id := range o.Flows {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, model.CompareFlowIDs)
+	for _, id := range ids {
+		fo := o.Flows[id]
+		bad := func(format string, args ...any) {
+			out = append(out, fmt.Sprintf("flow %v: ", id)+fmt.Sprintf(format, args...))
+		}
+		s := fo.Snapshot
+		if s.ID != id || s.Partition != o.Partitions.FlowPartition(id) || s.State == 0 {
+			bad("snapshot %+v", s)
+		}
+		if s.MemberCount != len(fo.Members) {
+			bad("§6.10: member_count %d, but %d executions name the flow", s.MemberCount, len(fo.Members))
+		}
+		members := map[model.ExecutionID]bool{}
+		for _, m := range fo.Members {
+			members[m] = true
+			if m.Partition() != s.Partition {
+				bad("member %v is not on the flow's partition %d", m, s.Partition)
+			}
+		}
+		edges := map[model.EdgeID]model.EdgeSnapshot{}
+		succ := map[model.ExecutionID][]model.ExecutionID{}
+		for _, m := range fo.Members {
+			for _, e := range fo.Out[m] {
+				if e.Upstream != m || e.Flow != id || !members[e.Downstream] || e.Upstream == e.Downstream {
+					bad("edge %v listed out of %v is not between two members: %+v", e.ID, m, e)
+				}
+				if _, dup := edges[e.ID]; dup {
+					bad("edge %v listed twice", e.ID)
+				}
+				if e.GraphRevision == 0 || e.GraphRevision > s.GraphRevision || e.State != model.EdgePending {
+					bad("edge %v: %+v (flow revision %d)", e.ID, e, s.GraphRevision)
+				}
+				edges[e.ID] = e
+				succ[m] = append(succ[m], e.Downstream)
+			}
+		}
+		in := 0
+		for _, m := range fo.Members {
+			for _, e := range fo.In[m] {
+				in++
+				if e.Downstream != m || !cmpEqual(edges[e.ID], e) {
+					bad("edge %v listed into %v differs from its outgoing listing: %+v", e.ID, m, e)
+				}
+			}
+			if g := fo.Groups[m]; g == nil || g.Edges != len(fo.In[m]) || g.Policy.Validate("Policy") != nil ||
+				(!g.Explicit && g.Policy != model.AllOf) {
+				bad("group of %v: %+v with %d incoming edges", m, g, len(fo.In[m]))
+			}
+		}
+		if in != len(edges) || s.EdgeCount != len(edges) {
+			bad("edge_count %d, %d listed out, %d listed in", s.EdgeCount, len(edges), in)
+		}
+		if s.GraphRevision != uint64(s.MemberCount+s.EdgeCount) {
+			bad("graph revision %d, members %d + edges %d", s.GraphRevision, s.MemberCount, s.EdgeCount)
+		}
+		if c := findCycle(fo.Members, succ); c != nil {
+			bad("the graph has a cycle through %v", c)
+		}
+	}
+	for id, x := range o.Execs {
+		if f := x.Snapshot.Flow; !f.IsZero() && o.Flows != nil && o.Flows[f] == nil {
+			out = append(out, fmt.Sprintf("%v: names flow %v, which is not listed", id, f))
+		}
+	}
+	return out
+}
+
+// findCycle returns the nodes of a cycle of the graph, nil when it is
+// acyclic (Kahn's algorithm).
+func findCycle(nodes []model.ExecutionID, succ map[model.ExecutionID][]model.ExecutionID) []model.ExecutionID {
+	indeg := map[model.ExecutionID]int{}
+	for _, n := range nodes {
+		for _, d := range succ[n] {
+			indeg[d]++
+		}
+	}
+	var queue []model.ExecutionID
+	for _, n := range nodes {
+		if indeg[n] == 0 {
+			queue = append(queue, n)
+		}
+	}
+	seen := 0
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		seen++
+		for _, d := range succ[n] {
+			if indeg[d]--; indeg[d] == 0 {
+				queue = append(queue, d)
+			}
+		}
+	}
+	if seen == len(nodes) {
+		return nil
+	}
+	var left []model.ExecutionID
+	for _, n := range nodes {
+		if indeg[n] > 0 {
+			left = append(left, n)
+		}
+	}
+	return left
+}
+
+// flowStepViolations checks a flow across two observations: a flow is
+// never lost, its creation time and partition do not change, its revision
+// grows by exactly the members and edges added, an edge never changes or
+// disappears, and an execution's flow never changes once set.
+func flowStepViolations(prev, cur *Observation) []string {
+	var out []string
+	for id, pf := range prev.Flows {
+		cf := cur.Flows[id]
+		if cf == nil {
+			out = append(out, fmt.Sprintf("flow %v: lost", id))
+			continue
+		}
+		p, c := pf.Snapshot, cf.Snapshot
+		if !p.CreatedAt.Equal(c.CreatedAt) || p.Partition != c.Partition {
+			out = append(out, fmt.Sprintf("flow %v: an immutable field changed: %+v -> %+v", id, p, c))
+		}
+		added := uint64(c.MemberCount-p.MemberCount) + uint64(c.EdgeCount-p.EdgeCount)
+		if c.MemberCount < p.MemberCount || c.EdgeCount < p.EdgeCount || c.GraphRevision != p.GraphRevision+added {
+			out = append(out, fmt.Sprintf("flow %v: revision %d -> %d with members %d -> %d and edges %d -> %d",
+				id, p.GraphRevision, c.GraphRevision, p.MemberCount, c.MemberCount, p.EdgeCount, c.EdgeCount))
+		}
+		for m, es := range pf.Out {
+			now := map[model.EdgeID]model.EdgeSnapshot{}
+			for _, e := range cf.Out[m] {
+				now[e.ID] = e
+			}
+			for _, e := range es {
+				if ce, ok := now[e.ID]; !ok || !cmpEqual(ce, e) {
+					out = append(out, fmt.Sprintf("flow %v: edge %v changed or vanished: %+v -> %+v", id, e.ID, e, ce))
+				}
+			}
+		}
+	}
+	for id, px := range prev.Execs {
+		if cx := cur.Execs[id]; cx != nil && !px.Snapshot.Flow.IsZero() && cx.Snapshot.Flow != px.Snapshot.Flow {
+			out = append(out, fmt.Sprintf("%v: flow changed from %v to %v", id, px.Snapshot.Flow, cx.Snapshot.Flow))
+		}
+	}
+	return out
+}
+
+// ---- actions ----
+
+func flowOp[P, R any](f func(model.FlowStore, context.Context, *P) (R, error)) func(model.Store, context.Context, *P) (R, error) {
+	return optional(f)
+}
+
+// pickFlow draws a known flow, or (sometimes, or when there is none) a new
+// id co-located with an execution the machine made, so that members are
+// executions the other actions also run.
+func (m *machine) pickFlow(t *rapid.T, fresh int) model.FlowID {
+	if len(m.flows) > 0 && !chance(t, fresh, "new_flow") {
+		// Mostly a flow with members, where edges and groups can go.
+		var grown []model.FlowID
+		for _, f := range m.flows {
+			if fo := m.flowObs(f.id); fo != nil && len(fo.Members) > 1 {
+				grown = append(grown, f.id)
+			}
+		}
+		if len(grown) > 0 && !chance(t, 20, "any_flow") {
+			return drawFrom(t, grown, "grown_flow")
+		}
+		return drawFrom(t, m.flows, "flow").id
+	}
+	part := m.cfg.SoloPartition(drawFrom(t, lanes, "flow_lane"))
+	if len(m.execs) > 0 && chance(t, 50, "flow_near_exec") {
+		part = drawFrom(t, m.execs, "flow_exec").id.Partition()
+	}
+	for {
+		f := model.FlowID(m.nextUUID(t, ""))
+		if m.cfg.FlowPartition(f) == part {
+			return f
+		}
+	}
+}
+
+func (m *machine) refFlow(id model.FlowID) *refFlow {
+	for _, f := range m.flows {
+		if f.id == id {
+			return f
+		}
+	}
+	return nil
+}
+
+// flowObs is store A's latest observation of flow f (nil: none).
+func (m *machine) flowObs(f model.FlowID) *FlowObservation {
+	if m.obs[0] == nil || m.obs[0].Flows == nil {
+		return nil
+	}
+	return m.obs[0].Flows[f]
+}
+
+// pickMember draws a member of f, or sometimes any execution (a
+// non-member, or one of another partition).
+func (m *machine) pickMember(t *rapid.T, f model.FlowID, label string) model.ExecutionID {
+	if fo := m.flowObs(f); fo != nil && len(fo.Members) > 0 && !chance(t, 10, label+"_any") {
+		return drawFrom(t, fo.Members, label)
+	}
+	return m.pickExec(t, func(s *model.ExecutionSnapshot) bool { return s.ID.Partition() == m.cfg.FlowPartition(f) })
+}
+
+func (m *machine) actFlowCreate(t *rapid.T) {
+	p := &model.FlowCreateParams{Flow: m.pickFlow(t, 40), Tags: drawFrom(t, tagSets, "flow_tags"), Now: m.now()}
+	if bad := invalid(t, 2); bad == 0 {
+		p.Flow = model.FlowID{}
+	} else if bad == 1 {
+		p.Tags = map[string]string{"no-namespace": "x"}
+	}
+	res, err := call(m, t, "FlowCreate", p, flowOp(model.FlowStore.FlowCreate))
+	if err != nil {
+		m.expectValidation(t, "FlowCreate", err)
+		return
+	}
+	known := m.refFlow(p.Flow) != nil
+	m.expect(t, (res.Outcome == model.FlowAlreadyExists) == known && res.Partition == m.cfg.FlowPartition(p.Flow),
+		"FlowCreate(%v): %+v (known %v)", p.Flow, res, known)
+	if !known {
+		m.flows = append(m.flows, &refFlow{id: p.Flow})
+	}
+}
+
+func (m *machine) actFlowAddMember(t *rapid.T) {
+	f := m.pickFlow(t, 5)
+	p := &model.FlowAddMemberParams{Flow: f, Now: m.now()}
+	p.Execution = m.pickExec(t, func(s *model.ExecutionSnapshot) bool {
+		return s.Flow.IsZero() && s.ID.Partition() == m.cfg.FlowPartition(f)
+	})
+	prev := m.snap(p.Execution)
+	res, err := call(m, t, "FlowAddMember", p, flowOp(model.FlowStore.FlowAddMember))
+	fo := m.flowObs(f)
+	switch {
+	case p.Execution.Partition() != m.cfg.FlowPartition(f):
+		m.expectValidation(t, "FlowAddMember (other partition)", err)
+	case fo == nil:
+		m.expect(t, errors.Is(err, model.ErrFlowNotFound), "FlowAddMember to an unknown flow: %v", err)
+	case prev == nil:
+		m.expect(t, errors.Is(err, model.ErrNotFound), "FlowAddMember of an unknown execution: %v", err)
+	case prev.Flow == f:
+		m.expect(t, err == nil && res.Outcome == model.AlreadyMember && res.GraphRevision == fo.Snapshot.GraphRevision,
+			"FlowAddMember again: %+v %v", res, err)
+	case !prev.Flow.IsZero():
+		m.expect(t, errors.Is(err, model.ErrAlreadyInFlow), "FlowAddMember of a member of another flow: %v", err)
+	case prev.State.LifecyclePhase == model.PhaseTerminal:
+		m.expect(t, errors.Is(err, model.ErrNotActive), "FlowAddMember of a terminal execution: %v", err)
+	default:
+		m.expect(t, err == nil && res.Outcome == model.MemberAdded && res.MemberCount == fo.Snapshot.MemberCount+1 &&
+			res.GraphRevision == fo.Snapshot.GraphRevision+1, "FlowAddMember: %+v %v (before %+v)", res, err, fo.Snapshot)
+	}
+}
+
+func (m *machine) actEdgeStage(t *rapid.T) {
+	f := m.pickFlow(t, 3)
+	p := &model.EdgeStageParams{
+		Flow: f, Upstream: m.pickMember(t, f, "upstream"), Downstream: m.pickMember(t, f, "downstream"),
+		PassResult: genBool.Draw(t, "pass_result"), Now: m.now(),
+	}
+	fo := m.flowObs(f)
+	if fo != nil {
+		p.ExpectedGraphRevision = fo.Snapshot.GraphRevision
+	}
+	if chance(t, 8, "stale_revision") {
+		p.ExpectedGraphRevision += uint64(rapid.IntRange(1, 2).Draw(t, "revision_off"))
+	}
+	if chance(t, 25, "search_bound") {
+		p.MaxSearchEdges = rapid.IntRange(1, 4).Draw(t, "max_search_edges")
+	}
+	if r := m.refFlow(f); r != nil && len(r.edges) > 0 && chance(t, 5, "reuse_edge") {
+		p.Edge = drawFrom(t, r.edges, "edge")
+	} else {
+		p.Edge = model.EdgeID(m.nextUUID(t, "edge_order"))
+	}
+	if invalid(t, 1) == 0 {
+		p.Edge = model.EdgeID{}
+	}
+	res, err := call(m, t, "EdgeStage", p, flowOp(model.FlowStore.EdgeStage))
+	if err != nil {
+		var e *model.Error
+		m.expect(t, errors.As(err, &e), "EdgeStage: untyped error %v", err)
+		if p.Upstream == p.Downstream && !p.Edge.IsZero() && p.Upstream.Partition() == m.cfg.FlowPartition(f) {
+			m.expect(t, errors.Is(err, model.ErrSelfEdge) && errors.Is(err, model.ErrValidation), "self edge: %v", err)
+		}
+		if fo != nil && errors.Is(err, model.ErrCycle) {
+			m.expect(t, m.reaches(fo, p.Downstream, p.Upstream), "EdgeStage refused %v -> %v as a cycle, but there is no path back", p.Upstream, p.Downstream)
+		}
+		return
+	}
+	m.expect(t, fo != nil && res.GraphRevision == fo.Snapshot.GraphRevision+1 && p.Upstream != p.Downstream &&
+		!m.reaches(fo, p.Downstream, p.Upstream), "EdgeStage %v -> %v accepted: %+v (before %+v)", p.Upstream, p.Downstream, res, fo)
+	r := m.refFlow(f)
+	r.edges = append(r.edges, p.Edge)
+}
+
+// reaches reports whether to is reachable from from in the observed graph.
+func (m *machine) reaches(fo *FlowObservation, from, to model.ExecutionID) bool {
+	seen := map[model.ExecutionID]bool{from: true}
+	stack := []model.ExecutionID{from}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n == to {
+			return true
+		}
+		for _, e := range fo.Out[n] {
+			if !seen[e.Downstream] {
+				seen[e.Downstream] = true
+				stack = append(stack, e.Downstream)
+			}
+		}
+	}
+	return false
+}
+
+var groupPolicies = []model.EdgeGroupPolicy{
+	model.AllOf,
+	{Kind: model.GroupAnyOf, OnSatisfied: model.SiblingsCancelRemaining},
+	{Kind: model.GroupAnyOf, OnSatisfied: model.SiblingsLetRun},
+	{Kind: model.GroupQuorum, Quorum: 2, OnSatisfied: model.SiblingsCancelRemaining},
+	{Kind: model.GroupQuorum, Quorum: 1, OnSatisfied: model.SiblingsLetRun},
+	{Kind: model.GroupQuorum, OnSatisfied: model.SiblingsLetRun}, // invalid: no quorum
+	{Kind: model.GroupAllOf, OnSatisfied: model.SiblingsLetRun},  // invalid: siblings of an AllOf
+}
+
+func (m *machine) actEdgeGroupSet(t *rapid.T) {
+	f := m.pickFlow(t, 3)
+	p := &model.EdgeGroupSetParams{Flow: f, Downstream: m.pickMember(t, f, "downstream"),
+		Policy: drawFrom(t, groupPolicies, "policy"), Now: m.now()}
+	if fo := m.flowObs(f); fo != nil && chance(t, 40, "same_policy") {
+		var set []model.ExecutionID
+		for _, id := range fo.Members {
+			if fo.Groups[id].Explicit {
+				set = append(set, id)
+			}
+		}
+		if len(set) > 0 {
+			p.Downstream = drawFrom(t, set, "set_downstream")
+			p.Policy = fo.Groups[p.Downstream].Policy
+		}
+	}
+	res, err := call(m, t, "EdgeGroupSet", p, flowOp(model.FlowStore.EdgeGroupSet))
+	if p.Policy.Validate("Policy") != nil {
+		m.expectValidation(t, "EdgeGroupSet", err)
+		return
+	}
+	fo := m.flowObs(f)
+	if err != nil || fo == nil {
+		return
+	}
+	prev := fo.Groups[p.Downstream]
+	m.expect(t, prev != nil && prev.Edges == 0, "EdgeGroupSet accepted for %v with edges in: %+v", p.Downstream, prev)
+	same := prev.Explicit && prev.Policy == p.Policy
+	m.expect(t, (res.Outcome == model.GroupAlreadySet) == same, "EdgeGroupSet: %v, before %+v", res.Outcome, prev)
+}
+
+func (m *machine) actFlowRead(t *rapid.T) {
+	f := m.pickFlow(t, 10)
+	fo := m.flowObs(f)
+	switch rapid.IntRange(0, 2).Draw(t, "flow_read") {
+	case 0:
+		snap, err := call(m, t, "FlowDescribe", &model.FlowDescribeParams{Flow: f}, flowOp(model.FlowStore.FlowDescribe))
+		if fo == nil {
+			m.expect(t, errors.Is(err, model.ErrFlowNotFound), "FlowDescribe of an unknown flow: %v", err)
+		} else {
+			m.expect(t, err == nil && cmpEqual(snap, fo.Snapshot), "FlowDescribe: %+v %v, observed %+v", snap, err, fo.Snapshot)
+		}
+	case 1:
+		var e model.EdgeID
+		if r := m.refFlow(f); r != nil && len(r.edges) > 0 && !chance(t, 10, "unknown_edge") {
+			e = drawFrom(t, r.edges, "edge")
+		} else {
+			e = model.EdgeID(m.nextUUID(t, ""))
+		}
+		_, err := call(m, t, "EdgeDescribe", &model.EdgeDescribeParams{Flow: f, Edge: e}, flowOp(model.FlowStore.EdgeDescribe))
+		if fo == nil {
+			m.expect(t, errors.Is(err, model.ErrFlowNotFound), "EdgeDescribe in an unknown flow: %v", err)
+		}
+	case 2:
+		part := drawIndex(t, m.cfg.FlowPartitions, "flow_partition")
+		if len(m.flows) > 0 && genBool.Draw(t, "known_partition") {
+			part = m.cfg.FlowPartition(drawFrom(t, m.flows, "list_flow").id)
+		}
+		limit := rapid.IntRange(1, 3).Draw(t, "limit")
+		res, err := call(m, t, "FlowList", &model.FlowListParams{Partition: part, Limit: limit}, flowOp(model.FlowStore.FlowList))
+		m.expect(t, err == nil && len(res.IDs) <= limit, "FlowList: %+v %v", res, err)
+	}
+}
+
+// actFlowGraph grows one flow by a few members and edges in one step (the
+// single actions rarely line up two members of one flow): it creates the
+// flow if needed, then adds executions of its partition or stages edges
+// between its members at the flow's current revision. The observation
+// after the step checks the graph.
+func (m *machine) actFlowGraph(t *rapid.T) {
+	f := m.pickFlow(t, 15)
+	if m.refFlow(f) == nil {
+		if _, err := call(m, t, "FlowCreate", &model.FlowCreateParams{Flow: f, Now: m.now()}, flowOp(model.FlowStore.FlowCreate)); err != nil {
+			m.fatalf(t, "FlowCreate: %v", err)
+		}
+		m.flows = append(m.flows, &refFlow{id: f})
+	}
+	r := m.refFlow(f)
+	part := m.cfg.FlowPartition(f)
+	var members []model.ExecutionID
+	if fo := m.flowObs(f); fo != nil {
+		members = slices.Clone(fo.Members)
+	}
+	for range rapid.IntRange(1, 5).Draw(t, "graph_ops") {
+		if len(members) < 2 || chance(t, 30, "graph_add") {
+			var cands []model.ExecutionID
+			for _, x := range m.execs {
+				if s := m.snap(x.id); s != nil && x.id.Partition() == part && s.Flow.IsZero() &&
+					s.State.LifecyclePhase != model.PhaseTerminal && !slices.Contains(members, x.id) {
+					cands = append(cands, x.id)
+				}
+			}
+			if len(cands) == 0 {
+				return
+			}
+			id := drawFrom(t, cands, "graph_member")
+			if _, err := call(m, t, "FlowAddMember", &model.FlowAddMemberParams{Flow: f, Execution: id, Now: m.now()},
+				flowOp(model.FlowStore.FlowAddMember)); err != nil {
+				m.fatalf(t, "FlowAddMember of a fresh execution: %v", err)
+			}
+			members = append(members, id)
+			continue
+		}
+		snap, err := call(m, t, "FlowDescribe", &model.FlowDescribeParams{Flow: f}, flowOp(model.FlowStore.FlowDescribe))
+		if err != nil {
+			m.fatalf(t, "FlowDescribe: %v", err)
+		}
+		i := drawIndex(t, len(members), "graph_up")
+		j := drawIndex(t, len(members)-1, "graph_down")
+		if j >= i && !chance(t, 3, "graph_self") {
+			j++ // any other member; sometimes the same one
+		}
+		up, down := members[i], members[min(j, len(members)-1)]
+		p := &model.EdgeStageParams{Flow: f, Edge: model.EdgeID(m.nextUUID(t, "edge_order")), Upstream: up, Downstream: down,
+			ExpectedGraphRevision: snap.GraphRevision, Now: m.now()}
+		if chance(t, 30, "graph_bound") {
+			p.MaxSearchEdges = rapid.IntRange(1, 2).Draw(t, "graph_max_search")
+		}
+		if len(r.edges) > 0 && chance(t, 5, "graph_reuse_edge") {
+			p.Edge = drawFrom(t, r.edges, "graph_edge")
+		}
+		if _, err := call(m, t, "EdgeStage", p, flowOp(model.FlowStore.EdgeStage)); err == nil {
+			r.edges = append(r.edges, p.Edge)
+		}
+	}
+}
