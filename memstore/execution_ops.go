@@ -97,7 +97,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 			s.terminate(e, now, model.OutcomeSuccess)
 			recordOp(e, opComplete, p.Source, p.Fence)
 		}
-		if p.Next != nil {
+		if p.Next != nil && replay == nil {
 			res.Next = s.claimNext(p.ID.Partition(), p.Next, now)
 		}
 		return res, nil

@@ -175,8 +175,10 @@ type ExecutionCompleteParams struct {
 	// Next, when set, claims the worker's next execution in the same atomic
 	// step, as ExecutionClaimNext would on the completed execution's
 	// partition: a worker keeps its slot busy with one store call per
-	// execution instead of two. It runs only when the completion succeeds
-	// (including a replay).
+	// execution instead of two. It runs only when the completion applies:
+	// a replayed completion (Result.Replayed) claims nothing and returns no
+	// Next, because the request may be a retransmission whose claim, with
+	// the same lease and attempt ids, already happened.
 	Next *NextClaim
 	Now  time.Time
 }

@@ -125,7 +125,7 @@ func call[P, R any](s *Store, op string, p P, apply func(context.Context, P) (R,
 	r, err := apply(context.Background(), p)
 	w.after(op, p, r, err)
 	out := describeResult(w, r, err)
-	if redeliverable[op] && !claimsNext(p) {
+	if redeliverable[op] {
 		w.remember(func() {
 			w.before(op, p)
 			r, err := apply(context.Background(), p)
@@ -351,18 +351,6 @@ func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseN
 // (a late revoke would revoke a newer lease, as its sender asked).
 var redeliverable = map[string]bool{"Create": true, "Complete": true, "Fail": true, "Delay": true, "Cancel": true,
 	"Renew": true, "UpdateProgress": true}
-
-// claimsNext reports a completion that also claims the worker's next
-// execution. It is not redelivered late: the stores replay the
-// completion but claim again with the request's lease and attempt ids,
-// and when that claim lands on an execution the first one had claimed
-// (recovered since), the execution gets an attempt id it already used.
-// The engine never resends a request (its retries draw new ids), so
-// this needs a transport that retransmits a script call much later.
-func claimsNext(p any) bool {
-	c, ok := p.(*model.ExecutionCompleteParams)
-	return ok && c.Next != nil
-}
 
 // remember keeps a call for a late redelivery (the last 32).
 func (w *world) remember(f func()) {

@@ -41,12 +41,24 @@ func testHotPath(t *testing.T, newStore NewStoreFunc) {
 		h.wantIndexes(high, ixAll, ixLane(laneA, "active"), ixLease, ixWorker(wA.Instance))
 		h.wantIndexes(low, ixAll, ixLane(laneA, "eligible"))
 
-		// a replayed completion still claims next
+		// A replayed completion claims nothing: the request may be a
+		// retransmission of the first, whose claim (same lease and attempt
+		// ids) already happened; claiming again would give a second
+		// execution those ids. The worker claims through its usual path.
+		// (The simulator found the duplicate attempt id.)
 		res = call(h.s.ExecutionComplete(h.ctx, &model.ExecutionCompleteParams{
-			ID: id, Fence: cr.Fence(), Next: next(h, wA, nil), Now: at(4 * time.Second),
+			ID: id, Fence: cr.Fence(), Result: []byte("r"), Next: next(h, wA, nil), Now: at(4 * time.Second),
 		})).must(t)
-		if !res.Replayed || res.Next == nil || res.Next.Claimed == nil || res.Next.Claimed.ID != low {
+		if !res.Replayed || res.Next != nil {
 			t.Fatalf("replayed complete with next: %+v", res)
+		}
+		h.wantIndexes(low, ixAll, ixLane(laneA, "eligible"))
+		cl := call(h.s.ExecutionClaimNext(h.ctx, &model.ExecutionClaimNextParams{
+			Partition: id.Partition(), Lane: laneA, Capabilities: wA.Caps, ScanLimit: 10,
+			LeaseRequest: h.leaseReq(wA, leaseTTL), Now: at(4 * time.Second),
+		})).must(t)
+		if cl.Claimed == nil || cl.Claimed.ID != low {
+			t.Fatalf("claim after the replay: %+v", cl)
 		}
 		// nothing left: an empty claim
 		res = call(h.s.ExecutionComplete(h.ctx, &model.ExecutionCompleteParams{

@@ -107,7 +107,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 		return nil, err
 	}
 	res := &model.ExecutionCompleteResult{Replayed: r.bool("replayed")}
-	if p.Next != nil {
+	if p.Next != nil && !res.Replayed {
 		res.Next = claimNextResult(r)
 	}
 	return res, r.err()

@@ -22,7 +22,8 @@ if not replay then
   record_op(e, 'complete', operator, f)
   save_exec(e)
 end
-if A_has_next ~= '1' then return { 'replayed', replay and 1 or 0 } end
+-- a replay claims nothing: a retransmitted request's claim already happened
+if A_has_next ~= '1' or replay then return { 'replayed', replay and 1 or 0 } end
 -- ExecutionClaimNext's pairs for the next execution, and replayed
 local reply = claim_next(A_next_lane, A_next_namespace, A_next_capabilities, A_next_live_capabilities, N(A_next_scan_limit), {
   worker_id = A_next_worker_id,
