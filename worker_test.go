@@ -444,6 +444,12 @@ func TestPerJobLogsAtDebug(t *testing.T) {
 	h.StartWorker(w)
 	h.WaitTerminal(mustSubmit(t, h, flaky{FailTimes: 1}, &flowfabric.SubmitOpts{RetryPolicy: &model.RetryPolicy{MaxRetries: 1}}))
 	h.WaitTerminal(mustSubmit(t, h, panicky{}, nil))
+	// A task logs its outcome just after the store call that made the
+	// execution terminal: stop the worker, which waits for its tasks, before
+	// reading the log.
+	if err := w.Stop(h.Ctx); err != nil {
+		t.Fatal(err)
+	}
 	mu.Lock()
 	out := buf.String()
 	mu.Unlock()
