@@ -164,8 +164,12 @@ func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (
 func (s *Store) FlowList(ctx context.Context, p *model.FlowListParams) (*model.FlowListResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.FlowListResult, error) {
 		res := &model.FlowListResult{}
+		idx := s.flowIdx[p.Partition]
+		if idx == nil {
+			return res, nil
+		}
 		more := false
-		s.flowIndex(p.Partition).Ascend(p.After, func(id model.FlowID) bool {
+		idx.Ascend(p.After, func(id model.FlowID) bool {
 			if !p.After.IsZero() && id == p.After {
 				return true
 			}

@@ -181,7 +181,7 @@ func (s *Store) edgeEnds(ctx context.Context, p *model.EdgeListParams, dir strin
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptFlowEdgeList, s.keys.execKeys(p.Execution), args{"dir": dir, "id": p.Execution})
+	r, err := s.run(ctx, scriptFlowEdgeList, s.keys.execFlowKeys(p.Execution), args{"dir": dir, "id": p.Execution})
 	if err != nil {
 		return nil, err
 	}

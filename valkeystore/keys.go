@@ -125,7 +125,15 @@ func (k keyspace) execKeys(id model.ExecutionID) map[string]string {
 	m["result"] = x + ":result"
 	m["tags"] = x + ":tags"
 	m["history"] = x + ":lease:history"
-	m["exec_flow"] = x + ":flow"
+	return m
+}
+
+// execFlowKeys are execKeys plus the execution's flow key (X:flow), for
+// the reads that name a member's flow; the claim and completion paths use
+// execKeys and never touch it.
+func (k keyspace) execFlowKeys(id model.ExecutionID) map[string]string {
+	m := k.execKeys(id)
+	m["exec_flow"] = k.execBase(id) + ":flow"
 	return m
 }
 

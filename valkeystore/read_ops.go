@@ -12,7 +12,7 @@ func (s *Store) ExecutionDescribe(ctx context.Context, p *model.ExecutionDescrib
 	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptExecutionDescribe, s.keys.execKeys(p.ID), args{})
+	r, err := s.run(ctx, scriptExecutionDescribe, s.keys.execFlowKeys(p.ID), args{})
 	if err != nil {
 		return nil, err
 	}
