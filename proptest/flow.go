@@ -295,6 +295,9 @@ func (m *machine) pickFlow(t *rapid.T, fresh int) model.FlowID {
 	part := m.cfg.SoloPartition(drawFrom(t, lanes, "flow_lane"))
 	if len(m.execs) > 0 && chance(t, 50, "flow_near_exec") {
 		part = drawFrom(t, m.execs, "flow_exec").id.Partition()
+	} else if len(m.flows) > 0 && chance(t, 40, "flow_near_flow") {
+		// Beside another flow, so an execution can be offered to two flows.
+		part = m.cfg.FlowPartition(drawFrom(t, m.flows, "flow_near").id)
 	}
 	for {
 		f := model.FlowID(m.nextUUID(t, ""))
@@ -330,6 +333,31 @@ func (m *machine) pickMember(t *rapid.T, f model.FlowID, label string) model.Exe
 	return m.pickExec(t, func(s *model.ExecutionSnapshot) bool { return s.ID.Partition() == m.cfg.FlowPartition(f) })
 }
 
+type flowExec struct {
+	flow model.FlowID
+	exec model.ExecutionID
+}
+
+// foreignMembers lists (flow, execution) pairs where the execution is a
+// member of another flow in the same partition.
+func (m *machine) foreignMembers() []flowExec {
+	var out []flowExec
+	for _, g := range m.flows {
+		fo := m.flowObs(g.id)
+		if fo == nil {
+			continue
+		}
+		for _, f := range m.flows {
+			if f.id != g.id && m.flowObs(f.id) != nil && m.cfg.FlowPartition(f.id) == m.cfg.FlowPartition(g.id) {
+				for _, x := range fo.Members {
+					out = append(out, flowExec{flow: f.id, exec: x})
+				}
+			}
+		}
+	}
+	return out
+}
+
 func (m *machine) actFlowCreate(t *rapid.T) {
 	p := &model.FlowCreateParams{Flow: m.pickFlow(t, 40), Tags: drawFrom(t, tagSets, "flow_tags"), Now: m.now()}
 	if bad := invalid(t, 2); bad == 0 {
@@ -353,9 +381,15 @@ func (m *machine) actFlowCreate(t *rapid.T) {
 func (m *machine) actFlowAddMember(t *rapid.T) {
 	f := m.pickFlow(t, 5)
 	p := &model.FlowAddMemberParams{Flow: f, Now: m.now()}
-	p.Execution = m.pickExec(t, func(s *model.ExecutionSnapshot) bool {
-		return s.Flow.IsZero() && s.ID.Partition() == m.cfg.FlowPartition(f)
-	})
+	if pairs := m.foreignMembers(); len(pairs) > 0 && chance(t, 20, "member_of_other_flow") {
+		// A member of one flow offered to another flow of its partition.
+		pair := drawFrom(t, pairs, "foreign_member")
+		f, p.Flow, p.Execution = pair.flow, pair.flow, pair.exec
+	} else {
+		p.Execution = m.pickExec(t, func(s *model.ExecutionSnapshot) bool {
+			return s.Flow.IsZero() && s.ID.Partition() == m.cfg.FlowPartition(f)
+		})
+	}
 	prev := m.snap(p.Execution)
 	res, err := call(m, t, "FlowAddMember", p, flowOp(model.FlowStore.FlowAddMember))
 	fo := m.flowObs(f)
