@@ -236,7 +236,9 @@ func (s *Store) ExecutionReplay(ctx context.Context, p *model.ExecutionReplayPar
 		} else {
 			e.deadline = 0 // a replay runs again; a deadline already passed is dropped
 		}
-		s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingReplay)
+		if !s.flowReplayed(e, now, model.AttemptPendingReplay) {
+			s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingReplay)
+		}
 		e.addHistory(now, model.LeaseReplayed, p.Reason)
 		return &model.ExecutionReplayResult{PublicState: e.vector().PublicState()}, nil
 	})

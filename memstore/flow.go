@@ -31,6 +31,17 @@ type flowRec struct {
 	out            map[model.ExecutionID]map[model.ExecutionID]model.EdgeID // up → down → edge
 	in             map[model.ExecutionID]map[model.ExecutionID]model.EdgeID // down → up → edge
 	groups         map[model.ExecutionID]model.EdgeGroupPolicy
+	sealed         bool
+	// gstate is each downstream's group record (F:gstate:<down>), made
+	// when its first edge is staged.
+	gstate map[model.ExecutionID]*groupRec
+}
+
+// groupRec is F:gstate:<down>: the group's size (fixed at seal), its
+// resolved edges, and its decision.
+type groupRec struct {
+	size, succeeded, impossible int
+	state                       model.GroupState
 }
 
 // edgeRec is F:edge:<edge>.
@@ -71,6 +82,27 @@ func flowOpen(f *flowRec) error {
 		return &model.Error{Code: model.CodeFlowAlreadyTerminal, Detail: f.state.String()}
 	}
 	return nil
+}
+
+// flowUnsealed refuses a sealed flow.
+func flowUnsealed(f *flowRec) error {
+	if f.sealed {
+		return model.ErrFlowSealed
+	}
+	return nil
+}
+
+// downstreamStarted is the refusal of an edge into a member that is not
+// held (d nil: the member's record is gone).
+func downstreamStarted(d *execution) error {
+	detail := "missing"
+	if d != nil {
+		detail = d.lifecyclePhase.String()
+		if d.lifecyclePhase == model.PhaseRunnable {
+			detail = d.eligibilityState.String()
+		}
+	}
+	return &model.Error{Code: model.CodeDownstreamStarted, Field: "Downstream", Detail: detail}
 }
 
 // flowMember refuses an execution that is not a member of f, naming the
@@ -117,7 +149,7 @@ func (s *Store) flowSnapshot(f *flowRec) *model.FlowSnapshot {
 	snap := &model.FlowSnapshot{
 		ID: f.id, Partition: s.cfg.FlowPartition(f.id), State: f.state,
 		MemberCount: f.memberCount, EdgeCount: f.edgeCount, GraphRevision: f.graphRevision,
-		CreatedAt: tm(f.createdAt), LastMutationAt: tm(f.lastMutationAt),
+		Sealed: f.sealed, CreatedAt: tm(f.createdAt), LastMutationAt: tm(f.lastMutationAt),
 	}
 	if len(f.tags) > 0 {
 		snap.Tags = maps.Clone(f.tags)
@@ -143,4 +175,168 @@ func edgeList(f *flowRec, ends map[model.ExecutionID]model.EdgeID) []model.EdgeS
 	}
 	slices.SortFunc(out, func(a, b model.EdgeSnapshot) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	return out
+}
+
+// Dependency resolution (the FlowStore contract in model/flow_ops.go).
+// A member ending resolves its pending outgoing edges and decides the
+// groups it completes; a skip ends a member and so cascades. The cascade
+// is a work list drained by the outermost call (flowEnded), not
+// recursion, so a long chain needs no deep stack; each step's effects
+// commute, so the order the list is drained in does not change the
+// result.
+
+// flowTally counts what one step released and skipped (FlowSeal reports
+// it).
+type flowTally struct{ released, skipped int }
+
+// hold parks a runnable member until its dependencies resolve: out of its
+// lane index into blocked:dependencies, its RunAt (delayUntil) kept for
+// its release.
+func (s *Store) hold(e *execution, now int64, as model.AttemptState) {
+	s.removeFromLane(e)
+	_, l := s.indexesOf(e)
+	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.BlockedByDependencies, model.WaitingForChildren, model.OutcomeNone, as)
+	clearGrant(e)
+	l.blocked[model.BlockedByDependencies].add(e.id, now)
+}
+
+// held reports whether e is held for its dependencies.
+func held(e *execution) bool {
+	return e.lifecyclePhase == model.PhaseRunnable && e.eligibilityState == model.BlockedByDependencies
+}
+
+// releaseHeld lets a held member run: eligible now, or delayed until its
+// RunAt.
+func (s *Store) releaseHeld(e *execution, now int64) {
+	s.removeFromLane(e)
+	s.makeRunnable(e, now, e.delayUntil, model.WaitingForDelay, e.attemptState)
+	s.tally.released++
+}
+
+// skipMember ends a held member whose group became impossible.
+func (s *Store) skipMember(e *execution, now int64) {
+	s.removeFromLane(e)
+	s.tally.skipped++
+	s.terminate(e, now, model.OutcomeSkipped)
+}
+
+// groupDecide decides d's group in a sealed flow once its edges allow it,
+// releasing or skipping d (when d is held; a terminal d is left waiting:
+// its replay re-opens the group).
+func (s *Store) groupDecide(f *flowRec, d model.ExecutionID, now int64) {
+	g := f.gstate[d]
+	if !f.sealed || g == nil || g.state != model.GroupWaiting {
+		return
+	}
+	de := s.execs[d]
+	if de == nil || de.lifecyclePhase == model.PhaseTerminal {
+		return
+	}
+	pol, ok := f.groups[d]
+	if !ok {
+		pol = model.AllOf
+	}
+	st := pol.Decide(g.size, g.succeeded, g.impossible)
+	if st == model.GroupWaiting {
+		return
+	}
+	g.state = st
+	if !held(de) {
+		return
+	}
+	if st == model.GroupSatisfied {
+		s.releaseHeld(de, now)
+	} else {
+		s.skipMember(de, now)
+	}
+}
+
+// edgeResolve resolves a pending edge from its ended upstream u: success
+// satisfies it (and passes u's result on when asked, while the
+// downstream still waits), anything else makes it impossible.
+func (s *Store) edgeResolve(f *flowRec, ed *edgeRec, u *execution) {
+	g := f.gstate[ed.downstream]
+	if u.terminalOutcome == model.OutcomeSuccess {
+		ed.state = model.EdgeSatisfied
+		g.succeeded++
+		if d := s.execs[ed.downstream]; ed.passResult && u.hasResult && g.state == model.GroupWaiting &&
+			d != nil && d.lifecyclePhase != model.PhaseTerminal {
+			d.payload = cloneBytes(u.result)
+		}
+		return
+	}
+	ed.state = model.EdgeImpossible
+	g.impossible++
+}
+
+// flowEnded is called by terminate for every execution that ends: for a
+// member, its pending outgoing edges resolve and their groups decide,
+// cascading through skips.
+func (s *Store) flowEnded(e *execution, now int64) {
+	if _, ok := s.flowOf[e.id]; !ok {
+		return
+	}
+	s.flowQueue = append(s.flowQueue, e)
+	if s.flowDraining {
+		return
+	}
+	s.flowDraining = true
+	for i := 0; i < len(s.flowQueue); i++ {
+		u := s.flowQueue[i]
+		f := s.flows[s.flowOf[u.id]]
+		for d, id := range f.out[u.id] {
+			if ed := f.edges[id]; ed.state == model.EdgePending {
+				s.edgeResolve(f, ed, u)
+				s.groupDecide(f, d, now)
+			}
+		}
+	}
+	s.flowQueue = s.flowQueue[:0]
+	s.flowDraining = false
+}
+
+// flowReplayed re-opens what a replayed member decided (see the
+// FlowStore contract): its resolved edges into waiting groups return to
+// pending, and when it has incoming edges (or its flow is not sealed) it
+// is held again with its group reset and decided again. It reports
+// whether it took care of e's runnable state; if not, the caller makes e
+// eligible.
+func (s *Store) flowReplayed(e *execution, now int64, as model.AttemptState) bool {
+	fid, ok := s.flowOf[e.id]
+	if !ok {
+		return false
+	}
+	f := s.flows[fid]
+	for d, id := range f.out[e.id] {
+		ed, g := f.edges[id], f.gstate[d]
+		if ed.state == model.EdgePending || g.state != model.GroupWaiting {
+			continue
+		}
+		if ed.state == model.EdgeSatisfied {
+			g.succeeded--
+		} else {
+			g.impossible--
+		}
+		ed.state = model.EdgePending
+	}
+	ins := f.in[e.id]
+	if f.sealed && len(ins) == 0 {
+		return false
+	}
+	// e is out of its lane index; hold puts it in blocked:dependencies.
+	s.hold(e, now, as)
+	if g := f.gstate[e.id]; g != nil {
+		g.succeeded, g.impossible, g.state = 0, 0, model.GroupWaiting
+		for up, id := range ins {
+			ed := f.edges[id]
+			if u := s.execs[up]; u != nil && u.lifecyclePhase == model.PhaseTerminal && u.terminalOutcome == model.OutcomeSuccess {
+				ed.state = model.EdgeSatisfied
+				g.succeeded++
+			} else {
+				ed.state = model.EdgePending
+			}
+		}
+		s.groupDecide(f, e.id, now)
+	}
+	return true
 }

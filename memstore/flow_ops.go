@@ -25,6 +25,7 @@ func (s *Store) FlowCreate(ctx context.Context, p *model.FlowCreateParams) (*mod
 			out:     make(map[model.ExecutionID]map[model.ExecutionID]model.EdgeID),
 			in:      make(map[model.ExecutionID]map[model.ExecutionID]model.EdgeID),
 			groups:  make(map[model.ExecutionID]model.EdgeGroupPolicy),
+			gstate:  make(map[model.ExecutionID]*groupRec),
 		}
 		if len(p.Tags) > 0 {
 			f.tags = maps.Clone(p.Tags)
@@ -55,13 +56,20 @@ func (s *Store) FlowAddMember(ctx context.Context, p *model.FlowAddMemberParams)
 			}
 			return &model.FlowAddMemberResult{Outcome: model.AlreadyMember, MemberCount: f.memberCount, GraphRevision: f.graphRevision}, nil
 		}
+		if err := flowUnsealed(f); err != nil {
+			return nil, err
+		}
 		if e.lifecyclePhase == model.PhaseTerminal {
 			// A terminal execution's record is frozen (replay aside),
 			// and its outcome could resolve no edge.
 			return nil, e.notActive()
 		}
-		// Joining a flow mutates the execution (its Flow).
+		// Joining a flow mutates the execution (its Flow); a runnable
+		// one is held until the flow is sealed.
 		e.lastMutationAt = ms(p.Now)
+		if e.lifecyclePhase == model.PhaseRunnable {
+			s.hold(e, ms(p.Now), e.attemptState)
+		}
 		f.members.add(p.Execution)
 		s.flowOf[p.Execution] = p.Flow
 		f.memberCount++
@@ -81,6 +89,9 @@ func (s *Store) EdgeStage(ctx context.Context, p *model.EdgeStageParams) (*model
 		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
+		if err := flowUnsealed(f); err != nil {
+			return nil, err
+		}
 		if f.graphRevision != p.ExpectedGraphRevision {
 			return nil, &model.Error{Code: model.CodeStaleGraphRevision, Field: "ExpectedGraphRevision",
 				Detail: "current:" + strconv.FormatUint(f.graphRevision, 10)}
@@ -96,6 +107,9 @@ func (s *Store) EdgeStage(ctx context.Context, p *model.EdgeStageParams) (*model
 		}
 		if id, ok := f.out[p.Upstream][p.Downstream]; ok {
 			return nil, &model.Error{Code: model.CodeDependencyExists, Field: "Downstream", Detail: id.String()}
+		}
+		if d := s.execs[p.Downstream]; d == nil || !held(d) {
+			return nil, downstreamStarted(d)
 		}
 		found, exceeded := graphReaches(f, p.Downstream, p.Upstream, p.SearchLimit())
 		if exceeded {
@@ -120,6 +134,14 @@ func (s *Store) EdgeStage(ctx context.Context, p *model.EdgeStageParams) (*model
 			f.in[p.Downstream] = make(map[model.ExecutionID]model.EdgeID)
 		}
 		f.in[p.Downstream][p.Upstream] = p.Edge
+		if f.gstate[p.Downstream] == nil {
+			f.gstate[p.Downstream] = &groupRec{state: model.GroupWaiting}
+		}
+		if u := s.execs[p.Upstream]; u != nil && u.lifecyclePhase == model.PhaseTerminal {
+			// The upstream has ended: its outcome resolves the edge now
+			// (the flow is open, so no group decides).
+			s.edgeResolve(f, f.edges[p.Edge], u)
+		}
 		return &model.EdgeStageResult{GraphRevision: f.graphRevision}, nil
 	})
 }
@@ -134,6 +156,9 @@ func (s *Store) EdgeGroupSet(ctx context.Context, p *model.EdgeGroupSetParams) (
 		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
+		if err := flowUnsealed(f); err != nil {
+			return nil, err
+		}
 		if err := flowMember(f, p.Downstream, "Downstream"); err != nil {
 			return nil, err
 		}
@@ -146,6 +171,39 @@ func (s *Store) EdgeGroupSet(ctx context.Context, p *model.EdgeGroupSetParams) (
 		f.groups[p.Downstream] = p.Policy
 		f.lastMutationAt = ms(p.Now)
 		return &model.EdgeGroupSetResult{Outcome: model.GroupSet}, nil
+	})
+}
+
+// FlowSeal implements model.FlowStore.
+func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.FlowSealResult, error) {
+	return withLock(s, ctx, p.Validate(), func() (*model.FlowSealResult, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		if err := flowOpen(f); err != nil {
+			return nil, err
+		}
+		if f.sealed {
+			return &model.FlowSealResult{Outcome: model.FlowAlreadySealed}, nil
+		}
+		now := ms(p.Now)
+		f.sealed = true
+		f.lastMutationAt = now
+		s.tally = flowTally{}
+		f.members.each(func(id model.ExecutionID) {
+			if g := f.gstate[id]; g != nil {
+				g.size = len(f.in[id])
+			}
+		})
+		f.members.each(func(id model.ExecutionID) {
+			if f.gstate[id] != nil {
+				s.groupDecide(f, id, now)
+			} else if e := s.execs[id]; held(e) {
+				s.releaseHeld(e, now)
+			}
+		})
+		return &model.FlowSealResult{Outcome: model.FlowSealedNow, Released: s.tally.released, Skipped: s.tally.skipped}, nil
 	})
 }
 
@@ -213,9 +271,13 @@ func (s *Store) EdgeGroupDescribe(ctx context.Context, p *model.EdgeGroupDescrib
 		if err := flowMember(f, p.Downstream, "Downstream"); err != nil {
 			return nil, err
 		}
-		g := &model.EdgeGroupSnapshot{Flow: f.id, Downstream: p.Downstream, Policy: model.AllOf, Edges: len(f.in[p.Downstream])}
+		g := &model.EdgeGroupSnapshot{Flow: f.id, Downstream: p.Downstream, Policy: model.AllOf, Edges: len(f.in[p.Downstream]),
+			State: model.GroupWaiting}
 		if pol, ok := f.groups[p.Downstream]; ok {
 			g.Policy, g.Explicit = pol, true
+		}
+		if gs := f.gstate[p.Downstream]; gs != nil {
+			g.Size, g.Succeeded, g.Impossible, g.State = gs.size, gs.succeeded, gs.impossible, gs.state
 		}
 		return g, nil
 	})

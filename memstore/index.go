@@ -102,4 +102,5 @@ func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	p.deadline.remove(e.id)
 	p.attemptTimeout.remove(e.id)
 	l.terminal.add(e.id, now)
+	s.flowEnded(e, now)
 }

@@ -29,6 +29,11 @@ type Store struct {
 	flows   map[model.FlowID]*flowRec
 	flowIdx map[int]*btree.BTreeG[model.FlowID]
 	flowOf  map[model.ExecutionID]model.FlowID
+	// flowQueue and flowDraining are flowEnded's work list; tally counts
+	// what a flow step released and skipped.
+	flowQueue    []*execution
+	flowDraining bool
+	tally        flowTally
 
 	// leaseOut holds the lease notices of the transition in progress (mu).
 	leaseOut []leaseNote

@@ -95,3 +95,8 @@ func (s *idset) has(id model.ExecutionID) bool {
 }
 
 func (s *idset) len() int { return s.tree.Len() }
+
+// each visits every id in order.
+func (s *idset) each(f func(model.ExecutionID)) {
+	s.tree.Scan(func(id model.ExecutionID) bool { f(id); return true })
+}

@@ -90,6 +90,8 @@ const (
 	CodeGraphSearchLimit       Code = "graph_search_limit"
 	CodeEdgeNotFound           Code = "edge_not_found"
 	CodeEdgeGroupFixed         Code = "edge_group_fixed"
+	CodeFlowSealed             Code = "flow_sealed"
+	CodeDownstreamStarted      Code = "downstream_not_held"
 
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
@@ -151,6 +153,8 @@ var codeClass = map[Code]Class{
 	CodeGraphSearchLimit:       ClassTerminal,
 	CodeEdgeNotFound:           ClassTerminal,
 	CodeEdgeGroupFixed:         ClassTerminal,
+	CodeFlowSealed:             ClassTerminal,
+	CodeDownstreamStarted:      ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -307,6 +311,12 @@ var (
 	ErrGraphSearchLimit   = &Error{Code: CodeGraphSearchLimit}
 	ErrEdgeNotFound       = &Error{Code: CodeEdgeNotFound}
 	ErrEdgeGroupFixed     = &Error{Code: CodeEdgeGroupFixed}
+	// ErrFlowSealed: the flow is sealed; its graph takes no more members,
+	// edges or group policies.
+	ErrFlowSealed = &Error{Code: CodeFlowSealed}
+	// ErrDownstreamStarted: the edge's downstream is not held waiting for
+	// its dependencies (it joined the flow running, or has left the hold).
+	ErrDownstreamStarted = &Error{Code: CodeDownstreamStarted}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}

@@ -60,8 +60,10 @@ func ParseFlowState(s string) (FlowState, bool) {
 }
 
 // EdgeState is an edge's resolution; its String is the wire name. An edge
-// is staged pending; resolution (a later slice) makes it satisfied (the
-// upstream completed) or impossible (any other terminal outcome).
+// is staged pending; its upstream's terminal transition (or its staging,
+// when the upstream has already ended) makes it satisfied (the upstream
+// completed) or impossible (any other terminal outcome). Replaying the
+// upstream returns it to pending while its downstream's group waits.
 type EdgeState uint8
 
 // Edge states.
@@ -128,6 +130,59 @@ func ParseSiblingPolicy(s string) (SiblingPolicy, bool) {
 	return SiblingPolicy(v), ok
 }
 
+// GroupState is the decision of a downstream's edge group; its String is
+// the wire name. A group decides once, and only in a sealed flow.
+type GroupState uint8
+
+// Group states.
+const (
+	// GroupWaiting: undecided; the downstream is held.
+	GroupWaiting GroupState = iota + 1 // "waiting"
+	// GroupSatisfied: enough upstreams succeeded; the downstream was
+	// released to run.
+	GroupSatisfied // "satisfied"
+	// GroupImpossible: too many upstreams ended otherwise; the downstream
+	// was skipped (terminal, outcome skipped).
+	GroupImpossible // "impossible"
+)
+
+var groupStateNames = enumNames{"waiting", "satisfied", "impossible"}
+
+func (v GroupState) String() string { return groupStateNames.name(uint8(v)) }
+
+// ParseGroupState parses a wire name.
+func ParseGroupState(s string) (GroupState, bool) {
+	v, ok := groupStateNames.parse(s)
+	return GroupState(v), ok
+}
+
+// Need is how many successful upstreams a group of size n needs: n for
+// AllOf, 1 for AnyOf, Quorum for GroupQuorum.
+func (g EdgeGroupPolicy) Need(n int) int {
+	switch g.Kind {
+	case GroupAnyOf:
+		return 1
+	case GroupQuorum:
+		return g.Quorum
+	}
+	return n
+}
+
+// Decide is a group's decision from its size and its resolved edges: it is
+// satisfied once succeeded reaches Need(size), impossible once more than
+// size - Need(size) edges are impossible (so a quorum larger than the
+// group is impossible at once), and waiting otherwise.
+func (g EdgeGroupPolicy) Decide(size, succeeded, impossible int) GroupState {
+	need := g.Need(size)
+	switch {
+	case succeeded >= need:
+		return GroupSatisfied
+	case impossible > size-need:
+		return GroupImpossible
+	}
+	return GroupWaiting
+}
+
 // EdgeGroupPolicy is the policy of one downstream's incoming edges.
 type EdgeGroupPolicy struct {
 	Kind EdgeGroupKind
@@ -191,7 +246,11 @@ type FlowSnapshot struct {
 	// GraphRevision counts the changes of the graph: one per member added
 	// and one per edge staged, so it equals MemberCount + EdgeCount.
 	// EdgeStage compares it with its ExpectedGraphRevision.
-	GraphRevision  uint64
+	GraphRevision uint64
+	// Sealed reports whether FlowSeal closed the graph: groups decide
+	// only in a sealed flow, and its held members without dependencies
+	// were released.
+	Sealed         bool
 	CreatedAt      time.Time
 	LastMutationAt time.Time
 	// Tags is nil when the flow has none.
@@ -224,4 +283,12 @@ type EdgeGroupSnapshot struct {
 	Explicit bool
 	// Edges counts the downstream's incoming edges.
 	Edges int
+	// Size is the group's size, fixed by FlowSeal (the incoming edges
+	// then); zero before the flow is sealed.
+	Size int
+	// Succeeded and Impossible count the incoming edges resolved
+	// satisfied and impossible.
+	Succeeded, Impossible int
+	// State is the group's decision (GroupWaiting until it decides).
+	State GroupState
 }

@@ -7,21 +7,46 @@ import (
 	"time"
 )
 
-// FlowStore holds the flow operations (issue 10, first slice): flows,
-// members, dependency edges and edge-group policies, and their reads. It
-// is optional (see Store): the engine does not call it yet. memstore and
-// valkeystore implement it; the conformance suite and the differential
-// run it on both.
+// FlowStore holds the flow operations (issue 10): flows, members,
+// dependency edges and edge-group policies, sealing, dependency
+// resolution, and their reads. It is optional (see Store): the engine
+// does not call it yet. memstore and valkeystore implement it; the
+// conformance suite and the differential run it on both.
 //
 // Every flow operation is one atomic step on the flow's partition
 // (PartitionConfig.FlowPartition): a member must live there (its
 // execution id names that partition), so the flow's record, members,
 // edges and groups and the member's flow field share one slot.
+//
+// A flow is built, then sealed. While it is open, a member that joins
+// runnable is held (eligibility BlockedByDependencies, blocking reason
+// WaitingForChildren): no worker can claim it. FlowSeal fixes every
+// group's size, releases the held members with no incoming edge, and
+// decides every group it can. From then on each member's terminal
+// transition resolves its outgoing edges in the same atomic step
+// (success satisfies, any other outcome makes the edge impossible) and
+// decides the downstream groups it completes: a satisfied group releases
+// its downstream (eligible, or delayed until its RunAt), an impossible
+// one skips it (terminal, OutcomeSkipped), and a skip resolves the
+// skipped member's own edges in turn, so skips cascade within the step.
+// No resolution waits for a scanner or a notification. A group decides
+// once. An edge with PassResult copies its upstream's result into the
+// downstream's payload when it is satisfied while the downstream still
+// waits. The sibling policy of AnyOf and Quorum groups
+// (SiblingsCancelRemaining) is recorded but not yet acted on: the
+// siblings run on (a later slice of issue 10 cancels them).
+//
+// Replaying a member re-opens what it decided: a replayed upstream's
+// edges into groups still waiting return to pending, and a replayed
+// member with incoming edges is held again, its group reset to count only
+// the upstreams that succeeded (the others stay pending until they are
+// replayed and end), then decided again.
 type FlowStore interface {
 	FlowCreate(ctx context.Context, p *FlowCreateParams) (*FlowCreateResult, error)
 	FlowAddMember(ctx context.Context, p *FlowAddMemberParams) (*FlowAddMemberResult, error)
 	EdgeStage(ctx context.Context, p *EdgeStageParams) (*EdgeStageResult, error)
 	EdgeGroupSet(ctx context.Context, p *EdgeGroupSetParams) (*EdgeGroupSetResult, error)
+	FlowSeal(ctx context.Context, p *FlowSealParams) (*FlowSealResult, error)
 
 	FlowDescribe(ctx context.Context, p *FlowDescribeParams) (*FlowSnapshot, error)
 	FlowList(ctx context.Context, p *FlowListParams) (*FlowListResult, error)
@@ -103,10 +128,14 @@ type FlowCreateResult struct {
 }
 
 // FlowAddMemberParams adds an execution to a flow; joining stamps the
-// execution's LastMutationAt. Errors, in this order: ErrFlowNotFound,
-// ErrFlowTerminal, ErrNotFound (the execution), ErrAlreadyInFlow (a member
-// of another flow), ErrNotActive (a terminal execution: its record is
-// frozen, and its outcome could resolve no edge).
+// execution's LastMutationAt, and a runnable execution is held
+// (BlockedByDependencies, its RunAt kept for its release). An execution
+// that joins active or suspended runs on; it can be an upstream but not a
+// downstream. Errors, in this order: ErrFlowNotFound, ErrFlowTerminal,
+// ErrNotFound (the execution), ErrAlreadyInFlow (a member of another
+// flow), ErrFlowSealed, ErrNotActive (a terminal execution: its record is
+// frozen, and its outcome could resolve no edge). Adding a member again
+// reports AlreadyMember, sealed or not.
 type FlowAddMemberParams struct {
 	Flow      FlowID
 	Execution ExecutionID // in the flow's partition
@@ -153,10 +182,13 @@ type FlowAddMemberResult struct {
 
 // EdgeStageParams stages the edge Upstream → Downstream: Downstream
 // depends on Upstream's success. ExpectedGraphRevision must equal the
-// flow's revision (ErrStaleGraphRevision otherwise). Errors, checked in
-// this order: ErrFlowNotFound, ErrFlowTerminal, ErrStaleGraphRevision,
-// ErrNotInFlow (Field names the end), ErrDependencyExists (the edge id, or
-// an edge between the same two members), ErrCycle, ErrGraphSearchLimit.
+// flow's revision (ErrStaleGraphRevision otherwise). An upstream that has
+// already ended resolves the edge as it is staged. Errors, checked in
+// this order: ErrFlowNotFound, ErrFlowTerminal, ErrFlowSealed,
+// ErrStaleGraphRevision, ErrNotInFlow (Field names the end),
+// ErrDependencyExists (the edge id, or an edge between the same two
+// members), ErrDownstreamStarted (the downstream is not held), ErrCycle,
+// ErrGraphSearchLimit.
 type EdgeStageParams struct {
 	Flow                  FlowID
 	Edge                  EdgeID
@@ -202,8 +234,8 @@ type EdgeStageResult struct {
 
 // EdgeGroupSetParams sets the policy of Downstream's incoming edges. It is
 // accepted only before the first edge into Downstream is staged
-// (ErrEdgeGroupFixed after); setting the same policy again reports
-// GroupAlreadySet.
+// (ErrEdgeGroupFixed after) and before the flow is sealed
+// (ErrFlowSealed); setting the same policy again reports GroupAlreadySet.
 type EdgeGroupSetParams struct {
 	Flow       FlowID
 	Downstream ExecutionID
@@ -247,6 +279,55 @@ func ParseEdgeGroupSetOutcome(s string) (EdgeGroupSetOutcome, bool) {
 // EdgeGroupSetResult reports a policy change.
 type EdgeGroupSetResult struct {
 	Outcome EdgeGroupSetOutcome
+}
+
+// FlowSealParams seals a flow: its graph is complete. Sealing fixes each
+// downstream's group size (its incoming edges now), releases every held
+// member that has no incoming edge, and decides every group whose edges
+// already resolved (releasing or skipping, with cascades). Afterwards the
+// flow takes no member, edge or group policy (ErrFlowSealed). Errors:
+// ErrFlowNotFound, ErrFlowTerminal. Sealing a sealed flow changes nothing
+// and reports FlowAlreadySealed.
+type FlowSealParams struct {
+	Flow FlowID
+	Now  time.Time
+}
+
+// Validate checks every field.
+func (p *FlowSealParams) Validate() error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// FlowSealOutcome is what FlowSeal did; its String is the wire name.
+type FlowSealOutcome uint8
+
+// Seal outcomes.
+const (
+	FlowSealedNow     FlowSealOutcome = iota + 1 // "sealed"
+	FlowAlreadySealed                            // "already_sealed": nothing changed
+)
+
+var flowSealOutcomeNames = enumNames{"sealed", "already_sealed"}
+
+func (v FlowSealOutcome) String() string { return flowSealOutcomeNames.name(uint8(v)) }
+
+// ParseFlowSealOutcome parses a wire name.
+func ParseFlowSealOutcome(s string) (FlowSealOutcome, bool) {
+	v, ok := flowSealOutcomeNames.parse(s)
+	return FlowSealOutcome(v), ok
+}
+
+// FlowSealResult reports a seal.
+type FlowSealResult struct {
+	Outcome FlowSealOutcome
+	// Released counts the members the seal released to run (held
+	// members without incoming edges, and downstreams of groups it
+	// found satisfied); Skipped counts the members it skipped, cascades
+	// included.
+	Released, Skipped int
 }
 
 // FlowDescribeParams reads one flow (ErrFlowNotFound when absent).

@@ -59,12 +59,12 @@ func (r *transcriptRun) flowStore() model.FlowStore {
 // doFlow runs a flow command; ok is false for other commands.
 func (r *transcriptRun) doFlow(cmd string, a *args) (out string, ok bool, err error) {
 	switch cmd {
-	case "flow-create", "flow-add", "edge-stage", "edge-group", "describe-flow", "describe-edge", "describe-group", "edges", "flows":
+	case "flow-create", "flow-add", "edge-stage", "edge-group", "flow-seal", "describe-flow", "describe-edge", "describe-group", "edges", "flows":
 	default:
 		return "", false, nil
 	}
 	fs := r.flowStore()
-	want := map[string]int{"flow-create": 1, "flow-add": 2, "edge-stage": 4, "edge-group": 2,
+	want := map[string]int{"flow-create": 1, "flow-add": 2, "edge-stage": 4, "edge-group": 2, "flow-seal": 1,
 		"describe-flow": 1, "describe-edge": 2, "describe-group": 2, "edges": 1, "flows": 0}[cmd]
 	if len(a.pos) != want {
 		return "", true, fmt.Errorf("%s takes %d names, got %q", cmd, want, a.pos)
@@ -117,6 +117,8 @@ func (r *transcriptRun) doFlow(cmd string, a *args) (out string, ok bool, err er
 			pol.OnSatisfied, _ = model.ParseSiblingPolicy(s)
 		}
 		return res(fs.EdgeGroupSet(ctx, &model.EdgeGroupSetParams{Flow: r.flow(a.pos[0]), Downstream: r.exec(a.pos[1]).id, Policy: pol, Now: now}))
+	case "flow-seal":
+		return res(fs.FlowSeal(ctx, &model.FlowSealParams{Flow: r.flow(a.pos[0]), Now: now}))
 	case "describe-flow":
 		snap, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: r.flow(a.pos[0])})
 		if err != nil {

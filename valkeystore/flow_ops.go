@@ -79,6 +79,23 @@ func (s *Store) EdgeGroupSet(ctx context.Context, p *model.EdgeGroupSetParams) (
 	return res, r.err()
 }
 
+// FlowSeal implements model.FlowStore.
+func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.FlowSealResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptFlowSeal, s.keys.flowKeys(s.cfg, p.Flow), args{"now": p.Now})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.FlowSealResult{
+		Outcome:  enum(r, "status", false, model.ParseFlowSealOutcome),
+		Released: r.int("released"),
+		Skipped:  r.int("skipped"),
+	}
+	return res, r.err()
+}
+
 // FlowDescribe implements model.FlowStore.
 func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (*model.FlowSnapshot, error) {
 	if err := p.Validate(); err != nil {
@@ -95,6 +112,7 @@ func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (
 		MemberCount:    c.int("member_count"),
 		EdgeCount:      c.int("edge_count"),
 		GraphRevision:  c.u64("graph_revision"),
+		Sealed:         c.has("sealed") && c.bool("sealed"), // absent until sealed
 		CreatedAt:      c.time("created_at"),
 		LastMutationAt: c.time("last_mutation_at"),
 	}
@@ -155,7 +173,12 @@ func (s *Store) EdgeGroupDescribe(ctx context.Context, p *model.EdgeGroupDescrib
 	if err != nil {
 		return nil, err
 	}
-	res := &model.EdgeGroupSnapshot{Flow: p.Flow, Downstream: p.Downstream, Policy: model.AllOf, Edges: r.int("edges")}
+	res := &model.EdgeGroupSnapshot{Flow: p.Flow, Downstream: p.Downstream, Policy: model.AllOf, Edges: r.int("edges"),
+		State: model.GroupWaiting}
+	if g := r.obj("gstate"); g.has("state") {
+		res.Size, res.Succeeded, res.Impossible = g.int("size"), g.int("succeeded"), g.int("impossible")
+		res.State = enum(g, "state", false, model.ParseGroupState)
+	}
 	if g := r.obj("group"); g.has("kind") {
 		res.Explicit = true
 		res.Policy = model.EdgeGroupPolicy{

@@ -137,16 +137,18 @@ func (k keyspace) execFlowKeys(id model.ExecutionID) map[string]string {
 	return m
 }
 
-// flowKeys are the named keys of flow f and of its partition.
+// flowKeys are the named keys of flow f and of its partition (the
+// partition's keys too: resolving a flow's dependencies moves members
+// between lane indexes).
 func (k keyspace) flowKeys(cfg model.PartitionConfig, f model.FlowID) map[string]string {
 	part := cfg.FlowPartition(f)
 	base := k.prefix + ":flow:" + model.PartitionTag(part) + ":" + f.String()
-	return map[string]string{
-		"flow_core": base + ":core",
-		"flow_tags": base + ":tags",
-		"members":   base + ":members",
-		"flows":     k.idx(part) + "flows",
-	}
+	m := k.partKeys(part)
+	m["flow_core"] = base + ":core"
+	m["flow_tags"] = base + ":tags"
+	m["members"] = base + ":members"
+	m["flows"] = k.idx(part) + "flows"
+	return m
 }
 
 // memberKeys are flowKeys plus the keys of member id (in f's partition).

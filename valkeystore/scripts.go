@@ -502,6 +502,7 @@ var (
 	scriptFlowAddMember         = declare("flow_add_member")
 	scriptFlowEdgeStage         = declare("flow_edge_stage")
 	scriptFlowEdgeGroupSet      = declare("flow_edge_group_set")
+	scriptFlowSeal              = declare("flow_seal")
 	scriptFlowDescribe          = declareRead("flow_describe")
 	scriptFlowList              = declareRead("flow_list")
 	scriptFlowEdgeDescribe      = declareRead("flow_edge_describe")

@@ -110,6 +110,12 @@ func BlockingReason(x *Exec) []string {
 			if s.DelayUntil.IsZero() {
 				r.bad("not_eligible_until_time without delay_until")
 			}
+		case model.BlockedByDependencies:
+			// a flow member held for its dependencies (not an admission
+			// block: ExecutionBlock and ExecutionUnblock refuse it)
+			if v.BlockingReason != model.WaitingForChildren {
+				r.bad("%v with blocking reason %v", es, v.BlockingReason)
+			}
 		default:
 			if want, ok := model.BlockedEligibility(v.BlockingReason); !ok || want != es {
 				r.bad("%v with blocking reason %v", es, v.BlockingReason)

@@ -31,4 +31,5 @@ if operator then e.cancelled_by = 'operator_override' else e.cancelled_by = 'wor
 record_op(e, 'cancel', operator, f)
 e.op_prior_phase = prior
 save_exec(e)
+flow_settle(now)
 return { 'prior_phase', prior, 'replayed', 0 }

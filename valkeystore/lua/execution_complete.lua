@@ -21,6 +21,7 @@ if not replay then
   terminate(e, now, 'success')
   record_op(e, 'complete', operator, f)
   save_exec(e)
+  flow_settle(now)
 end
 -- a replay claims nothing: a retransmitted request's claim already happened
 if A_has_next ~= '1' or replay then return { 'replayed', replay and 1 or 0 } end

@@ -40,6 +40,7 @@ if A_reason == 'attempt_timeout' then
   e.failure_category = 'timeout'
   terminate(e, now, 'expired')
   save_exec(e)
+  flow_settle(now)
   return { 'status', 'expired', 'prior_phase', prior, 'delay_until', 0 }
 end
 
@@ -61,4 +62,5 @@ e.failure_reason = reason
 e.failure_category = 'timeout'
 terminate(e, now, 'expired')
 save_exec(e)
+flow_settle(now)
 return { 'status', 'expired', 'prior_phase', prior, 'delay_until', 0 }

@@ -23,4 +23,5 @@ local outcome, until_ms = fail_or_retry(e, now, A_reason, cat, A_retryable == '1
 record_op(e, 'fail', operator, f)
 e.op_fail_result, e.op_delay_until = outcome, until_ms
 save_exec(e)
+flow_settle(now)
 return { 'outcome', outcome, 'delay_until', until_ms, 'replayed', 0 }

@@ -10,7 +10,10 @@ if e == nil then return fail('execution_not_found') end
 if not reclaimable(e) then return fail('execution_not_reclaimable') end
 local err = check_grant(e, 'reclaim', A_worker_id, A_worker_instance_id, A_capabilities, now)
 if err ~= nil then return err end
-if reclaim_cap_reached(e, now) then return { 'status', 'reclaim_cap_exceeded' } end
+if reclaim_cap_reached(e, now) then
+  flow_settle(now)
+  return { 'status', 'reclaim_cap_exceeded' }
+end
 
 end_attempt(e, now, 'interrupted_reclaimed', '', '')
 remove_from_lane(e)

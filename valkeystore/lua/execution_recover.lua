@@ -8,7 +8,10 @@ local now = now_ms()
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 if not reclaimable(e) then return fail('execution_not_reclaimable') end
-if reclaim_cap_reached(e, now) then return { 'status', 'reclaim_cap_exceeded' } end
+if reclaim_cap_reached(e, now) then
+  flow_settle(now)
+  return { 'status', 'reclaim_cap_exceeded' }
+end
 
 local reason = 'lease_expired'
 if e.ownership_state == 'lease_revoked' then reason = 'lease_revoked' end

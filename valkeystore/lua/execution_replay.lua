@@ -1,6 +1,6 @@
 -- execution_replay: make a terminal execution runnable again with a new
 -- attempt of type replay.
--- KEYS: core result history lanes deadline
+-- KEYS: core result history lanes deadline attempt_timeout
 -- ARGV: now id reason requested_by
 
 local now = now_ms()
@@ -24,7 +24,14 @@ if e.deadline > now then
 else
   e.deadline = 0
 end
-make_runnable(e, now, 0, 'waiting_for_worker', 'pending_replay_attempt')
 add_history(e, now, 'replay_initiated', A_reason)
-save_exec(e)
+-- a flow member may be held again (flow_replayed saves it, and may
+-- decide its group: reload it)
+if flow_replayed(e, now, 'pending_replay_attempt') then
+  flow_settle(now)
+  e = the_exec()
+else
+  make_runnable(e, now, 0, 'waiting_for_worker', 'pending_replay_attempt')
+  save_exec(e)
+end
 return { 'state', vector(e) }

@@ -1,6 +1,7 @@
 -- flow_add_member: add an execution of the flow's partition to the flow
--- (a mutation of the execution too: its flow changes).
--- KEYS: flow_core members core exec_flow
+-- (a mutation of the execution too: its flow changes); a runnable one is
+-- held until the flow is sealed.
+-- KEYS: flow_core members core exec_flow lanes
 -- ARGV: now flow id
 
 local f = flow_load(flow_base())
@@ -14,11 +15,14 @@ if cur then
   if cur ~= A_flow then return fail('execution_already_in_flow', cur, 'Execution') end
   return { 'status', 'already_member', 'member_count', N(f.member_count), 'graph_revision', N(f.graph_revision) }
 end
+bad = flow_unsealed(f)
+if bad then return bad end
 -- a terminal execution's record is frozen (replay aside), and its outcome
 -- could resolve no edge
 if e.lifecycle_phase == 'terminal' then return not_active(e) end
 local now = now_ms()
 e.last_mutation_at = now
+if e.lifecycle_phase == 'runnable' then hold(e, now, e.attempt_state) end
 save_exec(e)
 local count = N(f.member_count) + 1
 local rev = N(f.graph_revision) + 1

@@ -6,7 +6,7 @@
 local base = flow_base()
 local f = flow_load(base)
 if f == nil then return fail('flow_not_found') end
-local bad = flow_open(f)
+local bad = flow_open(f) or flow_unsealed(f)
 if bad then return bad end
 bad = flow_member(base, A_downstream, 'Downstream')
 if bad then return bad end

@@ -1,6 +1,6 @@
 -- flow_edge_list: an execution's outgoing (dir "out") or incoming ("in")
 -- edges; none for an execution in no flow.
--- KEYS: core exec_flow
+-- KEYS: core exec_flow lanes
 -- ARGV: dir id
 
 if the_exec() == nil then return fail('execution_not_found') end

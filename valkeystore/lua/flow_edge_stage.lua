@@ -1,13 +1,15 @@
 -- flow_edge_stage: stage the edge upstream → downstream under the graph
 -- revision compare-and-set; refuse non-members, duplicates and cycles
--- (graph_reaches, bounded by limit).
--- KEYS: flow_core members
+-- (graph_reaches, bounded by limit); the downstream must be held. An
+-- upstream that has already ended resolves the edge at once (the flow is
+-- open, so no group decides).
+-- KEYS: flow_core members lanes
 -- ARGV: now edge upstream downstream expected pass_result limit
 
 local base = flow_base()
 local f = flow_load(base)
 if f == nil then return fail('flow_not_found') end
-local bad = flow_open(f)
+local bad = flow_open(f) or flow_unsealed(f)
 if bad then return bad end
 local rev = N(f.graph_revision)
 if rev ~= N(A_expected) then
@@ -22,6 +24,10 @@ end
 local out_key = base .. ':out:' .. A_upstream
 local existing = redis.call('HGET', out_key, A_downstream)
 if existing then return fail('dependency_already_exists', existing, 'Downstream') end
+do
+  local e = load_exec(exec_keys_of(A_downstream))
+  if e == nil or not held(e) then return downstream_started(e) end
+end
 local found, exceeded = graph_reaches(base, A_downstream, A_upstream, N(A_limit))
 if exceeded then return fail('graph_search_limit', A_limit, 'MaxSearchEdges') end
 if found then return fail('cycle_detected', A_upstream, 'Upstream') end
@@ -31,6 +37,15 @@ redis.call('HSET', edge_key, 'id', A_edge, 'upstream', A_upstream, 'downstream',
   'pass_result', A_pass_result, 'state', 'pending', 'revision', S(rev), 'created_at', now)
 redis.call('HSET', out_key, A_downstream, A_edge)
 redis.call('HSET', base .. ':in:' .. A_downstream, A_upstream, A_edge)
+local g = gstate_load(base, A_downstream)
+if g == nil then g = { size = 0, succeeded = 0, impossible = 0, state = 'waiting' } end
+do
+  local e = load_exec(exec_keys_of(A_upstream))
+  if e ~= nil and e.lifecycle_phase == 'terminal' then
+    edge_resolve(base, A_edge, A_downstream, g, e.terminal_outcome, e.k.base)
+  end
+end
+gstate_save(base, A_downstream, g)
 redis.call('HSET', K_flow_core, 'graph_revision', S(rev), 'edge_count', S(N(f.edge_count) + 1),
   'last_mutation_at', now)
 return { 'graph_revision', rev }

@@ -79,6 +79,11 @@ local function release_lease(e, now, kind, reason)
   e.timeout_at = 0
 end
 
+-- ended lists the executions terminate ended in this script; a script
+-- that can end one calls flow_settle (flow.lua) after saving it, which
+-- resolves the edges of those that are flow members.
+local ended = {}
+
 -- terminate makes e terminal; its lease is released and it is out of its
 -- runnable index.
 local function terminate(e, now, to)
@@ -93,4 +98,5 @@ local function terminate(e, now, to)
   if e.deadline ~= 0 then redis.call('ZREM', K_deadline, e.id) end
   if e.timeout_at ~= 0 then redis.call('ZREM', K_attempt_timeout, e.id) end
   redis.call('ZADD', lane_key(e.lane, 'terminal'), S(now), e.id)
+  ended[#ended + 1] = e
 end
