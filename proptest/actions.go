@@ -79,6 +79,7 @@ func init() {
 		{"EdgeGroupSet", 2, (*machine).actEdgeGroupSet},
 		{"FlowRead", 2, (*machine).actFlowRead},
 		{"FlowGraph", 5, (*machine).actFlowGraph},
+		{"FlowSeal", 3, (*machine).actFlowSeal},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

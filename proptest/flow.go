@@ -152,7 +152,7 @@ func (o *Observation) flowViolations() []string {
 				if _, dup := edges[e.ID]; dup {
 					bad("edge %v listed twice", e.ID)
 				}
-				if e.GraphRevision == 0 || e.GraphRevision > s.GraphRevision || e.State != model.EdgePending {
+				if e.GraphRevision == 0 || e.GraphRevision > s.GraphRevision || e.State == 0 {
 					bad("edge %v: %+v (flow revision %d)", e.ID, e, s.GraphRevision)
 				}
 				edges[e.ID] = e
@@ -170,6 +170,10 @@ func (o *Observation) flowViolations() []string {
 			if g := fo.Groups[m]; g == nil || g.Edges != len(fo.In[m]) || g.Policy.Validate("Policy") != nil ||
 				(!g.Explicit && g.Policy != model.AllOf) {
 				bad("group of %v: %+v with %d incoming edges", m, g, len(fo.In[m]))
+				continue
+			}
+			for _, msg := range o.groupViolations(s, m, fo.Groups[m], fo.In[m]) {
+				bad("group of %v: %s", m, msg)
 			}
 		}
 		if in != len(edges) || s.EdgeCount != len(edges) {
@@ -186,6 +190,80 @@ func (o *Observation) flowViolations() []string {
 		if f := x.Snapshot.Flow; !f.IsZero() && o.Flows != nil && o.Flows[f] == nil {
 			out = append(out, fmt.Sprintf("%v: names flow %v, which is not listed", id, f))
 		}
+		if o.Flows != nil && x.Snapshot.State.EligibilityState == model.BlockedByDependencies && x.Snapshot.Flow.IsZero() {
+			out = append(out, fmt.Sprintf("%v: held for dependencies but in no flow", id))
+		}
+	}
+	return out
+}
+
+// groupViolations checks the group of member m of flow s (§6.11 and the
+// resolution contract): its counters are its edges' states; its size is
+// fixed at seal; while it waits, an edge is satisfied exactly when its
+// upstream ended successfully and pending while its upstream has not
+// ended; a sealed waiting group with a held downstream cannot be decided
+// yet (resolution is never left for later); an impossible group's
+// downstream has ended (skipped); no decided group's downstream is held.
+func (o *Observation) groupViolations(s *model.FlowSnapshot, m model.ExecutionID, g *model.EdgeGroupSnapshot, in []model.EdgeSnapshot) []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	succ, imp := 0, 0
+	for _, e := range in {
+		switch e.State {
+		case model.EdgeSatisfied:
+			succ++
+		case model.EdgeImpossible:
+			imp++
+		}
+	}
+	if g.Succeeded != succ || g.Impossible != imp {
+		bad("§6.11: counters %d/%d, edges satisfied %d impossible %d", g.Succeeded, g.Impossible, succ, imp)
+	}
+	if len(in) == 0 {
+		if g.State != model.GroupWaiting || g.Size != 0 {
+			bad("no edges, yet %+v", g)
+		}
+		return out
+	}
+	if want := 0; s.Sealed {
+		want = len(in)
+		if g.Size != want {
+			bad("size %d in a sealed flow, %d edges", g.Size, want)
+		}
+	} else if g.Size != 0 || g.State != model.GroupWaiting {
+		bad("decided or sized before the seal: %+v", g)
+	}
+	x := o.Execs[m]
+	if x == nil {
+		return out
+	}
+	d := x.Snapshot
+	isHeld := d.State.LifecyclePhase == model.PhaseRunnable && d.State.EligibilityState == model.BlockedByDependencies
+	switch g.State {
+	case model.GroupWaiting:
+		for _, e := range in {
+			u := o.Execs[e.Upstream]
+			if u == nil {
+				continue
+			}
+			ended := u.Snapshot.State.LifecyclePhase == model.PhaseTerminal
+			won := ended && u.Snapshot.State.TerminalOutcome == model.OutcomeSuccess
+			if (e.State == model.EdgeSatisfied) != won || (!ended && e.State != model.EdgePending) {
+				bad("waiting, edge %v is %v with its upstream %v", e.ID, e.State, u.Snapshot.State)
+			}
+		}
+		if s.Sealed && isHeld {
+			if st := g.Policy.Decide(g.Size, g.Succeeded, g.Impossible); st != model.GroupWaiting {
+				bad("sealed and held, but its edges decide it %v: %+v", st, g)
+			}
+		}
+	case model.GroupImpossible:
+		if d.State.LifecyclePhase != model.PhaseTerminal {
+			bad("impossible, yet its downstream is %v", d.State)
+		}
+	}
+	if g.State != model.GroupWaiting && isHeld {
+		bad("decided %v, yet its downstream is held", g.State)
 	}
 	return out
 }
@@ -249,15 +327,29 @@ func flowStepViolations(prev, cur *Observation) []string {
 			out = append(out, fmt.Sprintf("flow %v: revision %d -> %d with members %d -> %d and edges %d -> %d",
 				id, p.GraphRevision, c.GraphRevision, p.MemberCount, c.MemberCount, p.EdgeCount, c.EdgeCount))
 		}
+		if p.Sealed && !c.Sealed {
+			out = append(out, fmt.Sprintf("flow %v: unsealed", id))
+		}
 		for m, es := range pf.Out {
 			now := map[model.EdgeID]model.EdgeSnapshot{}
 			for _, e := range cf.Out[m] {
 				now[e.ID] = e
 			}
 			for _, e := range es {
-				if ce, ok := now[e.ID]; !ok || !cmpEqual(ce, e) {
+				ce, ok := now[e.ID]
+				ce.State = e.State // resolution changes only the state
+				if !ok || !cmpEqual(ce, e) {
 					out = append(out, fmt.Sprintf("flow %v: edge %v changed or vanished: %+v -> %+v", id, e.ID, e, ce))
 				}
+			}
+		}
+		// A group decides once: only a replay of its downstream re-opens it.
+		for m, pg := range pf.Groups {
+			cg := cf.Groups[m]
+			px, cx := prev.Execs[m], cur.Execs[m]
+			replayed := px != nil && cx != nil && cx.Snapshot.ReplayCount > px.Snapshot.ReplayCount
+			if cg != nil && pg.State != model.GroupWaiting && cg.State != pg.State && !replayed {
+				out = append(out, fmt.Sprintf("flow %v: the group of %v decided %v, then %v", id, m, pg.State, cg.State))
 			}
 		}
 	}
@@ -405,6 +497,8 @@ func (m *machine) actFlowAddMember(t *rapid.T) {
 			"FlowAddMember again: %+v %v", res, err)
 	case !prev.Flow.IsZero():
 		m.expect(t, errors.Is(err, model.ErrAlreadyInFlow), "FlowAddMember of a member of another flow: %v", err)
+	case fo.Snapshot.Sealed:
+		m.expect(t, errors.Is(err, model.ErrFlowSealed), "FlowAddMember to a sealed flow: %v", err)
 	case prev.State.LifecyclePhase == model.PhaseTerminal:
 		m.expect(t, errors.Is(err, model.ErrNotActive), "FlowAddMember of a terminal execution: %v", err)
 	default:
@@ -447,12 +541,44 @@ func (m *machine) actEdgeStage(t *rapid.T) {
 		if fo != nil && errors.Is(err, model.ErrCycle) {
 			m.expect(t, m.reaches(fo, p.Downstream, p.Upstream), "EdgeStage refused %v -> %v as a cycle, but there is no path back", p.Upstream, p.Downstream)
 		}
+		if errors.Is(err, model.ErrFlowSealed) {
+			m.expect(t, fo != nil && fo.Snapshot.Sealed, "EdgeStage: flow_sealed for an open flow")
+		}
+		if errors.Is(err, model.ErrDownstreamStarted) {
+			m.expect(t, !m.isHeld(p.Downstream), "EdgeStage: downstream_not_held for a held downstream")
+		}
 		return
 	}
 	m.expect(t, fo != nil && res.GraphRevision == fo.Snapshot.GraphRevision+1 && p.Upstream != p.Downstream &&
-		!m.reaches(fo, p.Downstream, p.Upstream), "EdgeStage %v -> %v accepted: %+v (before %+v)", p.Upstream, p.Downstream, res, fo)
+		!m.reaches(fo, p.Downstream, p.Upstream) && !fo.Snapshot.Sealed && m.isHeld(p.Downstream),
+		"EdgeStage %v -> %v accepted: %+v (before %+v)", p.Upstream, p.Downstream, res, fo)
 	r := m.refFlow(f)
 	r.edges = append(r.edges, p.Edge)
+}
+
+// isHeld reports whether store A's latest observation has id held for its
+// dependencies.
+func (m *machine) isHeld(id model.ExecutionID) bool {
+	x := m.snap(id)
+	return x != nil && x.State.LifecyclePhase == model.PhaseRunnable && x.State.EligibilityState == model.BlockedByDependencies
+}
+
+// actFlowSeal seals a flow: the first seal releases and decides, a second
+// changes nothing (the observation after the step checks the groups).
+func (m *machine) actFlowSeal(t *rapid.T) {
+	f := m.pickFlow(t, 5)
+	res, err := call(m, t, "FlowSeal", &model.FlowSealParams{Flow: f, Now: m.now()}, flowOp(model.FlowStore.FlowSeal))
+	fo := m.flowObs(f)
+	switch {
+	case fo == nil:
+		m.expect(t, errors.Is(err, model.ErrFlowNotFound), "FlowSeal of an unknown flow: %v", err)
+	case fo.Snapshot.Sealed:
+		m.expect(t, err == nil && res.Outcome == model.FlowAlreadySealed && res.Released == 0 && res.Skipped == 0,
+			"FlowSeal again: %+v %v", res, err)
+	default:
+		m.expect(t, err == nil && res.Outcome == model.FlowSealedNow && res.Released <= len(fo.Members) &&
+			res.Skipped <= len(fo.Members), "FlowSeal: %+v %v (members %d)", res, err, len(fo.Members))
+	}
 }
 
 // reaches reports whether to is reachable from from in the observed graph.
@@ -511,7 +637,7 @@ func (m *machine) actEdgeGroupSet(t *rapid.T) {
 		return
 	}
 	prev := fo.Groups[p.Downstream]
-	m.expect(t, prev != nil && prev.Edges == 0, "EdgeGroupSet accepted for %v with edges in: %+v", p.Downstream, prev)
+	m.expect(t, prev != nil && prev.Edges == 0 && !fo.Snapshot.Sealed, "EdgeGroupSet accepted for %v with edges in or sealed: %+v %+v", p.Downstream, prev, fo.Snapshot)
 	same := prev.Explicit && prev.Policy == p.Policy
 	m.expect(t, (res.Outcome == model.GroupAlreadySet) == same, "EdgeGroupSet: %v, before %+v", res.Outcome, prev)
 }
@@ -566,8 +692,19 @@ func (m *machine) actFlowGraph(t *rapid.T) {
 	part := m.cfg.FlowPartition(f)
 	var members []model.ExecutionID
 	if fo := m.flowObs(f); fo != nil {
+		if fo.Snapshot.Sealed {
+			return // a sealed graph takes nothing more
+		}
 		members = slices.Clone(fo.Members)
 	}
+	// Often seal what was built, so groups decide and members run.
+	defer func() {
+		if chance(t, 30, "graph_seal") {
+			if _, err := call(m, t, "FlowSeal", &model.FlowSealParams{Flow: f, Now: m.now()}, flowOp(model.FlowStore.FlowSeal)); err != nil {
+				m.fatalf(t, "FlowSeal: %v", err)
+			}
+		}
+	}()
 	for range rapid.IntRange(1, 5).Draw(t, "graph_ops") {
 		if len(members) < 2 || chance(t, 30, "graph_add") {
 			var cands []model.ExecutionID

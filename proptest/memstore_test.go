@@ -79,6 +79,8 @@ var wantOutcomes = []string{
 	"EdgeStage ok", "EdgeStage cycle_detected",
 	"EdgeStage stale_graph_revision", "EdgeStage dependency_already_exists", "EdgeStage self_referencing_edge",
 	"EdgeStage execution_not_in_flow", "EdgeGroupSet ok set", "EdgeGroupSet edge_group_fixed",
+	"FlowSeal ok sealed", "FlowSeal ok already_sealed", "EdgeStage flow_sealed", "EdgeStage downstream_not_held",
+	"FlowAddMember flow_sealed",
 }
 
 // fencedAny is the outcome code of any fenced operation.

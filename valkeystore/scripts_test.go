@@ -351,3 +351,24 @@ func TestRuntimeErrorNamesSource(t *testing.T) {
 		t.Log(err)
 	})
 }
+
+// TestEndingScriptsSettleFlows: terminate lists what it ended and
+// flow_settle resolves the flow edges of those members, so every script
+// that can end an execution must call flow_settle after saving it (a
+// script that forgot would leave a flow's downstreams waiting).
+func TestEndingScriptsSettleFlows(t *testing.T) {
+	n := 0
+	for _, sc := range allScripts {
+		if !strings.Contains(sc.src, "local function terminate(") {
+			continue
+		}
+		n++
+		body := mustRead("lua/" + sc.name + ".lua")
+		if !strings.Contains(body, "flow_settle(now)") {
+			t.Errorf("lua/%s.lua can end an execution (it includes terminate) but never calls flow_settle(now)", sc.name)
+		}
+	}
+	if n < 8 {
+		t.Fatalf("only %d scripts include terminate; the check looks at the wrong text", n)
+	}
+}
