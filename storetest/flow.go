@@ -26,6 +26,15 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"EdgeReads", flowEdgeReads},
 		{"List", flowList},
 		{"Validation", flowValidation},
+		{"Hold", flowHold},
+		{"Seal", flowSeal},
+		{"AllOfChain", flowAllOfChain},
+		{"AnyOf", flowAnyOf},
+		{"Quorum", flowQuorum},
+		{"ResolveBeforeSeal", flowResolveBeforeSeal},
+		{"PassResult", flowPassResult},
+		{"CancelHeld", flowCancelHeld},
+		{"Replay", flowReplay},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,676 @@
+package storetest
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Dependency resolution (issue 10, second slice): holding members in an
+// open flow, FlowSeal, resolution on terminal transitions, skip cascades,
+// PassResult, and replay re-opening what a member decided (the FlowStore
+// contract in model/flow_ops.go). Every subtest runs on the flow harness
+// of flow.go, whose setup checks the per-execution invariants (a terminal
+// member in no live index among them) when the subtest ends; settled
+// checks them in between as well.
+
+// anyOfLetRun and quorumLetRun are the policies of the fan-in tests: the
+// siblings run on (SiblingsLetRun).
+var anyOfLetRun = model.EdgeGroupPolicy{Kind: model.GroupAnyOf, OnSatisfied: model.SiblingsLetRun}
+
+func quorumLetRun(k int) model.EdgeGroupPolicy {
+	return model.EdgeGroupPolicy{Kind: model.GroupQuorum, Quorum: k, OnSatisfied: model.SiblingsLetRun}
+}
+
+// join adds the existing execution id to f at now.
+func (h *flowHarness) join(f model.FlowID, id model.ExecutionID, now time.Time) {
+	h.t.Helper()
+	res := call(h.fs.FlowAddMember(h.ctx, &model.FlowAddMemberParams{Flow: f, Execution: id, Now: now})).must(h.t)
+	if res.Outcome != model.MemberAdded {
+		h.t.Fatalf("FlowAddMember %v: %+v", id, res)
+	}
+}
+
+// activeMember creates an execution in f's partition, claims it for wA and
+// adds it to f: it joins running.
+func (h *flowHarness) activeMember(f model.FlowID, now time.Time) (model.ExecutionID, *model.ClaimResult) {
+	h.t.Helper()
+	id, cr := h.active(now, inPartition(h.harness, h.cfg.FlowPartition(f)))
+	h.join(f, id, now)
+	return id, cr
+}
+
+// stagePass stages up → down with PassResult at the flow's revision.
+func (h *flowHarness) stagePass(f model.FlowID, up, down model.ExecutionID, now time.Time) model.EdgeID {
+	h.t.Helper()
+	e := model.EdgeID(h.uuid())
+	call(h.fs.EdgeStage(h.ctx, &model.EdgeStageParams{
+		Flow: f, Edge: e, Upstream: up, Downstream: down, ExpectedGraphRevision: h.flow(f).GraphRevision,
+		PassResult: true, Now: now,
+	})).must(h.t)
+	return e
+}
+
+func (h *flowHarness) setGroup(f model.FlowID, down model.ExecutionID, pol model.EdgeGroupPolicy, now time.Time) {
+	h.t.Helper()
+	res := call(h.fs.EdgeGroupSet(h.ctx, &model.EdgeGroupSetParams{Flow: f, Downstream: down, Policy: pol, Now: now})).must(h.t)
+	if res.Outcome != model.GroupSet {
+		h.t.Fatalf("EdgeGroupSet %v: %v", down, res.Outcome)
+	}
+}
+
+// seal seals f at now, expecting a first seal with these counts.
+func (h *flowHarness) seal(f model.FlowID, now time.Time, released, skipped int) {
+	h.t.Helper()
+	res := call(h.fs.FlowSeal(h.ctx, &model.FlowSealParams{Flow: f, Now: now})).must(h.t)
+	want := model.FlowSealResult{Outcome: model.FlowSealedNow, Released: released, Skipped: skipped}
+	wantEqual(h.t, "FlowSeal", want, *res)
+	h.settled()
+}
+
+// succeed claims a released member for wA at now and completes it a
+// second later with result.
+func (h *flowHarness) succeed(id model.ExecutionID, result []byte, now time.Time) {
+	h.t.Helper()
+	cr := h.claim(id, wA, now)
+	h.completeWith(id, cr.Fence(), result, now.Add(time.Second))
+}
+
+// completeWith completes an active member with result; the resolution it
+// triggers is checked by settled.
+func (h *flowHarness) completeWith(id model.ExecutionID, f model.Fence, result []byte, now time.Time) {
+	h.t.Helper()
+	call(h.s.ExecutionComplete(h.ctx, &model.ExecutionCompleteParams{ID: id, Fence: f, Result: result, Now: now})).must(h.t)
+	h.settled()
+}
+
+// failNow fails an active member terminally (a permanent failure, no
+// retry).
+func (h *flowHarness) failNow(id model.ExecutionID, f model.Fence, now time.Time) {
+	h.t.Helper()
+	if res := h.fail(id, f, model.FailurePermanent, now); res.Outcome != model.FailTerminal {
+		h.t.Fatalf("fail %v: %+v, want terminal", id, res)
+	}
+	h.settled()
+}
+
+// failHard claims a released member for wA at now and fails it terminally
+// a second later.
+func (h *flowHarness) failHard(id model.ExecutionID, now time.Time) {
+	h.t.Helper()
+	cr := h.claim(id, wA, now)
+	h.failNow(id, cr.Fence(), now.Add(time.Second))
+}
+
+func (h *flowHarness) replay(id model.ExecutionID, now time.Time) {
+	h.t.Helper()
+	call(h.s.ExecutionReplay(h.ctx, &model.ExecutionReplayParams{ID: id, Reason: "again", Now: now})).must(h.t)
+	h.settled()
+}
+
+// settled checks the invariants of every execution now (the harness checks
+// them again when the subtest ends): a transition that resolved edges left
+// no member in an index its state does not name.
+func (h *flowHarness) settled() {
+	h.t.Helper()
+	h.checkInvariants()
+	if h.t.Failed() {
+		h.t.FailNow()
+	}
+}
+
+// wantHeld checks that id is held for its dependencies: runnable,
+// BlockedByDependencies / WaitingForChildren (public waiting_children),
+// in blocked:dependencies only.
+func (h *flowHarness) wantHeld(id model.ExecutionID, as model.AttemptState) {
+	h.t.Helper()
+	s := h.wantState(id, stBlocked(model.BlockedByDependencies, model.WaitingForChildren, "", as))
+	if s.PublicState != model.PublicWaitingChildren {
+		h.t.Fatalf("public state of held %v: %v", id, s.PublicState)
+	}
+	h.wantIndexes(id, ixAll, ixLane(laneA, "blocked:dependencies"))
+}
+
+// wantReleased checks that id is eligible now.
+func (h *flowHarness) wantReleased(id model.ExecutionID, as model.AttemptState) {
+	h.t.Helper()
+	if s := h.wantState(id, stEligible(as)); !s.DelayUntil.IsZero() {
+		h.t.Fatalf("released %v: DelayUntil %v", id, s.DelayUntil)
+	}
+	h.wantIndexes(id, ixAll, ixLane(laneA, "eligible"))
+}
+
+// wantSkipped checks that id, which never ran, was skipped: terminal with
+// outcome skipped (public skipped), in the terminal index only.
+func (h *flowHarness) wantSkipped(id model.ExecutionID) {
+	h.t.Helper()
+	s := h.wantState(id, stTerminal(model.OutcomeSkipped, model.AttemptNone))
+	if s.PublicState != model.PublicSkipped {
+		h.t.Fatalf("public state of skipped %v: %v", id, s.PublicState)
+	}
+	h.wantIndexes(id, terminalIndexes(laneA)...)
+}
+
+func (h *flowHarness) wantEdge(f model.FlowID, e model.EdgeID, want model.EdgeState) {
+	h.t.Helper()
+	if got := call(h.fs.EdgeDescribe(h.ctx, &model.EdgeDescribeParams{Flow: f, Edge: e})).must(h.t).State; got != want {
+		h.t.Fatalf("edge %v: %v, want %v", e, got, want)
+	}
+}
+
+// groupCount is what a test checks of a group.
+type groupCount struct {
+	Size, Succeeded, Impossible int
+	State                       model.GroupState
+}
+
+func (h *flowHarness) wantGroup(f model.FlowID, down model.ExecutionID, want groupCount) {
+	h.t.Helper()
+	g := h.group(f, down)
+	wantEqual(h.t, "group of "+down.String(), want, groupCount{g.Size, g.Succeeded, g.Impossible, g.State})
+}
+
+func (h *flowHarness) payload(id model.ExecutionID) []byte {
+	h.t.Helper()
+	return call(h.s.ExecutionPayload(h.ctx, &model.ExecutionPayloadParams{ID: id})).must(h.t).Payload
+}
+
+func (h *flowHarness) wantPayload(id model.ExecutionID, want string) {
+	h.t.Helper()
+	if got := h.payload(id); !bytes.Equal(got, []byte(want)) {
+		h.t.Fatalf("payload of %v: %q, want %q", id, got, want)
+	}
+}
+
+// flowWorld is everything the store shows of flow f and of the
+// executions of the partitions used.
+type flowWorld struct {
+	Flow     *model.FlowSnapshot
+	World    worldView
+	Out      map[string][]model.EdgeSnapshot
+	Groups   map[string]*model.EdgeGroupSnapshot
+	Payloads map[string][]byte
+}
+
+func (h *flowHarness) flowWorld(f model.FlowID) flowWorld {
+	h.t.Helper()
+	w := flowWorld{
+		Flow: h.flow(f), World: h.world(at(0)),
+		Out: map[string][]model.EdgeSnapshot{}, Groups: map[string]*model.EdgeGroupSnapshot{}, Payloads: map[string][]byte{},
+	}
+	for _, id := range h.listAll() {
+		w.Payloads[id.String()] = h.payload(id)
+		if h.describe(id).Flow != f {
+			continue
+		}
+		w.Out[id.String()] = h.edges(id, true).Edges
+		w.Groups[id.String()] = h.group(f, id)
+	}
+	return w
+}
+
+// refused runs op, a call the store must refuse (op checks the error),
+// and checks that it changed nothing: not the flow, its edges and groups,
+// nor any execution.
+func (h *flowHarness) refused(f model.FlowID, op func()) {
+	h.t.Helper()
+	before := h.flowWorld(f)
+	op()
+	if d := cmp.Diff(before, h.flowWorld(f), cmpOpts...); d != "" {
+		h.t.Fatalf("a refused call changed the store (-before +after):\n%s", d)
+	}
+}
+
+// flowHold: a runnable execution joining an open flow is held, in
+// blocked:dependencies, and no worker can claim it; a delayed one is held
+// too. An execution joining active runs on; it can be an upstream, but an
+// edge into it (or into a held member that has ended) is refused with
+// ErrDownstreamStarted, before the cycle check, and changes nothing.
+func flowHold(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	x := h.member(f, at(time.Second))
+	h.wantHeld(x, model.AttemptPendingFirst)
+	if got := h.describe(x).LastMutationAt; !got.Equal(at(time.Second)) {
+		h.t.Fatalf("held member: LastMutationAt %v, want %v", got, at(time.Second))
+	}
+	h.harness.unchanged(x, func() {
+		if res := h.claimNext(wA, nil, 10, at(2*time.Second)); res.Claimed != nil || len(res.Blocked) != 0 {
+			h.t.Fatalf("claim-next found a held member: %+v", res)
+		}
+		_, err := h.s.ExecutionGrantAndClaim(h.ctx, &model.ExecutionGrantAndClaimParams{
+			ID: x, LeaseRequest: h.leaseReq(wA, leaseTTL), Now: at(2 * time.Second),
+		})
+		wantErr(h.t, err, model.ErrNotEligible)
+	})
+	late := h.create(at(0), inPartition(h.harness, h.p0), withDelay(at(time.Hour)))
+	h.join(f, late, at(time.Second))
+	h.wantHeld(late, model.AttemptPendingFirst)
+
+	act, _ := h.activeMember(f, at(2*time.Second))
+	h.wantState(act, stActive)
+	h.wantIndexes(act, activeIndexes(laneA, wA.Instance)...)
+	h.refused(f, func() { h.stageErr(f, x, act, 0, model.ErrDownstreamStarted, "Downstream", "") })
+	// An active member is an upstream like any other; the reverse edge
+	// would close a cycle, but the downstream check comes first.
+	ax := h.stage(f, act, x, at(3*time.Second))
+	h.wantEdge(f, ax, model.EdgePending)
+	h.refused(f, func() { h.stageErr(f, x, act, 0, model.ErrDownstreamStarted, "Downstream", "") })
+	// A held member that ended (cancelled) is no longer held.
+	gone := h.member(f, at(3*time.Second))
+	h.cancelOp(gone, at(4*time.Second))
+	h.refused(f, func() { h.stageErr(f, x, gone, 0, model.ErrDownstreamStarted, "Downstream", "") })
+	h.wantHeld(x, model.AttemptPendingFirst)
+	h.settled()
+}
+
+// flowSeal: FlowSeal fixes every group's size, releases the held members
+// without incoming edges (eligible, or delayed until a RunAt still to
+// come), leaves the others held, and closes the graph: a second seal and
+// every graph change are refused or no-ops and change nothing.
+func flowSeal(h *flowHarness) {
+	_, err := h.fs.FlowSeal(h.ctx, &model.FlowSealParams{Flow: h.flowIn(h.p0), Now: at(0)})
+	wantErr(h.t, err, model.ErrFlowNotFound)
+	for _, c := range []struct {
+		p     model.FlowSealParams
+		field string
+	}{
+		{model.FlowSealParams{Now: at(0)}, "Flow"},
+		{model.FlowSealParams{Flow: h.flowIn(h.p0)}, "Now"},
+	} {
+		_, err := h.fs.FlowSeal(h.ctx, &c.p)
+		if e := modelErr(h.t, err, model.ErrValidation); e.Field != c.field {
+			h.t.Fatalf("FlowSeal validation: %+v, want field %s", e, c.field)
+		}
+	}
+
+	f := h.newFlow(at(0), nil)
+	a, b, d := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+	// late's RunAt is after the seal, early's before it.
+	late := h.create(at(0), inPartition(h.harness, h.p0), withDelay(at(time.Hour)))
+	early := h.create(at(0), inPartition(h.harness, h.p0), withDelay(at(time.Second)))
+	h.join(f, late, at(0))
+	h.join(f, early, at(0))
+	ad, bd := h.stage(f, a, d, at(time.Second)), h.stage(f, b, d, at(time.Second))
+	if g := h.group(f, d); g.Edges != 2 || g.Size != 0 || g.State != model.GroupWaiting {
+		h.t.Fatalf("group before the seal: %+v", g)
+	}
+	for _, id := range []model.ExecutionID{a, b, d, late, early} {
+		h.wantHeld(id, model.AttemptPendingFirst)
+	}
+
+	h.seal(f, at(time.Minute), 4, 0)
+	snap := h.flow(f)
+	if !snap.Sealed || !snap.LastMutationAt.Equal(at(time.Minute)) || snap.State != model.FlowOpen {
+		h.t.Fatalf("sealed flow: %+v", snap)
+	}
+	h.wantReleased(a, model.AttemptPendingFirst)
+	h.wantReleased(b, model.AttemptPendingFirst)
+	h.wantReleased(early, model.AttemptPendingFirst)
+	if s := h.wantState(late, stDelayed(model.WaitingForDelay, model.AttemptPendingFirst)); !s.DelayUntil.Equal(at(time.Hour)) {
+		h.t.Fatalf("released late: DelayUntil %v, want %v", s.DelayUntil, at(time.Hour))
+	}
+	h.wantIndexes(late, ixAll, ixLane(laneA, "delayed"))
+	h.wantHeld(d, model.AttemptPendingFirst)
+	h.wantGroup(f, d, groupCount{Size: 2, State: model.GroupWaiting})
+	h.wantEdge(f, ad, model.EdgePending)
+	h.wantEdge(f, bd, model.EdgePending)
+	if g := h.group(f, a); g.Size != 0 || g.Edges != 0 || g.State != model.GroupWaiting {
+		h.t.Fatalf("group of a member without incoming edges: %+v", g)
+	}
+
+	// Sealing again changes nothing.
+	h.refused(f, func() {
+		res := call(h.fs.FlowSeal(h.ctx, &model.FlowSealParams{Flow: f, Now: at(2 * time.Minute)})).must(h.t)
+		wantEqual(h.t, "second FlowSeal", model.FlowSealResult{Outcome: model.FlowAlreadySealed}, *res)
+	})
+	// The graph is closed: no member, edge or policy, whatever else is
+	// wrong with the call; an existing member is still a member.
+	solo := h.create(at(0), inPartition(h.harness, h.p0))
+	done, c := h.active(at(0), inPartition(h.harness, h.p0))
+	h.complete(done, c.Fence(), at(time.Second))
+	now := at(2 * time.Minute)
+	h.refused(f, func() {
+		for _, id := range []model.ExecutionID{solo, done} {
+			_, err := h.fs.FlowAddMember(h.ctx, &model.FlowAddMemberParams{Flow: f, Execution: id, Now: now})
+			wantErr(h.t, err, model.ErrFlowSealed)
+		}
+		res := call(h.fs.FlowAddMember(h.ctx, &model.FlowAddMemberParams{Flow: f, Execution: d, Now: now})).must(h.t)
+		if res.Outcome != model.AlreadyMember || res.MemberCount != 5 || res.GraphRevision != snap.GraphRevision {
+			h.t.Fatalf("re-add to a sealed flow: %+v", res)
+		}
+		h.stageErr(f, a, b, 0, model.ErrFlowSealed, "", "")
+		_, err := h.fs.EdgeStage(h.ctx, &model.EdgeStageParams{
+			Flow: f, Edge: model.EdgeID(h.uuid()), Upstream: a, Downstream: b, ExpectedGraphRevision: 1, Now: now,
+		})
+		wantErr(h.t, err, model.ErrFlowSealed)
+		for _, down := range []model.ExecutionID{a, d} {
+			_, err = h.fs.EdgeGroupSet(h.ctx, &model.EdgeGroupSetParams{Flow: f, Downstream: down, Policy: anyOfLetRun, Now: now})
+			wantErr(h.t, err, model.ErrFlowSealed)
+		}
+	})
+	// A member of another flow is still refused as such.
+	g := h.newFlow(at(0), nil)
+	other := h.member(g, at(0))
+	h.refused(f, func() {
+		_, err := h.fs.FlowAddMember(h.ctx, &model.FlowAddMemberParams{Flow: f, Execution: other, Now: now})
+		wantErr(h.t, err, model.ErrAlreadyInFlow)
+	})
+	// An empty flow seals too.
+	h.seal(h.newFlow(at(0), nil), at(time.Minute), 0, 0)
+}
+
+// flowAllOfChain: in a sealed chain a → b → c, a's success satisfies its
+// edge and releases b (delayed until its RunAt for a downstream that has
+// one) while c stays held; a terminal failure instead skips b and, in the
+// same call, c.
+func flowAllOfChain(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	a, b, c := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+	late := h.create(at(0), inPartition(h.harness, h.p0), withDelay(at(time.Hour)))
+	h.join(f, late, at(0))
+	ab, bc, al := h.stage(f, a, b, at(0)), h.stage(f, b, c, at(0)), h.stage(f, a, late, at(0))
+	h.seal(f, at(time.Second), 1, 0)
+	h.wantReleased(a, model.AttemptPendingFirst)
+	h.wantHeld(b, model.AttemptPendingFirst)
+	h.wantHeld(c, model.AttemptPendingFirst)
+
+	h.succeed(a, nil, at(2*time.Second))
+	h.wantEdge(f, ab, model.EdgeSatisfied)
+	h.wantEdge(f, al, model.EdgeSatisfied)
+	h.wantEdge(f, bc, model.EdgePending)
+	h.wantGroup(f, b, groupCount{Size: 1, Succeeded: 1, State: model.GroupSatisfied})
+	h.wantGroup(f, c, groupCount{Size: 1, State: model.GroupWaiting})
+	h.wantReleased(b, model.AttemptPendingFirst)
+	h.wantHeld(c, model.AttemptPendingFirst)
+	if s := h.wantState(late, stDelayed(model.WaitingForDelay, model.AttemptPendingFirst)); !s.DelayUntil.Equal(at(time.Hour)) {
+		h.t.Fatalf("released late: DelayUntil %v, want %v", s.DelayUntil, at(time.Hour))
+	}
+	h.wantIndexes(late, ixAll, ixLane(laneA, "delayed"))
+	// b's failure skips c.
+	h.failHard(b, at(4*time.Second))
+	h.wantEdge(f, bc, model.EdgeImpossible)
+	h.wantGroup(f, c, groupCount{Size: 1, Impossible: 1, State: model.GroupImpossible})
+	h.wantSkipped(c)
+
+	// Another chain: the head's failure skips the whole chain at once.
+	g := h.newFlow(at(0), nil)
+	x, y, z := h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0))
+	xy, yz := h.stage(g, x, y, at(0)), h.stage(g, y, z, at(0))
+	h.seal(g, at(time.Second), 1, 0)
+	h.failHard(x, at(2*time.Second))
+	h.wantState(x, stTerminal(model.OutcomeFailed, model.AttemptTerminal))
+	h.wantEdge(g, xy, model.EdgeImpossible)
+	h.wantEdge(g, yz, model.EdgeImpossible)
+	h.wantGroup(g, y, groupCount{Size: 1, Impossible: 1, State: model.GroupImpossible})
+	h.wantGroup(g, z, groupCount{Size: 1, Impossible: 1, State: model.GroupImpossible})
+	h.wantSkipped(y)
+	h.wantSkipped(z)
+}
+
+// fanIn makes a sealed flow of three upstreams into d under pol; the
+// upstreams are released and claimed for wA at 2s (their fences are
+// returned), d is held.
+func (h *flowHarness) fanIn(pol model.EdgeGroupPolicy) (f model.FlowID, ups [3]model.ExecutionID, fences [3]model.Fence, edges [3]model.EdgeID, d model.ExecutionID) {
+	h.t.Helper()
+	f = h.newFlow(at(0), nil)
+	d = h.member(f, at(0))
+	h.setGroup(f, d, pol, at(0))
+	for i := range ups {
+		ups[i] = h.member(f, at(0))
+		edges[i] = h.stage(f, ups[i], d, at(0))
+	}
+	h.seal(f, at(time.Second), 3, 0)
+	h.wantHeld(d, model.AttemptPendingFirst)
+	for i, u := range ups {
+		fences[i] = h.claim(u, wA, at(2*time.Second)).Fence()
+	}
+	return f, ups, fences, edges, d
+}
+
+// flowAnyOf: an AnyOf group fires on its first success and decides once: a
+// later failure (or success) is counted but changes no decision, and the
+// siblings run on (LetRun); it is impossible only when every upstream
+// failed.
+func flowAnyOf(h *flowHarness) {
+	f, ups, fences, edges, d := h.fanIn(anyOfLetRun)
+	h.completeWith(ups[0], fences[0], nil, at(3*time.Second))
+	h.wantEdge(f, edges[0], model.EdgeSatisfied)
+	h.wantGroup(f, d, groupCount{Size: 3, Succeeded: 1, State: model.GroupSatisfied})
+	h.wantReleased(d, model.AttemptPendingFirst)
+	h.wantState(ups[1], stActive)
+	h.wantState(ups[2], stActive)
+	h.failNow(ups[1], fences[1], at(4*time.Second))
+	h.wantEdge(f, edges[1], model.EdgeImpossible)
+	h.wantGroup(f, d, groupCount{Size: 3, Succeeded: 1, Impossible: 1, State: model.GroupSatisfied})
+	h.wantReleased(d, model.AttemptPendingFirst)
+	h.completeWith(ups[2], fences[2], nil, at(5*time.Second))
+	h.wantGroup(f, d, groupCount{Size: 3, Succeeded: 2, Impossible: 1, State: model.GroupSatisfied})
+	h.wantReleased(d, model.AttemptPendingFirst)
+
+	f, ups, fences, edges, d = h.fanIn(anyOfLetRun)
+	for i := range 2 {
+		h.failNow(ups[i], fences[i], at(3*time.Second))
+		h.wantGroup(f, d, groupCount{Size: 3, Impossible: i + 1, State: model.GroupWaiting})
+		h.wantHeld(d, model.AttemptPendingFirst)
+	}
+	h.failNow(ups[2], fences[2], at(4*time.Second))
+	h.wantEdge(f, edges[2], model.EdgeImpossible)
+	h.wantGroup(f, d, groupCount{Size: 3, Impossible: 3, State: model.GroupImpossible})
+	h.wantSkipped(d)
+}
+
+// flowQuorum: Quorum(2) of three is satisfied by the second success and
+// impossible after the second failure (Decide: more than 3-2 impossible);
+// a quorum larger than the group is impossible at the seal, which skips
+// the downstream and its own downstream and counts both.
+func flowQuorum(h *flowHarness) {
+	pol := quorumLetRun(2)
+	if pol.Decide(3, 0, 2) != model.GroupImpossible || pol.Decide(3, 1, 1) != model.GroupWaiting || pol.Decide(3, 2, 0) != model.GroupSatisfied {
+		h.t.Fatal("Decide disagrees with the cases below")
+	}
+	f, ups, fences, _, d := h.fanIn(pol)
+	h.completeWith(ups[0], fences[0], nil, at(3*time.Second))
+	h.failNow(ups[1], fences[1], at(3*time.Second))
+	h.wantGroup(f, d, groupCount{Size: 3, Succeeded: 1, Impossible: 1, State: model.GroupWaiting})
+	h.wantHeld(d, model.AttemptPendingFirst)
+	h.completeWith(ups[2], fences[2], nil, at(4*time.Second))
+	h.wantGroup(f, d, groupCount{Size: 3, Succeeded: 2, Impossible: 1, State: model.GroupSatisfied})
+	h.wantReleased(d, model.AttemptPendingFirst)
+
+	f, ups, fences, _, d = h.fanIn(pol)
+	h.failNow(ups[0], fences[0], at(3*time.Second))
+	h.wantGroup(f, d, groupCount{Size: 3, Impossible: 1, State: model.GroupWaiting})
+	h.wantHeld(d, model.AttemptPendingFirst)
+	h.failNow(ups[1], fences[1], at(4*time.Second))
+	h.wantGroup(f, d, groupCount{Size: 3, Impossible: 2, State: model.GroupImpossible})
+	h.wantSkipped(d)
+	h.wantState(ups[2], stActive)
+
+	// Quorum(3) over two edges: impossible at the seal.
+	g := h.newFlow(at(0), nil)
+	x, y, big, after := h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0))
+	h.setGroup(g, big, quorumLetRun(3), at(0))
+	h.stage(g, x, big, at(0))
+	h.stage(g, y, big, at(0))
+	ba := h.stage(g, big, after, at(0))
+	h.seal(g, at(time.Second), 2, 2)
+	h.wantGroup(g, big, groupCount{Size: 2, State: model.GroupImpossible})
+	h.wantSkipped(big)
+	h.wantEdge(g, ba, model.EdgeImpossible)
+	h.wantGroup(g, after, groupCount{Size: 1, Impossible: 1, State: model.GroupImpossible})
+	h.wantSkipped(after)
+	h.wantReleased(x, model.AttemptPendingFirst)
+	h.wantReleased(y, model.AttemptPendingFirst)
+}
+
+// flowResolveBeforeSeal: in an open flow an upstream's end (or the staging
+// of an edge from an upstream that has ended) resolves the edge and counts
+// it, but no group decides until FlowSeal, which then releases or skips.
+// An AnyOf group whose first edge is impossible before its second is
+// staged is not decided early (FlowFabric §7): its size is the seal's.
+func flowResolveBeforeSeal(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	u, uc := h.activeMember(f, at(0))
+	d := h.member(f, at(0))
+	ud := h.stage(f, u, d, at(time.Second))
+	h.completeWith(u, uc.Fence(), nil, at(2*time.Second))
+	h.wantEdge(f, ud, model.EdgeSatisfied)
+	h.wantGroup(f, d, groupCount{Succeeded: 1, State: model.GroupWaiting})
+	h.wantHeld(d, model.AttemptPendingFirst)
+	// Staging from an upstream that has ended resolves the edge at once.
+	v, vc := h.activeMember(f, at(0))
+	w, wc := h.activeMember(f, at(0))
+	h.completeWith(v, vc.Fence(), nil, at(3*time.Second))
+	h.failNow(w, wc.Fence(), at(3*time.Second))
+	ok, ko := h.member(f, at(0)), h.member(f, at(0))
+	vok, wko := h.stage(f, v, ok, at(4*time.Second)), h.stage(f, w, ko, at(4*time.Second))
+	h.wantEdge(f, vok, model.EdgeSatisfied)
+	h.wantEdge(f, wko, model.EdgeImpossible)
+	h.wantGroup(f, ok, groupCount{Succeeded: 1, State: model.GroupWaiting})
+	h.wantGroup(f, ko, groupCount{Impossible: 1, State: model.GroupWaiting})
+	h.wantHeld(ok, model.AttemptPendingFirst)
+	h.wantHeld(ko, model.AttemptPendingFirst)
+
+	h.seal(f, at(5*time.Second), 2, 1)
+	h.wantGroup(f, d, groupCount{Size: 1, Succeeded: 1, State: model.GroupSatisfied})
+	h.wantReleased(d, model.AttemptPendingFirst)
+	h.wantGroup(f, ok, groupCount{Size: 1, Succeeded: 1, State: model.GroupSatisfied})
+	h.wantReleased(ok, model.AttemptPendingFirst)
+	h.wantGroup(f, ko, groupCount{Size: 1, Impossible: 1, State: model.GroupImpossible})
+	h.wantSkipped(ko)
+
+	// FlowFabric §7: AnyOf of two, the first upstream failing before the
+	// second edge is staged.
+	g := h.newFlow(at(0), nil)
+	p, pc := h.activeMember(g, at(0))
+	q, qc := h.activeMember(g, at(0))
+	either := h.member(g, at(0))
+	h.setGroup(g, either, anyOfLetRun, at(0))
+	pa := h.stage(g, p, either, at(time.Second))
+	h.failNow(p, pc.Fence(), at(2*time.Second))
+	h.wantEdge(g, pa, model.EdgeImpossible)
+	h.wantGroup(g, either, groupCount{Impossible: 1, State: model.GroupWaiting})
+	qa := h.stage(g, q, either, at(3*time.Second))
+	h.seal(g, at(4*time.Second), 0, 0)
+	h.wantGroup(g, either, groupCount{Size: 2, Impossible: 1, State: model.GroupWaiting})
+	h.wantHeld(either, model.AttemptPendingFirst)
+	h.completeWith(q, qc.Fence(), nil, at(5*time.Second))
+	h.wantEdge(g, qa, model.EdgeSatisfied)
+	h.wantGroup(g, either, groupCount{Size: 2, Succeeded: 1, Impossible: 1, State: model.GroupSatisfied})
+	h.wantReleased(either, model.AttemptPendingFirst)
+}
+
+// flowPassResult: a satisfied PassResult edge copies its upstream's result
+// into the downstream's payload while the downstream waits; an edge
+// without PassResult leaves the payload, and a success after the group
+// decided (AnyOf) does not overwrite it.
+func flowPassResult(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	u1, u2, d, plain := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+	h.setGroup(f, d, anyOfLetRun, at(0))
+	h.stagePass(f, u1, d, at(0))
+	h.stagePass(f, u2, d, at(0))
+	h.stage(f, u1, plain, at(0))
+	h.seal(f, at(time.Second), 2, 0)
+	c2 := h.claim(u2, wA, at(2*time.Second))
+	h.succeed(u1, []byte{'o', 0, 'n', 'e'}, at(2*time.Second))
+	h.wantReleased(d, model.AttemptPendingFirst)
+	h.wantPayload(d, "o\x00ne")
+	h.wantPayload(plain, "payload")
+	h.completeWith(u2, c2.Fence(), []byte("two"), at(4*time.Second))
+	h.wantGroup(f, d, groupCount{Size: 2, Succeeded: 2, State: model.GroupSatisfied})
+	h.wantPayload(d, "o\x00ne")
+	// The payload passed is what the claim hands the worker.
+	if cr := h.claim(d, wA, at(5*time.Second)); !bytes.Equal(cr.Payload, []byte("o\x00ne")) {
+		h.t.Fatalf("claimed payload %q", cr.Payload)
+	}
+}
+
+// flowCancelHeld: an operator cancelling a held member ends it (terminal
+// index only); its outgoing edges become impossible and skip what they
+// doom, at once in a sealed flow and at the seal in an open one.
+func flowCancelHeld(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	a, b, c := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+	ab, bc := h.stage(f, a, b, at(0)), h.stage(f, b, c, at(0))
+	h.seal(f, at(time.Second), 1, 0)
+	if res := h.cancelOp(b, at(2*time.Second)); res.PriorPhase != model.PhaseRunnable {
+		h.t.Fatalf("cancel: %+v", res)
+	}
+	h.settled()
+	h.wantState(b, stTerminal(model.OutcomeCancelled, model.AttemptNone))
+	h.wantIndexes(b, terminalIndexes(laneA)...)
+	h.wantEdge(f, bc, model.EdgeImpossible)
+	h.wantGroup(f, c, groupCount{Size: 1, Impossible: 1, State: model.GroupImpossible})
+	h.wantSkipped(c)
+	h.wantEdge(f, ab, model.EdgePending)
+	h.wantReleased(a, model.AttemptPendingFirst)
+
+	g := h.newFlow(at(0), nil)
+	x, y, z := h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0))
+	h.stage(g, x, y, at(0))
+	yz := h.stage(g, y, z, at(0))
+	h.cancelOp(y, at(time.Second))
+	h.settled()
+	h.wantIndexes(y, terminalIndexes(laneA)...)
+	h.wantEdge(g, yz, model.EdgeImpossible)
+	h.wantGroup(g, z, groupCount{Impossible: 1, State: model.GroupWaiting})
+	h.wantHeld(z, model.AttemptPendingFirst)
+	h.seal(g, at(2*time.Second), 1, 1)
+	h.wantSkipped(z)
+}
+
+// flowReplay: replaying a member re-opens what it decided. A replayed
+// skipped member is held again, its group counting only the upstreams
+// that succeeded; replaying and completing its failed upstream then
+// releases it. A replayed upstream's edge into a group still waiting
+// returns to pending; into a decided group it stays.
+func flowReplay(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	ok, bad, d := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+	okd, badd := h.stage(f, ok, d, at(0)), h.stage(f, bad, d, at(0))
+	h.seal(f, at(time.Second), 2, 0)
+	h.succeed(ok, nil, at(2*time.Second))
+	h.failHard(bad, at(2*time.Second))
+	h.wantSkipped(d)
+	h.wantGroup(f, d, groupCount{Size: 2, Succeeded: 1, Impossible: 1, State: model.GroupImpossible})
+
+	h.replay(d, at(time.Minute))
+	h.wantHeld(d, model.AttemptPendingReplay)
+	h.wantGroup(f, d, groupCount{Size: 2, Succeeded: 1, State: model.GroupWaiting})
+	h.wantEdge(f, okd, model.EdgeSatisfied)
+	h.wantEdge(f, badd, model.EdgePending)
+	h.replay(bad, at(2*time.Minute))
+	h.wantReleased(bad, model.AttemptPendingReplay)
+	h.wantHeld(d, model.AttemptPendingReplay)
+	h.succeed(bad, nil, at(3*time.Minute))
+	h.wantEdge(f, badd, model.EdgeSatisfied)
+	h.wantGroup(f, d, groupCount{Size: 2, Succeeded: 2, State: model.GroupSatisfied})
+	h.wantReleased(d, model.AttemptPendingReplay)
+
+	// An upstream replayed while its downstream's group waits.
+	g := h.newFlow(at(0), nil)
+	u1, u2, e := h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0))
+	e1, e2 := h.stage(g, u1, e, at(0)), h.stage(g, u2, e, at(0))
+	h.seal(g, at(time.Second), 2, 0)
+	h.succeed(u1, nil, at(2*time.Second))
+	h.wantGroup(g, e, groupCount{Size: 2, Succeeded: 1, State: model.GroupWaiting})
+	h.replay(u1, at(time.Minute))
+	h.wantEdge(g, e1, model.EdgePending)
+	h.wantGroup(g, e, groupCount{Size: 2, State: model.GroupWaiting})
+	h.wantReleased(u1, model.AttemptPendingReplay)
+	h.wantHeld(e, model.AttemptPendingFirst)
+	h.succeed(u1, nil, at(2*time.Minute))
+	h.succeed(u2, nil, at(2*time.Minute))
+	h.wantEdge(g, e2, model.EdgeSatisfied)
+	h.wantGroup(g, e, groupCount{Size: 2, Succeeded: 2, State: model.GroupSatisfied})
+	h.wantReleased(e, model.AttemptPendingFirst)
+	// The group has decided: replaying an upstream re-opens nothing.
+	h.replay(u2, at(3*time.Minute))
+	h.wantEdge(g, e2, model.EdgeSatisfied)
+	h.wantGroup(g, e, groupCount{Size: 2, Succeeded: 2, State: model.GroupSatisfied})
+	h.wantReleased(e, model.AttemptPendingFirst)
+}
