@@ -25,9 +25,9 @@ else
   e.deadline = 0
 end
 add_history(e, now, 'replay_initiated', A_reason)
--- a flow member may be held again (flow_replayed saves it, and may
+-- a flow member may be held again (the kit's replayed saves it, and may
 -- decide its group: reload it)
-if flow_replayed(e, now, 'pending_replay_attempt') then
+if flow_kit().replayed(e, now, 'pending_replay_attempt') then
   flow_settle(now)
   e = the_exec()
 else

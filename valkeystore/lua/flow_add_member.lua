@@ -1,7 +1,7 @@
 -- flow_add_member: add an execution of the flow's partition to the flow
 -- (a mutation of the execution too: its flow changes); a runnable one is
 -- held until the flow is sealed.
--- KEYS: flow_core members core exec_flow lanes
+-- KEYS: flow_core members core exec_flow lanes deadline attempt_timeout
 -- ARGV: now flow id
 
 local f = flow_load(flow_base())
@@ -22,7 +22,7 @@ if bad then return bad end
 if e.lifecycle_phase == 'terminal' then return not_active(e) end
 local now = now_ms()
 e.last_mutation_at = now
-if e.lifecycle_phase == 'runnable' then hold(e, now, e.attempt_state) end
+if e.lifecycle_phase == 'runnable' then flow_kit().hold(e, now, e.attempt_state) end
 save_exec(e)
 local count = N(f.member_count) + 1
 local rev = N(f.graph_revision) + 1

@@ -3,7 +3,7 @@
 -- (graph_reaches, bounded by limit); the downstream must be held. An
 -- upstream that has already ended resolves the edge at once (the flow is
 -- open, so no group decides).
--- KEYS: flow_core members lanes
+-- KEYS: flow_core members lanes deadline attempt_timeout
 -- ARGV: now edge upstream downstream expected pass_result limit
 
 local base = flow_base()
@@ -26,7 +26,7 @@ local existing = redis.call('HGET', out_key, A_downstream)
 if existing then return fail('dependency_already_exists', existing, 'Downstream') end
 do
   local e = load_exec(exec_keys_of(A_downstream))
-  if e == nil or not held(e) then return downstream_started(e) end
+  if e == nil or not flow_kit().held(e) then return downstream_started(e) end
 end
 local found, exceeded = graph_reaches(base, A_downstream, A_upstream, N(A_limit))
 if exceeded then return fail('graph_search_limit', A_limit, 'MaxSearchEdges') end
@@ -37,15 +37,16 @@ redis.call('HSET', edge_key, 'id', A_edge, 'upstream', A_upstream, 'downstream',
   'pass_result', A_pass_result, 'state', 'pending', 'revision', S(rev), 'created_at', now)
 redis.call('HSET', out_key, A_downstream, A_edge)
 redis.call('HSET', base .. ':in:' .. A_downstream, A_upstream, A_edge)
-local g = gstate_load(base, A_downstream)
+local kit = flow_kit()
+local g = kit.gstate_load(base, A_downstream)
 if g == nil then g = { size = 0, succeeded = 0, impossible = 0, state = 'waiting' } end
 do
   local e = load_exec(exec_keys_of(A_upstream))
   if e ~= nil and e.lifecycle_phase == 'terminal' then
-    edge_resolve(base, A_edge, A_downstream, g, e.terminal_outcome, e.k.base)
+    kit.edge_resolve(base, A_edge, A_downstream, g, e.terminal_outcome, e.k.base)
   end
 end
-gstate_save(base, A_downstream, g)
+kit.gstate_save(base, A_downstream, g)
 redis.call('HSET', K_flow_core, 'graph_revision', S(rev), 'edge_count', S(N(f.edge_count) + 1),
   'last_mutation_at', now)
 return { 'graph_revision', rev }

@@ -11,27 +11,28 @@ local bad = flow_open(f)
 if bad then return bad end
 if f.sealed == '1' then return { 'status', 'already_sealed', 'released', 0, 'skipped', 0 } end
 local now = now_ms()
+local kit = flow_kit()
 redis.call('HSET', K_flow_core, 'sealed', '1', 'last_mutation_at', S(now))
 local members = redis.call('ZRANGE', K_members, 0, -1)
 for i = 1, #members do
-  local g = gstate_load(base, members[i])
+  local g = kit.gstate_load(base, members[i])
   if g ~= nil then
     g.size = redis.call('HLEN', base .. ':in:' .. members[i])
-    gstate_save(base, members[i], g)
+    kit.gstate_save(base, members[i], g)
   end
 end
 for i = 1, #members do
   local id = members[i]
-  local g = gstate_load(base, id)
+  local g = kit.gstate_load(base, id)
   if g ~= nil then
-    group_decide(base, true, id, g, now)
+    kit.group_decide(base, true, id, g, now)
   else
     local e = load_exec(exec_keys_of(id))
-    if e ~= nil and held(e) then
-      release_held(e, now)
+    if e ~= nil and kit.held(e) then
+      kit.release_held(e, now)
       save_exec(e)
     end
   end
   flow_settle(now)
 end
-return { 'status', 'sealed', 'released', flow_tally.released, 'skipped', flow_tally.skipped }
+return { 'status', 'sealed', 'released', kit.tally.released, 'skipped', kit.tally.skipped }

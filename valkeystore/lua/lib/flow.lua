@@ -83,24 +83,6 @@ local function edge_list(base, ends)
   return out
 end
 
--- Dependency resolution: the contract is model.FlowStore's; memstore/flow.go
--- has the same steps under the same names. A member ending resolves its
--- pending outgoing edges and decides the groups it completes; a skip ends
--- a member and so cascades. terminate lists what it ended (ended) and
--- flow_settle drains that list, so a long chain needs no deep stack; each
--- step's effects commute, so the hash order it walks in does not change
--- the result. A record is always held in a variable named e (see
--- README.md); downstreams are loaded, changed and saved one at a time.
-
--- flow_tally counts what one step released and skipped (FlowSeal reports
--- it).
-local flow_tally = { released = 0, skipped = 0 }
-
--- held reports whether e is held for its dependencies.
-local function held(e)
-  return e.lifecycle_phase == 'runnable' and e.eligibility_state == 'blocked_by_dependencies'
-end
-
 -- downstream_started refuses an edge into a member that is not held (e
 -- nil: the member's record is gone).
 local function downstream_started(e)
@@ -112,167 +94,215 @@ local function downstream_started(e)
   return fail('downstream_not_held', detail, 'Downstream')
 end
 
--- hold parks a runnable member until its dependencies resolve, its RunAt
--- (delay_until) kept for its release.
-local function hold(e, now, as)
-  remove_from_lane(e)
-  set_state(e, now, 'runnable', 'unowned', 'blocked_by_dependencies', 'waiting_for_children', 'none', as)
-  clear_grant(e)
-  redis.call('ZADD', lane_key(e.lane, runnable_index('blocked_by_dependencies')), S(now), e.id)
-end
+-- Dependency resolution: the contract is model.FlowStore's; memstore/flow.go
+-- has the same steps under the same names. A member ending resolves its
+-- pending outgoing edges and decides the groups it completes; a skip ends
+-- a member and so cascades. terminate lists what it ended (ended) and
+-- flow_settle drains that list, so a long chain needs no deep stack; each
+-- step's effects commute, so the hash order it walks in does not change
+-- the result. A record is always held in a variable named e (see
+-- README.md); downstreams are loaded, changed and saved one at a time.
 
--- release_held lets a held member run: eligible now, or delayed until its
--- RunAt.
-local function release_held(e, now)
-  remove_from_lane(e)
-  make_runnable(e, now, e.delay_until, 'waiting_for_delay', e.attempt_state)
-  flow_tally.released = flow_tally.released + 1
-end
+-- flow_kit builds the resolution helpers, once per script and only when a
+-- script meets a flow: every definition a script includes costs a closure
+-- per call (README.md), and the scripts of the hot path include these
+-- through flow_settle, so they live in one function body instead of a
+-- dozen top-level definitions.
+local flow_kit_cache
+local function flow_kit()
+  if flow_kit_cache then return flow_kit_cache end
+  -- tally counts what one step released and skipped (FlowSeal reports
+  -- it).
+  local tally = { released = 0, skipped = 0 }
 
--- gstate_load reads F:gstate:<down> (nil when down has no incoming edge).
-local function gstate_load(base, down)
-  local raw = redis.call('HMGET', base .. ':gstate:' .. down, 'size', 'succeeded', 'impossible', 'state')
-  if not raw[4] then return nil end
-  return { size = N(raw[1]), succeeded = N(raw[2]), impossible = N(raw[3]), state = raw[4] }
-end
-
-local function gstate_save(base, down, g)
-  redis.call('HSET', base .. ':gstate:' .. down, 'size', S(g.size), 'succeeded', S(g.succeeded),
-    'impossible', S(g.impossible), 'state', g.state)
-end
-
--- group_policy is down's policy: kind and need for a group of size n
--- (model.EdgeGroupPolicy.Need).
-local function group_need(base, down, n)
-  local p = redis.call('HMGET', base .. ':group:' .. down, 'kind', 'quorum')
-  if p[1] == 'any_of' then return 1 end
-  if p[1] == 'quorum' then return N(p[2]) end
-  return n
-end
-
--- group_decide decides down's group (g, its gstate) in a sealed flow once
--- its edges allow it, releasing or skipping down when it is held (a
--- terminal down is left waiting: its replay re-opens the group). It saves
--- g when it decides.
-local function group_decide(base, sealed, down, g, now)
-  if not sealed or g == nil or g.state ~= 'waiting' then return end
-  local e = load_exec(exec_keys_of(down))
-  if e == nil or e.lifecycle_phase == 'terminal' then return end
-  local need = group_need(base, down, g.size)
-  local st
-  if g.succeeded >= need then
-    st = 'satisfied'
-  elseif g.impossible > g.size - need then
-    st = 'impossible'
-  else
-    return
+  -- held reports whether e is held for its dependencies.
+  local function held(e)
+    return e.lifecycle_phase == 'runnable' and e.eligibility_state == 'blocked_by_dependencies'
   end
-  g.state = st
-  gstate_save(base, down, g)
-  if not held(e) then return end
-  if st == 'satisfied' then
-    release_held(e, now)
-  else
+
+  -- hold parks a runnable member until its dependencies resolve, its RunAt
+  -- (delay_until) kept for its release.
+  local function hold(e, now, as)
     remove_from_lane(e)
-    flow_tally.skipped = flow_tally.skipped + 1
-    terminate(e, now, 'skipped')
+    set_state(e, now, 'runnable', 'unowned', 'blocked_by_dependencies', 'waiting_for_children', 'none', as)
+    clear_grant(e)
+    redis.call('ZADD', lane_key(e.lane, runnable_index('blocked_by_dependencies')), S(now), e.id)
   end
-  save_exec(e)
-end
 
--- edge_resolve resolves the pending edge edge (its id) into down from its
--- ended upstream, whose outcome is to and base its keys' base: success
--- satisfies it (and passes the result on when asked, while the downstream
--- still waits), anything else makes it impossible. g is down's gstate,
--- updated (the caller saves it).
-local function edge_resolve(fbase, edge, down, g, to, ubase)
-  local ekey = fbase .. ':edge:' .. edge
-  if to == 'success' then
-    redis.call('HSET', ekey, 'state', 'satisfied')
-    g.succeeded = g.succeeded + 1
-    if g.state == 'waiting' and redis.call('HGET', ekey, 'pass_result') == '1' then
-      local r = redis.call('GET', ubase .. ':result')
-      local e = load_exec(exec_keys_of(down))
-      if r and e ~= nil and e.lifecycle_phase ~= 'terminal' then
-        redis.call('SET', e.k.base .. ':payload', r)
+  -- release_held lets a held member run: eligible now, or delayed until its
+  -- RunAt.
+  local function release_held(e, now)
+    remove_from_lane(e)
+    make_runnable(e, now, e.delay_until, 'waiting_for_delay', e.attempt_state)
+    tally.released = tally.released + 1
+  end
+
+  -- gstate_load reads F:gstate:<down> (nil when down has no incoming edge).
+  local function gstate_load(base, down)
+    local raw = redis.call('HMGET', base .. ':gstate:' .. down, 'size', 'succeeded', 'impossible', 'state')
+    if not raw[4] then return nil end
+    return { size = N(raw[1]), succeeded = N(raw[2]), impossible = N(raw[3]), state = raw[4] }
+  end
+
+  local function gstate_save(base, down, g)
+    redis.call('HSET', base .. ':gstate:' .. down, 'size', S(g.size), 'succeeded', S(g.succeeded),
+      'impossible', S(g.impossible), 'state', g.state)
+  end
+
+  -- group_policy is down's policy: kind and need for a group of size n
+  -- (model.EdgeGroupPolicy.Need).
+  local function group_need(base, down, n)
+    local p = redis.call('HMGET', base .. ':group:' .. down, 'kind', 'quorum')
+    if p[1] == 'any_of' then return 1 end
+    if p[1] == 'quorum' then return N(p[2]) end
+    return n
+  end
+
+  -- group_decide decides down's group (g, its gstate) in a sealed flow once
+  -- its edges allow it, releasing or skipping down when it is held (a
+  -- terminal down is left waiting: its replay re-opens the group). It saves
+  -- g when it decides.
+  local function group_decide(base, sealed, down, g, now)
+    if not sealed or g == nil or g.state ~= 'waiting' then return end
+    local e = load_exec(exec_keys_of(down))
+    if e == nil or e.lifecycle_phase == 'terminal' then return end
+    local need = group_need(base, down, g.size)
+    local st
+    if g.succeeded >= need then
+      st = 'satisfied'
+    elseif g.impossible > g.size - need then
+      st = 'impossible'
+    else
+      return
+    end
+    g.state = st
+    gstate_save(base, down, g)
+    if not held(e) then return end
+    if st == 'satisfied' then
+      release_held(e, now)
+    else
+      remove_from_lane(e)
+      tally.skipped = tally.skipped + 1
+      terminate(e, now, 'skipped')
+    end
+    save_exec(e)
+  end
+
+  -- edge_resolve resolves the pending edge edge (its id) into down from its
+  -- ended upstream, whose outcome is to and base its keys' base: success
+  -- satisfies it (and passes the result on when asked, while the downstream
+  -- still waits), anything else makes it impossible. g is down's gstate,
+  -- updated (the caller saves it).
+  local function edge_resolve(fbase, edge, down, g, to, ubase)
+    local ekey = fbase .. ':edge:' .. edge
+    if to == 'success' then
+      redis.call('HSET', ekey, 'state', 'satisfied')
+      g.succeeded = g.succeeded + 1
+      if g.state == 'waiting' and redis.call('HGET', ekey, 'pass_result') == '1' then
+        local r = redis.call('GET', ubase .. ':result')
+        local e = load_exec(exec_keys_of(down))
+        if r and e ~= nil and e.lifecycle_phase ~= 'terminal' then
+          redis.call('SET', e.k.base .. ':payload', r)
+        end
+      end
+      return
+    end
+    redis.call('HSET', ekey, 'state', 'impossible')
+    g.impossible = g.impossible + 1
+  end
+
+  -- flow_settle resolves the edges of every flow member terminate ended in
+  -- this script (ended), cascading through skips; a script that can end an
+  -- execution calls it once its records are saved.
+  local function settle(now)
+    local i = 1
+    while i <= #ended do
+      local e = ended[i]
+      local fid = redis.call('GET', e.k.base .. ':flow')
+      if fid then
+        local fbase = flow_base_of(fid)
+        local sealed = redis.call('HGET', fbase .. ':core', 'sealed') == '1'
+        local to, ubase = e.terminal_outcome, e.k.base
+        local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
+        for j = 1, #outs, 2 do
+          local down, edge = outs[j], outs[j + 1]
+          if redis.call('HGET', fbase .. ':edge:' .. edge, 'state') == 'pending' then
+            local g = gstate_load(fbase, down)
+            edge_resolve(fbase, edge, down, g, to, ubase)
+            gstate_save(fbase, down, g)
+            group_decide(fbase, sealed, down, g, now)
+          end
+        end
+      end
+      i = i + 1
+    end
+    ended = {}
+  end
+
+  -- replayed re-opens what the replayed member e decided (see
+  -- model.FlowStore): its resolved edges into waiting groups return to
+  -- pending, and when it has incoming edges (or its flow is not sealed) it
+  -- is held again with its group reset and decided again. It reports
+  -- whether it took care of e's runnable state (and saved e); if not, the
+  -- caller makes e eligible.
+  local function replayed(e, now, as)
+    local fid = redis.call('GET', e.k.base .. ':flow')
+    if not fid then return false end
+    local fbase = flow_base_of(fid)
+    local sealed = redis.call('HGET', fbase .. ':core', 'sealed') == '1'
+    local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
+    for j = 1, #outs, 2 do
+      local down, ekey = outs[j], fbase .. ':edge:' .. outs[j + 1]
+      local st = redis.call('HGET', ekey, 'state')
+      local g = gstate_load(fbase, down)
+      if st ~= 'pending' and g.state == 'waiting' then
+        if st == 'satisfied' then g.succeeded = g.succeeded - 1 else g.impossible = g.impossible - 1 end
+        redis.call('HSET', ekey, 'state', 'pending')
+        gstate_save(fbase, down, g)
       end
     end
-    return
+    local ins = redis.call('HGETALL', fbase .. ':in:' .. e.id)
+    if sealed and #ins == 0 then return false end
+    hold(e, now, as)
+    save_exec(e)
+    local g = gstate_load(fbase, e.id)
+    if g ~= nil then
+      g.succeeded, g.impossible, g.state = 0, 0, 'waiting'
+      local me = e.id
+      for j = 1, #ins, 2 do
+        local ekey = fbase .. ':edge:' .. ins[j + 1]
+        local e = load_exec(exec_keys_of(ins[j]))
+        if e ~= nil and e.lifecycle_phase == 'terminal' and e.terminal_outcome == 'success' then
+          redis.call('HSET', ekey, 'state', 'satisfied')
+          g.succeeded = g.succeeded + 1
+        else
+          redis.call('HSET', ekey, 'state', 'pending')
+        end
+      end
+      gstate_save(fbase, me, g)
+      group_decide(fbase, sealed, me, g, now)
+    end
+    return true
   end
-  redis.call('HSET', ekey, 'state', 'impossible')
-  g.impossible = g.impossible + 1
+
+  flow_kit_cache = {
+    tally = tally, held = held, hold = hold, release_held = release_held,
+    gstate_load = gstate_load, gstate_save = gstate_save, group_decide = group_decide,
+    edge_resolve = edge_resolve, settle = settle, replayed = replayed,
+  }
+  return flow_kit_cache
 end
 
 -- flow_settle resolves the edges of every flow member terminate ended in
 -- this script (ended), cascading through skips; a script that can end an
--- execution calls it once its records are saved.
+-- execution calls it once its records are saved. An execution in no flow
+-- costs one GET and builds no helper.
 local function flow_settle(now)
-  local i = 1
-  while i <= #ended do
-    local e = ended[i]
-    local fid = redis.call('GET', e.k.base .. ':flow')
-    if fid then
-      local fbase = flow_base_of(fid)
-      local sealed = redis.call('HGET', fbase .. ':core', 'sealed') == '1'
-      local to, ubase = e.terminal_outcome, e.k.base
-      local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
-      for j = 1, #outs, 2 do
-        local down, edge = outs[j], outs[j + 1]
-        if redis.call('HGET', fbase .. ':edge:' .. edge, 'state') == 'pending' then
-          local g = gstate_load(fbase, down)
-          edge_resolve(fbase, edge, down, g, to, ubase)
-          gstate_save(fbase, down, g)
-          group_decide(fbase, sealed, down, g, now)
-        end
-      end
+  for i = 1, #ended do
+    if redis.call('GET', ended[i].k.base .. ':flow') then
+      flow_kit().settle(now)
+      return
     end
-    i = i + 1
   end
   ended = {}
-end
-
--- flow_replayed re-opens what the replayed member e decided (see
--- model.FlowStore): its resolved edges into waiting groups return to
--- pending, and when it has incoming edges (or its flow is not sealed) it
--- is held again with its group reset and decided again. It reports
--- whether it took care of e's runnable state (and saved e); if not, the
--- caller makes e eligible.
-local function flow_replayed(e, now, as)
-  local fid = redis.call('GET', e.k.base .. ':flow')
-  if not fid then return false end
-  local fbase = flow_base_of(fid)
-  local sealed = redis.call('HGET', fbase .. ':core', 'sealed') == '1'
-  local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
-  for j = 1, #outs, 2 do
-    local down, ekey = outs[j], fbase .. ':edge:' .. outs[j + 1]
-    local st = redis.call('HGET', ekey, 'state')
-    local g = gstate_load(fbase, down)
-    if st ~= 'pending' and g.state == 'waiting' then
-      if st == 'satisfied' then g.succeeded = g.succeeded - 1 else g.impossible = g.impossible - 1 end
-      redis.call('HSET', ekey, 'state', 'pending')
-      gstate_save(fbase, down, g)
-    end
-  end
-  local ins = redis.call('HGETALL', fbase .. ':in:' .. e.id)
-  if sealed and #ins == 0 then return false end
-  hold(e, now, as)
-  save_exec(e)
-  local g = gstate_load(fbase, e.id)
-  if g ~= nil then
-    g.succeeded, g.impossible, g.state = 0, 0, 'waiting'
-    local me = e.id
-    for j = 1, #ins, 2 do
-      local ekey = fbase .. ':edge:' .. ins[j + 1]
-      local e = load_exec(exec_keys_of(ins[j]))
-      if e ~= nil and e.lifecycle_phase == 'terminal' and e.terminal_outcome == 'success' then
-        redis.call('HSET', ekey, 'state', 'satisfied')
-        g.succeeded = g.succeeded + 1
-      else
-        redis.call('HSET', ekey, 'state', 'pending')
-      end
-    end
-    gstate_save(fbase, me, g)
-    group_decide(fbase, sealed, me, g, now)
-  end
-  return true
 end
