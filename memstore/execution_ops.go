@@ -172,22 +172,11 @@ func (s *Store) ExecutionCancel(ctx context.Context, p *model.ExecutionCancelPar
 		} else if e.lifecyclePhase == model.PhaseTerminal {
 			return nil, e.notActive()
 		}
-		prior := e.lifecyclePhase
-		s.removeFromLane(e)
-		if prior == model.PhaseActive {
-			if p.Source == model.SourceOperator {
-				s.notifyLease(e, model.LeaseNoticeCancelled)
-			}
-			s.releaseLease(e, now, model.LeaseCancelled, p.Reason)
-		}
-		e.endAttempt(now, model.AttemptEndedCancelled, p.Reason, "")
-		s.terminate(e, now, model.OutcomeCancelled)
-		e.cancellationReason = p.Reason
+		by := "worker"
 		if p.Source == model.SourceOperator {
-			e.cancelledBy = string(model.SourceOperator)
-		} else {
-			e.cancelledBy = "worker"
+			by = string(model.SourceOperator)
 		}
+		prior := s.cancelExec(e, now, p.Reason, by, p.Source == model.SourceOperator)
 		recordOp(e, opCancel, p.Source, p.Fence).priorPhase = prior
 		return &model.ExecutionCancelResult{PriorPhase: prior}, nil
 	})

@@ -241,13 +241,23 @@ func (s *Store) groupDecide(f *flowRec, d model.ExecutionID, now int64) {
 		return
 	}
 	g.state = st
-	if !held(de) {
-		return
+	if held(de) {
+		if st == model.GroupSatisfied {
+			s.releaseHeld(de, now)
+		} else {
+			s.skipMember(de, now)
+		}
 	}
-	if st == model.GroupSatisfied {
-		s.releaseHeld(de, now)
-	} else {
-		s.skipMember(de, now)
+	if pol.Kind != model.GroupAllOf && pol.OnSatisfied == model.SiblingsCancelRemaining {
+		reason := model.ReasonSiblingSatisfied
+		if st == model.GroupImpossible {
+			reason = model.ReasonSiblingImpossible
+		}
+		for up := range f.in[d] {
+			if u := s.execs[up]; u != nil && u.lifecyclePhase != model.PhaseTerminal {
+				s.cancelExec(u, now, reason, model.CancelledByFlow, true)
+			}
+		}
 	}
 }
 

@@ -104,3 +104,22 @@ func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	l.terminal.add(e.id, now)
 	s.flowEnded(e, now)
 }
+
+// cancelExec ends a non-terminal e cancelled with reason, by by
+// (cancelledBy); notify tells an active holder that its lease is gone. It
+// returns e's phase before.
+func (s *Store) cancelExec(e *execution, now int64, reason, by string, notify bool) model.LifecyclePhase {
+	prior := e.lifecyclePhase
+	s.removeFromLane(e)
+	if prior == model.PhaseActive {
+		if notify {
+			s.notifyLease(e, model.LeaseNoticeCancelled)
+		}
+		s.releaseLease(e, now, model.LeaseCancelled, reason)
+	}
+	e.endAttempt(now, model.AttemptEndedCancelled, reason, "")
+	s.terminate(e, now, model.OutcomeCancelled)
+	e.cancellationReason = reason
+	e.cancelledBy = by
+	return prior
+}

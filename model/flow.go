@@ -130,6 +130,15 @@ func ParseSiblingPolicy(s string) (SiblingPolicy, bool) {
 	return SiblingPolicy(v), ok
 }
 
+// The cancellation of an upstream that a group with
+// SiblingsCancelRemaining no longer needs: ExecutionSnapshot's
+// CancellationReason is one of the reasons, CancelledBy is CancelledByFlow.
+const (
+	ReasonSiblingSatisfied  = "sibling_quorum_satisfied"
+	ReasonSiblingImpossible = "sibling_quorum_impossible"
+	CancelledByFlow         = "flow"
+)
+
 // GroupState is the decision of a downstream's edge group; its String is
 // the wire name. A group decides once, and only in a sealed flow.
 type GroupState uint8

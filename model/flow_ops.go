@@ -32,9 +32,12 @@ import (
 // No resolution waits for a scanner or a notification. A group decides
 // once. An edge with PassResult copies its upstream's result into the
 // downstream's payload when it is satisfied while the downstream still
-// waits. The sibling policy of AnyOf and Quorum groups
-// (SiblingsCancelRemaining) is recorded but not yet acted on: the
-// siblings run on (a later slice of issue 10 cancels them).
+// waits. When an AnyOf or Quorum group with SiblingsCancelRemaining
+// decides, its upstreams that have not ended are cancelled in the same
+// step (CancellationReason ReasonSiblingSatisfied or
+// ReasonSiblingImpossible, CancelledBy CancelledByFlow; a running one's
+// holder gets a LeaseNoticeCancelled, as for an operator cancel), and
+// their own edges resolve in turn; SiblingsLetRun leaves them running.
 //
 // Replaying a member re-opens what it decided: a replayed upstream's
 // edges into groups still waiting return to pending, and a replayed

@@ -343,6 +343,21 @@ func flowStepViolations(prev, cur *Observation) []string {
 				}
 			}
 		}
+		// A group that decided in this step with SiblingsCancelRemaining
+		// left none of its upstreams running.
+		for m, cg := range cf.Groups {
+			pg := pf.Groups[m]
+			if cg.State == model.GroupWaiting || (pg != nil && pg.State != model.GroupWaiting) ||
+				cg.Policy.Kind == model.GroupAllOf || cg.Policy.OnSatisfied != model.SiblingsCancelRemaining {
+				continue
+			}
+			for _, e := range cf.In[m] {
+				if u := cur.Execs[e.Upstream]; u != nil && u.Snapshot.State.LifecyclePhase != model.PhaseTerminal {
+					out = append(out, fmt.Sprintf("flow %v: the group of %v decided %v (cancel remaining), yet its upstream %v is %v",
+						id, m, cg.State, e.Upstream, u.Snapshot.State))
+				}
+			}
+		}
 		// A group decides once: only a replay of its downstream re-opens it.
 		for m, pg := range pf.Groups {
 			cg := cf.Groups[m]

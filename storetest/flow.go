@@ -35,6 +35,7 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"PassResult", flowPassResult},
 		{"CancelHeld", flowCancelHeld},
 		{"Replay", flowReplay},
+		{"SiblingCancel", flowSiblingCancel},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -674,3 +674,69 @@ func flowReplay(h *flowHarness) {
 	h.wantGroup(g, e, groupCount{Size: 2, Succeeded: 2, State: model.GroupSatisfied})
 	h.wantReleased(e, model.AttemptPendingFirst)
 }
+
+// wantSiblingCancelled checks that id, an upstream its group no longer
+// needed, was cancelled by the flow with reason.
+func (h *flowHarness) wantSiblingCancelled(id model.ExecutionID, reason string) {
+	h.t.Helper()
+	s := h.describe(id)
+	if s.PublicState != model.PublicCancelled || s.CancellationReason != reason || s.CancelledBy != model.CancelledByFlow {
+		h.t.Fatalf("sibling %v: %s reason %q by %q, want cancelled, %q by %q",
+			id, s.PublicState, s.CancellationReason, s.CancelledBy, reason, model.CancelledByFlow)
+	}
+	h.wantIndexes(id, "all_executions", "lane:"+string(laneA)+":terminal")
+}
+
+// flowSiblingCancel: when an AnyOf or Quorum group with
+// SiblingsCancelRemaining decides, its upstreams that have not ended are
+// cancelled in the same step (reason sibling_quorum_satisfied or
+// sibling_quorum_impossible, by the flow), a running one's holder is told
+// as an operator cancel tells it, and a cancelled sibling's own
+// downstream is skipped in turn. Upstreams that had ended are untouched.
+func flowSiblingCancel(h *flowHarness) {
+	var notices *noticeLog
+	if _, ok := h.s.(model.LeaseNotifier); ok {
+		notices = h.watchLeases(wA)
+	}
+	anyCancel := model.EdgeGroupPolicy{Kind: model.GroupAnyOf, OnSatisfied: model.SiblingsCancelRemaining}
+	f, ups, fences, edges, d := h.fanIn(anyCancel)
+	h.failNow(ups[2], fences[2], at(3*time.Second))
+	h.completeWith(ups[0], fences[0], nil, at(4*time.Second))
+	h.wantReleased(d, model.AttemptPendingFirst)
+	h.wantSiblingCancelled(ups[1], model.ReasonSiblingSatisfied)
+	h.wantEdge(f, edges[1], model.EdgeImpossible)
+	h.wantGroup(f, d, groupCount{Size: 3, Succeeded: 1, Impossible: 2, State: model.GroupSatisfied})
+	if s := h.describe(ups[2]); s.PublicState != model.PublicFailed {
+		h.t.Fatalf("an upstream that had ended was touched: %s", s.PublicState)
+	}
+	if notices != nil {
+		want := model.LeaseNotice{Kind: model.LeaseNoticeCancelled, ID: ups[1], LeaseEpoch: fences[1].LeaseEpoch}
+		if got := notices.next(h.t); got != want {
+			h.t.Fatalf("the cancelled sibling's holder was told %+v, want %+v", got, want)
+		}
+		h.wantNoNotice(notices, wA)
+	}
+
+	// Quorum(2) of three, impossible after two failures: the third,
+	// released but never claimed, is cancelled, and its own downstream
+	// skipped.
+	g := h.newFlow(at(0), nil)
+	down := h.member(g, at(0))
+	h.setGroup(g, down, model.EdgeGroupPolicy{Kind: model.GroupQuorum, Quorum: 2, OnSatisfied: model.SiblingsCancelRemaining}, at(0))
+	var us [3]model.ExecutionID
+	for i := range us {
+		us[i] = h.member(g, at(0))
+		h.stage(g, us[i], down, at(0))
+	}
+	after := h.member(g, at(0))
+	h.stage(g, us[2], after, at(0))
+	h.seal(g, at(time.Second), 3, 0)
+	h.failHard(us[0], at(2*time.Second))
+	h.wantGroup(g, down, groupCount{Size: 3, Impossible: 1, State: model.GroupWaiting})
+	h.failHard(us[1], at(4*time.Second))
+	h.wantGroup(g, down, groupCount{Size: 3, Impossible: 3, State: model.GroupImpossible})
+	h.wantSkipped(down)
+	h.wantSiblingCancelled(us[2], model.ReasonSiblingImpossible)
+	h.wantSkipped(after)
+	h.settled()
+}

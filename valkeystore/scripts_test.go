@@ -359,15 +359,16 @@ func TestRuntimeErrorNamesSource(t *testing.T) {
 // scripts that only reach terminate through the flow kit's skips
 // (add member, stage) end nothing.
 func TestEndingScriptsSettleFlows(t *testing.T) {
-	// endsExecutions: some part of the script other than terminate's own
-	// definition and the flow kit (whose skips flow_settle drains) calls
-	// terminate.
+	// endsExecutions: some part of the script other than the definitions
+	// of terminate and cancel_exec and the flow kit (whose skips and
+	// sibling cancels flow_settle drains) calls one of them.
 	endsExecutions := func(src string) bool {
 		for _, def := range strings.Split(src, "\nlocal ") {
-			if strings.HasPrefix(def, "function terminate(") || strings.HasPrefix(def, "function flow_kit(") {
+			if strings.HasPrefix(def, "function terminate(") || strings.HasPrefix(def, "function cancel_exec(") ||
+				strings.HasPrefix(def, "function flow_kit(") {
 				continue
 			}
-			if strings.Contains(def, "terminate(") {
+			if strings.Contains(def, "terminate(") || strings.Contains(def, "cancel_exec(") {
 				return true
 			}
 		}

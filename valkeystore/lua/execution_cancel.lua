@@ -18,16 +18,9 @@ elseif e.lifecycle_phase == 'terminal' then
   return not_active(e)
 end
 
-local prior = e.lifecycle_phase
-remove_from_lane(e)
-if prior == 'active' then
-  if operator then notify_lease(e, 'cancelled') end
-  release_lease(e, now, 'cancelled', A_reason)
-end
-end_attempt(e, now, 'ended_cancelled', A_reason, '')
-terminate(e, now, 'cancelled')
-e.cancellation_reason = A_reason
-if operator then e.cancelled_by = 'operator_override' else e.cancelled_by = 'worker' end
+local by = 'worker'
+if operator then by = 'operator_override' end
+local prior = cancel_exec(e, now, A_reason, by, operator)
 record_op(e, 'cancel', operator, f)
 e.op_prior_phase = prior
 save_exec(e)

@@ -1,6 +1,6 @@
 -- execution_replay: make a terminal execution runnable again with a new
 -- attempt of type replay.
--- KEYS: core result history lanes deadline attempt_timeout
+-- KEYS: core result history lanes deadline attempt_timeout lease_expiry
 -- ARGV: now id reason requested_by
 
 local now = now_ms()

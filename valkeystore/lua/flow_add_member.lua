@@ -1,7 +1,7 @@
 -- flow_add_member: add an execution of the flow's partition to the flow
 -- (a mutation of the execution too: its flow changes); a runnable one is
 -- held until the flow is sealed.
--- KEYS: flow_core members core exec_flow lanes deadline attempt_timeout
+-- KEYS: flow_core members core exec_flow lanes deadline attempt_timeout lease_expiry
 -- ARGV: now flow id
 
 local f = flow_load(flow_base())

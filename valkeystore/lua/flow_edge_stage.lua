@@ -3,7 +3,7 @@
 -- (graph_reaches, bounded by limit); the downstream must be held. An
 -- upstream that has already ended resolves the edge at once (the flow is
 -- open, so no group decides).
--- KEYS: flow_core members lanes deadline attempt_timeout
+-- KEYS: flow_core members lanes deadline attempt_timeout lease_expiry
 -- ARGV: now edge upstream downstream expected pass_result limit
 
 local base = flow_base()

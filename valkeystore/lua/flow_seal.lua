@@ -1,7 +1,7 @@
 -- flow_seal: close the flow's graph: fix every group's size, release the
 -- held members without incoming edges, decide every group that can be
 -- (flow_settle drains the skips' cascades).
--- KEYS: flow_core members lanes deadline attempt_timeout
+-- KEYS: flow_core members lanes deadline attempt_timeout lease_expiry
 -- ARGV: now
 
 local base = flow_base()

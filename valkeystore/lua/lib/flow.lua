@@ -149,13 +149,30 @@ local function flow_kit()
       'impossible', S(g.impossible), 'state', g.state)
   end
 
-  -- group_policy is down's policy: kind and need for a group of size n
-  -- (model.EdgeGroupPolicy.Need).
+  -- group_need is how many successes down's group of size n needs
+  -- (model.EdgeGroupPolicy.Need), and whether it cancels the remaining
+  -- upstreams when it decides.
   local function group_need(base, down, n)
-    local p = redis.call('HMGET', base .. ':group:' .. down, 'kind', 'quorum')
-    if p[1] == 'any_of' then return 1 end
-    if p[1] == 'quorum' then return N(p[2]) end
-    return n
+    local p = redis.call('HMGET', base .. ':group:' .. down, 'kind', 'quorum', 'on_satisfied')
+    local cancel = p[3] == 'cancel_remaining'
+    if p[1] == 'any_of' then return 1, cancel end
+    if p[1] == 'quorum' then return N(p[2]), cancel end
+    return n, false
+  end
+
+  -- cancel_siblings cancels down's upstreams that have not ended (the
+  -- group decided st with SiblingsCancelRemaining), telling their holders.
+  local function cancel_siblings(base, down, st, now)
+    local reason = 'sibling_quorum_satisfied'
+    if st == 'impossible' then reason = 'sibling_quorum_impossible' end
+    local ups = redis.call('HKEYS', base .. ':in:' .. down)
+    for i = 1, #ups do
+      local e = load_exec(exec_keys_of(ups[i]))
+      if e ~= nil and e.lifecycle_phase ~= 'terminal' then
+        cancel_exec(e, now, reason, 'flow', true)
+        save_exec(e)
+      end
+    end
   end
 
   -- group_decide decides down's group (g, its gstate) in a sealed flow once
@@ -166,7 +183,7 @@ local function flow_kit()
     if not sealed or g == nil or g.state ~= 'waiting' then return end
     local e = load_exec(exec_keys_of(down))
     if e == nil or e.lifecycle_phase == 'terminal' then return end
-    local need = group_need(base, down, g.size)
+    local need, cancel = group_need(base, down, g.size)
     local st
     if g.succeeded >= need then
       st = 'satisfied'
@@ -177,15 +194,17 @@ local function flow_kit()
     end
     g.state = st
     gstate_save(base, down, g)
-    if not held(e) then return end
-    if st == 'satisfied' then
-      release_held(e, now)
-    else
-      remove_from_lane(e)
-      tally.skipped = tally.skipped + 1
-      terminate(e, now, 'skipped')
+    if held(e) then
+      if st == 'satisfied' then
+        release_held(e, now)
+      else
+        remove_from_lane(e)
+        tally.skipped = tally.skipped + 1
+        terminate(e, now, 'skipped')
+      end
+      save_exec(e)
     end
-    save_exec(e)
+    if cancel then cancel_siblings(base, down, st, now) end
   end
 
   -- edge_resolve resolves the pending edge edge (its id) into down from its

@@ -100,3 +100,20 @@ local function terminate(e, now, to)
   redis.call('ZADD', lane_key(e.lane, 'terminal'), S(now), e.id)
   ended[#ended + 1] = e
 end
+
+-- cancel_exec ends a non-terminal e cancelled with reason, by by
+-- (cancelled_by); notify tells an active holder that its lease is gone. It
+-- returns e's phase before.
+local function cancel_exec(e, now, reason, by, notify)
+  local prior = e.lifecycle_phase
+  remove_from_lane(e)
+  if prior == 'active' then
+    if notify then notify_lease(e, 'cancelled') end
+    release_lease(e, now, 'cancelled', reason)
+  end
+  end_attempt(e, now, 'ended_cancelled', reason, '')
+  terminate(e, now, 'cancelled')
+  e.cancellation_reason = reason
+  e.cancelled_by = by
+  return prior
+end
