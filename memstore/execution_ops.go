@@ -23,6 +23,14 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 		if _, ok := s.execs[p.ID]; ok {
 			return s.duplicate(p.ID), nil
 		}
+		var flow *flowRec
+		if !p.Flow.IsZero() {
+			f, err := s.flowJoinable(p.Flow)
+			if err != nil {
+				return nil, err
+			}
+			flow = f
+		}
 
 		e := &execution{
 			id: p.ID, namespace: p.Namespace, lane: p.Lane, kind: p.Kind,
@@ -53,7 +61,16 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 		if e.deadline != 0 {
 			pt.deadline.add(p.ID, e.deadline)
 		}
-		s.makeRunnable(e, now, ms(p.DelayUntil), model.WaitingForDelay, model.AttemptPendingFirst)
+		if flow != nil {
+			// born held, its RunAt kept for its release
+			if d := ms(p.DelayUntil); d > now {
+				e.delayUntil = d
+			}
+			s.hold(e, now, model.AttemptPendingFirst)
+			s.flowJoin(flow, e, now)
+		} else {
+			s.makeRunnable(e, now, ms(p.DelayUntil), model.WaitingForDelay, model.AttemptPendingFirst)
+		}
 
 		if p.IdempotencyKey != "" {
 			ttl := p.IdempotencyTTL

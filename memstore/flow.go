@@ -200,6 +200,31 @@ func (s *Store) hold(e *execution, now int64, as model.AttemptState) {
 	l.blocked[model.BlockedByDependencies].add(e.id, now)
 }
 
+// flowJoin records e as a member of f (its hold is the caller's).
+func (s *Store) flowJoin(f *flowRec, e *execution, now int64) {
+	f.members.add(e.id)
+	s.flowOf[e.id] = f.id
+	f.memberCount++
+	f.graphRevision++
+	f.lastMutationAt = now
+}
+
+// flowJoinable returns the flow an execution is created into, refusing
+// one that is missing, terminal or sealed.
+func (s *Store) flowJoinable(id model.FlowID) (*flowRec, error) {
+	f, err := s.flowLoad(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := flowOpen(f); err != nil {
+		return nil, err
+	}
+	if err := flowUnsealed(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
 // held reports whether e is held for its dependencies.
 func held(e *execution) bool {
 	return e.lifecyclePhase == model.PhaseRunnable && e.eligibilityState == model.BlockedByDependencies
@@ -213,9 +238,12 @@ func (s *Store) releaseHeld(e *execution, now int64) {
 	s.tally.released++
 }
 
-// skipMember ends a held member whose group became impossible.
+// skipMember ends a held member whose group became impossible; an
+// attempt it had open (one paused by a worker's delay before it joined)
+// ends cancelled.
 func (s *Store) skipMember(e *execution, now int64) {
 	s.removeFromLane(e)
+	e.endAttempt(now, model.AttemptEndedCancelled, model.ReasonDependencyImpossible, "")
 	s.tally.skipped++
 	s.terminate(e, now, model.OutcomeSkipped)
 }

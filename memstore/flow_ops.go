@@ -70,11 +70,7 @@ func (s *Store) FlowAddMember(ctx context.Context, p *model.FlowAddMemberParams)
 		if e.lifecyclePhase == model.PhaseRunnable {
 			s.hold(e, ms(p.Now), e.attemptState)
 		}
-		f.members.add(p.Execution)
-		s.flowOf[p.Execution] = p.Flow
-		f.memberCount++
-		f.graphRevision++
-		f.lastMutationAt = ms(p.Now)
+		s.flowJoin(f, e, ms(p.Now))
 		return &model.FlowAddMemberResult{Outcome: model.MemberAdded, MemberCount: f.memberCount, GraphRevision: f.graphRevision}, nil
 	})
 }

@@ -51,13 +51,26 @@ type ExecutionCreateParams struct {
 	IdempotencyKey string
 	// IdempotencyTTL defaults to DefaultIdempotencyTTL.
 	IdempotencyTTL time.Duration
-	Now            time.Time
+	// Flow, when set, creates the execution as a member of that flow,
+	// held (see FlowStore) in the same step, so no worker can claim it
+	// between its creation and its joining. ID must name the flow's
+	// partition. Errors (after a duplicate is reported, so a retried
+	// create still finds its first answer): ErrFlowNotFound,
+	// ErrFlowTerminal, ErrFlowSealed. Stores without FlowStore refuse it
+	// as invalid input.
+	Flow FlowID
+	Now  time.Time
 }
 
 // Validate checks every field.
 func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
+	}
+	if !p.Flow.IsZero() {
+		if err := checkMember(cfg, "ID", p.ID, p.Flow); err != nil {
+			return err
+		}
 	}
 	if err := p.Namespace.Validate(); err != nil {
 		return err

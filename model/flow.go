@@ -137,6 +137,9 @@ const (
 	ReasonSiblingSatisfied  = "sibling_quorum_satisfied"
 	ReasonSiblingImpossible = "sibling_quorum_impossible"
 	CancelledByFlow         = "flow"
+	// ReasonDependencyImpossible ends the open attempt of a member that is
+	// skipped.
+	ReasonDependencyImpossible = "dependency_impossible"
 )
 
 // GroupState is the decision of a downstream's edge group; its String is

@@ -36,6 +36,8 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"CancelHeld", flowCancelHeld},
 		{"Replay", flowReplay},
 		{"SiblingCancel", flowSiblingCancel},
+		{"CreateMember", flowCreateMember},
+		{"SkipPausedAttempt", flowSkipPausedAttempt},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

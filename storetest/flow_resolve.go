@@ -740,3 +740,98 @@ func flowSiblingCancel(h *flowHarness) {
 	h.wantSkipped(after)
 	h.settled()
 }
+
+// flowCreateMember: ExecutionCreate with Flow makes the execution a held
+// member in the same step (no worker can claim it between create and
+// join), keeps its RunAt for its release, and refuses, creating nothing, a
+// missing or sealed flow and an id outside the flow's partition; a
+// duplicate is reported as such even once the flow is sealed.
+func flowCreateMember(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	intoF := func(p *model.ExecutionCreateParams) { p.ID, p.Flow = h.newID(h.cfg.FlowPartition(f)), f }
+	a := h.create(at(time.Second), intoF)
+	later := h.create(at(time.Second), intoF, withDelay(at(time.Hour)), func(p *model.ExecutionCreateParams) {
+		p.IdempotencyKey = "member-later"
+	})
+	h.wantHeld(a, model.AttemptPendingFirst)
+	h.wantHeld(later, model.AttemptPendingFirst)
+	if s := h.describe(a); s.Flow != f {
+		h.t.Fatalf("created member names flow %v, want %v", s.Flow, f)
+	}
+	if snap := h.flow(f); snap.MemberCount != 2 || snap.GraphRevision != 2 || !snap.LastMutationAt.Equal(at(time.Second)) {
+		h.t.Fatalf("flow after two created members: %+v", snap)
+	}
+	h.stage(f, a, later, at(time.Second))
+
+	// Refusals create nothing.
+	for _, c := range []struct {
+		flow model.FlowID
+		want *model.Error
+	}{{h.flowIn(h.p0), model.ErrFlowNotFound}} {
+		p := h.createParams(at(time.Second))
+		p.ID, p.Flow = h.newID(h.cfg.FlowPartition(c.flow)), c.flow
+		_, err := h.s.ExecutionCreate(h.ctx, p)
+		wantErr(h.t, err, c.want)
+		_, err = h.s.ExecutionDescribe(h.ctx, &model.ExecutionDescribeParams{ID: p.ID})
+		wantErr(h.t, err, model.ErrNotFound)
+	}
+	other := (h.cfg.FlowPartition(f) + 1) % h.cfg.WithDefaults().FlowPartitions
+	if other != h.cfg.FlowPartition(f) {
+		p := h.createParams(at(time.Second))
+		p.ID, p.Flow = h.newID(other), f
+		_, err := h.s.ExecutionCreate(h.ctx, p)
+		if e := modelErr(h.t, err, model.ErrValidation); e.Field != "ID" || e.Detail != "not_in_flow_partition" {
+			h.t.Fatalf("member outside the flow's partition: %+v", e)
+		}
+	}
+
+	// Sealed: the member without edges is released (eligible now), the
+	// delayed one waits for its RunAt; no new member is accepted, but a
+	// retried create still finds its first answer.
+	h.seal(f, at(2*time.Second), 1, 0)
+	h.wantReleased(a, model.AttemptPendingFirst)
+	h.succeed(a, nil, at(3*time.Second))
+	if s := h.describe(later); s.PublicState != model.PublicDelayed || !s.DelayUntil.Equal(at(time.Hour)) {
+		h.t.Fatalf("released member with a RunAt: %s until %v, want delayed until %v", s.PublicState, s.DelayUntil, at(time.Hour))
+	}
+	before := h.flow(f)
+	p := h.createParams(at(5 * time.Second))
+	p.ID, p.Flow = h.newID(h.cfg.FlowPartition(f)), f
+	_, err := h.s.ExecutionCreate(h.ctx, p)
+	wantErr(h.t, err, model.ErrFlowSealed)
+	_, err = h.s.ExecutionDescribe(h.ctx, &model.ExecutionDescribeParams{ID: p.ID})
+	wantErr(h.t, err, model.ErrNotFound)
+	h.unchanged(f, before)
+	dup := h.createParams(at(5*time.Second), func(p *model.ExecutionCreateParams) {
+		p.ID, p.Flow, p.IdempotencyKey = h.newID(h.cfg.FlowPartition(f)), f, "member-later"
+	})
+	res := call(h.s.ExecutionCreate(h.ctx, dup)).must(h.t)
+	if !res.Duplicate || res.ID != later {
+		h.t.Fatalf("retried member create: %+v, want the duplicate %v", res, later)
+	}
+	h.unchanged(f, before)
+	h.settled()
+}
+
+// flowSkipPausedAttempt (a regression the differential found): a member
+// whose attempt a worker paused (ExecutionDelay) before it joined is
+// skipped with that attempt ended cancelled (dependency_impossible), not
+// left open under a terminal execution.
+func flowSkipPausedAttempt(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	up, upc := h.activeMember(f, at(0))
+	x, xc := h.active(at(0), inPartition(h.harness, h.cfg.FlowPartition(f)))
+	h.delay(x, xc.Fence(), at(time.Hour), at(time.Second))
+	h.join(f, x, at(time.Second))
+	h.stage(f, up, x, at(time.Second))
+	h.failNow(up, upc.Fence(), at(2*time.Second))
+	h.seal(f, at(3*time.Second), 0, 1)
+	h.wantState(x, model.StateVector{LifecyclePhase: model.PhaseTerminal, OwnershipState: model.OwnershipUnowned,
+		EligibilityState: model.NotApplicable, BlockingReason: model.BlockingNone, TerminalOutcome: model.OutcomeSkipped,
+		AttemptState: model.AttemptTerminal})
+	atts := h.attempts(x)
+	if len(atts) != 1 || atts[0].Status != model.AttemptEndedCancelled || atts[0].FailureReason != model.ReasonDependencyImpossible {
+		h.t.Fatalf("the paused attempt of a skipped member: %+v", atts)
+	}
+	h.settled()
+}

@@ -50,6 +50,7 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 		"deadline":           p.Deadline,
 		"delay_until":        p.DelayUntil,
 		"idem_key":           p.IdempotencyKey,
+		"flow":               flowArg(p.Flow),
 		"idem_ttl":           ttl,
 		"gc_slack":           s.gcSlack,
 	})

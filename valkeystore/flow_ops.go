@@ -232,3 +232,11 @@ func edgeSnapshot(f model.FlowID, e *reply) model.EdgeSnapshot {
 
 // flowID reads a flow id field ("" is zero).
 func (r *reply) flowID(name string) model.FlowID { return model.FlowID(r.uuid(name)) }
+
+// flowArg is a flow id argument: "" for none.
+func flowArg(f model.FlowID) string {
+	if f.IsZero() {
+		return ""
+	}
+	return f.String()
+}

@@ -1,7 +1,8 @@
 -- execution_create: create one execution, or report the duplicate its id or
--- idempotency key names.
+-- idempotency key names; with a flow, create it as a held member of that
+-- flow (which must be open and not sealed).
 -- KEYS: core payload tags idem lanes all deadline
--- ARGV: now id namespace lane kind payload priority tags required_caps retry_max retry_backoff retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline delay_until idem_key idem_ttl gc_slack
+-- ARGV: now id namespace lane kind payload priority tags required_caps retry_max retry_backoff retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline delay_until idem_key idem_ttl gc_slack flow
 
 local now = now_ms()
 
@@ -16,6 +17,14 @@ if A_idem_key ~= '' then
   if ent[1] and N(ent[2]) > now then return duplicate(ent[1]) end
 end
 if redis.call('EXISTS', K_core) == 1 then return duplicate(A_id) end
+local fbase = nil
+if A_flow ~= '' then
+  fbase = flow_base_of(A_flow)
+  local st = redis.call('HMGET', fbase .. ':core', 'state', 'sealed')
+  if not st[1] then return fail('flow_not_found') end
+  if st[1] ~= 'open' then return fail('flow_already_terminal', st[1]) end
+  if st[2] == '1' then return fail('flow_sealed') end
+end
 
 local e = blank_exec(exec_keys(string.sub(K_core, 1, -6)))
 e.id, e.ns, e.lane, e.kind = A_id, A_namespace, A_lane, A_kind
@@ -34,7 +43,16 @@ if #tags > 0 then redis.call('HSET', K_tags, unpack(tags)) end
 redis.call('ZADD', K_lanes, '0', e.lane)
 redis.call('ZADD', K_all, '0', e.id)
 if e.deadline ~= 0 then redis.call('ZADD', K_deadline, S(e.deadline), e.id) end
-make_runnable(e, now, N(A_delay_until), 'waiting_for_delay', 'pending_first_attempt')
+if fbase == nil then
+  make_runnable(e, now, N(A_delay_until), 'waiting_for_delay', 'pending_first_attempt')
+else
+  -- born held (the flow kit's hold), its RunAt kept for its release
+  local d = N(A_delay_until)
+  if d > now then e.delay_until = d end
+  set_state(e, now, 'runnable', 'unowned', 'blocked_by_dependencies', 'waiting_for_children', 'none', 'pending_first_attempt')
+  redis.call('ZADD', lane_key(e.lane, runnable_index('blocked_by_dependencies')), S(now), e.id)
+  flow_join(fbase, A_flow, e, now)
+end
 save_exec(e)
 
 if A_idem_key ~= '' then

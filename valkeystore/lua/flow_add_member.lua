@@ -24,10 +24,5 @@ local now = now_ms()
 e.last_mutation_at = now
 if e.lifecycle_phase == 'runnable' then flow_kit().hold(e, now, e.attempt_state) end
 save_exec(e)
-local count = N(f.member_count) + 1
-local rev = N(f.graph_revision) + 1
-redis.call('ZADD', K_members, '0', A_id)
-redis.call('SET', K_exec_flow, A_flow)
-redis.call('HSET', K_flow_core, 'member_count', S(count), 'graph_revision', S(rev),
-  'last_mutation_at', S(now))
+local count, rev = flow_join(flow_base(), A_flow, e, now)
 return { 'status', 'added', 'member_count', count, 'graph_revision', rev }

@@ -17,6 +17,18 @@ local function flow_base_of(fid)
   return ks().pfx .. ':flow:' .. ks().tag .. ':' .. fid
 end
 
+-- flow_join records e as a member of flow fid (base its keys' base; e's
+-- hold is the caller's) and returns the flow's member count and graph
+-- revision.
+local function flow_join(base, fid, e, now)
+  redis.call('ZADD', base .. ':members', '0', e.id)
+  redis.call('SET', e.k.base .. ':flow', fid)
+  local count = redis.call('HINCRBY', base .. ':core', 'member_count', 1)
+  local rev = redis.call('HINCRBY', base .. ':core', 'graph_revision', 1)
+  redis.call('HSET', base .. ':core', 'last_mutation_at', S(now))
+  return count, rev
+end
+
 -- flow_load reads F:core as a table, nil when the flow does not exist.
 local function flow_load(base)
   local raw = redis.call('HGETALL', base .. ':core')
@@ -198,7 +210,10 @@ local function flow_kit()
       if st == 'satisfied' then
         release_held(e, now)
       else
+        -- an attempt it had open (paused by a worker's delay before it
+        -- joined) ends cancelled
         remove_from_lane(e)
+        end_attempt(e, now, 'ended_cancelled', 'dependency_impossible', '')
         tally.skipped = tally.skipped + 1
         terminate(e, now, 'skipped')
       end
