@@ -1,6 +1,7 @@
 package proptest
 
 import (
+	"errors"
 	"time"
 
 	"pgregory.net/rapid"
@@ -74,6 +75,12 @@ func (m *machine) actCreate(t *rapid.T) {
 	} else {
 		p.ID = m.newExecID(t, lane)
 	}
+	var into *FlowObservation // the flow the execution is created into
+	if len(m.flows) > 0 && chance(t, 15, "into_flow") {
+		f := drawFrom(t, m.flows, "into_flow_id").id
+		p.Flow, p.ID = f, model.NewExecutionID(m.cfg.FlowPartition(f), p.ID.UUID())
+		into = m.flowObs(f)
+	}
 	bad := invalid(t, 12)
 	switch bad {
 	case 0:
@@ -106,9 +113,8 @@ func (m *machine) actCreate(t *rapid.T) {
 		m.expectValidation(t, "ExecutionCreate", err)
 		return
 	}
-	m.expect(t, err == nil, "ExecutionCreate with valid input failed: %v", err)
-
-	// Predict: a live idempotency key wins, then an existing id; else new.
+	// Predict: a live idempotency key wins, then an existing id; then a
+	// flow that takes no member; else new.
 	ik := idemRef{p.ID.Partition(), p.Namespace, p.IdempotencyKey}
 	wantID, dup := p.ID, false
 	if v, ok := m.idem[ik]; ok && p.IdempotencyKey != "" && v.expiresAt.After(now) {
@@ -116,6 +122,17 @@ func (m *machine) actCreate(t *rapid.T) {
 	} else if m.byID[p.ID] != nil {
 		dup = true
 	}
+	if !p.Flow.IsZero() && !dup {
+		switch {
+		case into == nil:
+			m.expect(t, errors.Is(err, model.ErrFlowNotFound), "ExecutionCreate into an unknown flow: %v", err)
+			return
+		case into.Snapshot.Sealed:
+			m.expect(t, errors.Is(err, model.ErrFlowSealed), "ExecutionCreate into a sealed flow: %v", err)
+			return
+		}
+	}
+	m.expect(t, err == nil, "ExecutionCreate with valid input failed: %v", err)
 	m.expect(t, res.ID == wantID && res.Duplicate == dup, "ExecutionCreate: got id %v duplicate %v, want %v %v", res.ID, res.Duplicate, wantID, dup)
 	if dup {
 		if s := m.snap(wantID); s != nil {
@@ -124,7 +141,9 @@ func (m *machine) actCreate(t *rapid.T) {
 		return
 	}
 	want := model.PublicWaiting
-	if p.DelayUntil.After(now) {
+	if !p.Flow.IsZero() {
+		want = model.PublicWaitingChildren // a member is born held
+	} else if p.DelayUntil.After(now) {
 		want = model.PublicDelayed
 	}
 	m.expect(t, res.PublicState == want, "ExecutionCreate: public state %v, want %v", res.PublicState, want)
