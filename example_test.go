@@ -136,3 +136,53 @@ func Example_capabilityRouting() {
 	// ran on gpu-box
 	// ran on gpu-box
 }
+
+// BuildStep is an example flow node's payload.
+type BuildStep struct {
+	Name string `json:"name"`
+}
+
+// Kind implements flowfabric.Args.
+func (BuildStep) Kind() string { return "build_step" }
+
+func ExampleEngine_SubmitFlow() {
+	ctx := context.Background()
+	engine, stop := exampleEngine()
+	defer stop()
+	// A flow's nodes run on a spread lane.
+	if err := engine.RegisterLane("build", flowfabric.LaneConfig{Spread: true}); err != nil {
+		panic(err)
+	}
+	w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{WorkerID: "builder", Lanes: []flowfabric.LaneID{"build"}})
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[BuildStep]) error {
+		return t.SetResultJSON(BuildStep{Name: t.Args.Name + "+built"})
+	}))
+	if err := w.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer w.Stop(ctx) //nolint:errcheck
+
+	// fetch, then linux and mac side by side, then publish after both;
+	// publish runs on linux's result.
+	f := flowfabric.NewFlow()
+	opts := &flowfabric.SubmitOpts{Lane: "build"}
+	fetch := f.Add(BuildStep{Name: "fetch"}, opts)
+	linux := f.Add(BuildStep{Name: "linux"}, opts).After(fetch)
+	mac := f.Add(BuildStep{Name: "mac"}, opts).After(fetch)
+	publish := f.AddRaw("build_step", nil, opts).AfterResult(linux).After(mac)
+	res, err := engine.SubmitFlow(ctx, f, nil)
+	if err != nil {
+		panic(err)
+	}
+	snap, err := engine.Wait(ctx, res.Of(publish), 5*time.Millisecond)
+	if err != nil {
+		panic(err)
+	}
+	out, _ := engine.Result(ctx, res.Of(publish))
+	flow, _ := engine.DescribeFlow(ctx, res.ID)
+	fmt.Println(snap.PublicState, string(out))
+	fmt.Println(flow.MemberCount, "nodes,", flow.EdgeCount, "edges, sealed:", flow.Sealed)
+	// Output:
+	// completed {"name":"linux+built+built"}
+	// 4 nodes, 4 edges, sealed: true
+}

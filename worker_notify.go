@@ -49,7 +49,7 @@ func (e *leaseLost) Unwrap() error { return e.err }
 func lossOfNotice(kind model.LeaseNoticeKind) *leaseLost {
 	switch kind {
 	case model.LeaseNoticeCancelled:
-		return &leaseLost{"execution cancelled by operator", ErrExecutionCancelled, slog.LevelInfo}
+		return &leaseLost{"execution cancelled", ErrExecutionCancelled, slog.LevelInfo}
 	case model.LeaseNoticeRevoked:
 		return &leaseLost{"lease revoked", model.ErrLeaseRevoked, slog.LevelInfo}
 	case model.LeaseNoticeOverridden:

@@ -73,7 +73,7 @@ func TestWorkerLeaseTakenAway(t *testing.T) {
 	}{
 		{"Cancel", nil, func(h *flowfabrictest.Harness, id model.ExecutionID) error {
 			return h.Engine.Cancel(h.Ctx, id, "no longer wanted")
-		}, flowfabric.ErrExecutionCancelled, "INFO execution cancelled by operator", true},
+		}, flowfabric.ErrExecutionCancelled, "INFO execution cancelled", true},
 		{"Revoke", nil, func(h *flowfabrictest.Harness, id model.ExecutionID) error {
 			return h.Engine.RevokeLease(h.Ctx, id, "maintenance")
 		}, flowfabric.ErrLeaseRevoked, "INFO lease revoked", true},

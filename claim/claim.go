@@ -283,14 +283,14 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 			out.Skipped += res.Skipped
 			if res.Claimed != nil {
 				if moved != nil {
-					moved(k)
+					moved(k, true)
 				}
 				out.Claimed = res.Claimed
 				return out, nil
 			}
 		}
 		if moved != nil {
-			moved(len(parts) - 1)
+			moved(len(parts)-1, false)
 		}
 	}
 	return out, nil
@@ -298,9 +298,13 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 
 // partitionsFor returns the partitions to probe for lane, in order, and
 // whether they are every partition the lane's work can be in. For a spread
-// lane, moved(k) must be called with the index of the last partition
-// probed: it moves the worker's cursor past it.
-func (s *Scheduler) partitionsFor(lane model.LaneID, req *Request) (parts []int, all bool, moved func(int)) {
+// lane, moved(k, claimed) must be called with the index of the last
+// partition probed: it moves the worker's cursor past it, and when that
+// probe claimed, hints the partition so the next claim probes it first:
+// work often arrives in batches on one partition (the members a flow
+// releases together), and the wake-ups of a batch reach a worker only
+// while it is idle.
+func (s *Scheduler) partitionsFor(lane model.LaneID, req *Request) (parts []int, all bool, moved func(int, bool)) {
 	cfg := s.store.Partitions()
 	if s.cfg.Spread == nil || !s.cfg.Spread(lane) {
 		return []int{cfg.SoloPartition(lane)}, true, nil
@@ -315,7 +319,14 @@ func (s *Scheduler) partitionsFor(lane model.LaneID, req *Request) (parts []int,
 		_, _ = h.Write([]byte(req.WorkerInstanceID))
 		return int(h.Sum32() % uint32(s.parts))
 	})
-	return order, probe == s.parts, func(k int) {
+	return order, probe == s.parts, func(k int, claimed bool) {
+		if claimed {
+			// the partition that had work is probed first next time (it
+			// goes to the back of the hints, so several hinted
+			// partitions take turns); a call that claims nothing still
+			// moves the window on, so idle polls cover the lane
+			cur.Hint(lane, order[k])
+		}
 		// Past the last partition of the window probed; a call that ended
 		// among the hints leaves the cursor where it was.
 		for ; k >= 0; k-- {

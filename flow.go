@@ -1,0 +1,453 @@
+package flowfabric
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Flows: a Flow is a graph of executions submitted together. Each node is
+// a submission; an edge up → down makes down wait for up; a node's group
+// policy says how its incoming edges combine (every upstream must succeed
+// by default, or any one, or a quorum). Engine.SubmitFlow stores the
+// graph and seals it: no node runs before the whole graph is in place,
+// and from then on each node's end decides its downstreams in the same
+// store step (docs/ARCHITECTURE.md, "Flows").
+
+// Flow types shared with the model package.
+type (
+	// FlowID identifies a flow.
+	FlowID = model.FlowID
+	// FlowSnapshot describes a flow (Engine.DescribeFlow).
+	FlowSnapshot = model.FlowSnapshot
+	// SiblingPolicy says what happens to the upstreams still running
+	// when an AnyOf or Quorum group decides.
+	SiblingPolicy = model.SiblingPolicy
+	// EdgeGroupSnapshot describes the incoming edges of one node.
+	EdgeGroupSnapshot = model.EdgeGroupSnapshot
+)
+
+// Sibling policies. A node waiting for its upstreams is
+// PublicWaitingChildren; one they can no longer satisfy is PublicSkipped.
+const (
+	// CancelRemaining cancels the upstreams still running once the group
+	// decides (their handlers' contexts end with ErrExecutionCancelled).
+	CancelRemaining = model.SiblingsCancelRemaining
+	// LetRun leaves them running.
+	LetRun = model.SiblingsLetRun
+)
+
+// Flow errors, for errors.Is.
+var (
+	// ErrCycle: the flow's edges form a cycle.
+	ErrCycle = model.ErrCycle
+	// ErrFlowNotFound: no flow has that id.
+	ErrFlowNotFound = model.ErrFlowNotFound
+	// ErrFlowSealed: the flow was submitted; its graph takes nothing more.
+	ErrFlowSealed = model.ErrFlowSealed
+)
+
+// Flow is a graph of executions to submit with Engine.SubmitFlow. Build it
+// with Add and the FlowNode methods; mistakes (an edge to a node of
+// another flow, a node depending on itself, an invalid group) are
+// reported by SubmitFlow, which then stores nothing. A Flow is not safe
+// for concurrent use while it is built.
+type Flow struct {
+	nodes []*FlowNode
+	err   error
+}
+
+// FlowNode is one execution of a Flow.
+type FlowNode struct {
+	flow    *Flow
+	index   int
+	args    Args
+	kind    Kind
+	payload []byte
+	opts    *SubmitOpts
+	ups     []flowDep
+	policy  *model.EdgeGroupPolicy
+}
+
+type flowDep struct {
+	up         *FlowNode
+	passResult bool
+}
+
+// NewFlow returns an empty flow.
+func NewFlow() *Flow { return &Flow{} }
+
+// Add adds a node that runs args (as Engine.Submit would) with opts (nil:
+// the defaults). Its lane must be spread (LaneConfig.Spread): a flow's
+// nodes live on the flow's partition, which a spread lane's workers reach.
+func (f *Flow) Add(args Args, opts *SubmitOpts) *FlowNode {
+	n := &FlowNode{flow: f, index: len(f.nodes), args: args, opts: opts}
+	f.nodes = append(f.nodes, n)
+	return n
+}
+
+// AddRaw adds a node that runs payload as kind.
+func (f *Flow) AddRaw(kind Kind, payload []byte, opts *SubmitOpts) *FlowNode {
+	n := &FlowNode{flow: f, index: len(f.nodes), kind: kind, payload: payload, opts: opts}
+	f.nodes = append(f.nodes, n)
+	return n
+}
+
+// Nodes returns the flow's nodes in the order they were added.
+func (f *Flow) Nodes() []*FlowNode { return f.nodes }
+
+func (f *Flow) fail(n *FlowNode, format string, args ...any) {
+	if f.err == nil {
+		f.err = &model.Error{Code: model.CodeInvalidInput, Field: "Flow.Nodes[" + strconv.Itoa(n.index) + "]",
+			Detail: fmt.Sprintf(format, args...)}
+	}
+}
+
+// After makes n wait for each of ups (edges up → n). By default every
+// upstream must succeed (AllOf); AnyOf and Quorum change that.
+func (n *FlowNode) After(ups ...*FlowNode) *FlowNode {
+	for _, u := range ups {
+		n.dep(u, false)
+	}
+	return n
+}
+
+// AfterResult makes n wait for up and run with up's result as its
+// payload: a handler of n's kind decodes what up's handler stored with
+// SetResult or SetResultJSON.
+func (n *FlowNode) AfterResult(up *FlowNode) *FlowNode {
+	n.dep(up, true)
+	return n
+}
+
+func (n *FlowNode) dep(u *FlowNode, pass bool) {
+	switch {
+	case u == nil || u.flow != n.flow:
+		n.flow.fail(n, "depends on a node of another flow")
+	case u == n:
+		n.flow.fail(n, "depends on itself")
+	default:
+		for _, d := range n.ups {
+			if d.up == u {
+				n.flow.fail(n, "depends on node %d twice", u.index)
+				return
+			}
+		}
+		n.ups = append(n.ups, flowDep{up: u, passResult: pass})
+	}
+}
+
+// AnyOf makes n run once one of its upstreams succeeds (and be skipped
+// only when all have failed); siblings says whether the others are then
+// cancelled.
+func (n *FlowNode) AnyOf(siblings SiblingPolicy) *FlowNode {
+	n.policy = &model.EdgeGroupPolicy{Kind: model.GroupAnyOf, OnSatisfied: siblings}
+	return n
+}
+
+// Quorum makes n run once k of its upstreams succeed (and be skipped once
+// that can no longer happen); siblings says whether the others are then
+// cancelled.
+func (n *FlowNode) Quorum(k int, siblings SiblingPolicy) *FlowNode {
+	n.policy = &model.EdgeGroupPolicy{Kind: model.GroupQuorum, Quorum: k, OnSatisfied: siblings}
+	return n
+}
+
+// FlowOpts tunes SubmitFlow. The zero value is valid.
+type FlowOpts struct {
+	// IdempotencyKey makes the submission repeatable: another SubmitFlow
+	// with the same key (in the engine's namespace) and the same graph
+	// returns the same flow and executions, and finishes a submission
+	// that stopped half-way (a crash, a lost connection). Until a
+	// submission finishes, none of its nodes runs.
+	IdempotencyKey string
+	// Tags label the flow ("team.owner" = "build").
+	Tags map[string]string
+}
+
+// FlowResult reports a submitted flow.
+type FlowResult struct {
+	ID FlowID
+	// Executions are the nodes' executions, in the order the nodes were
+	// added.
+	Executions []ExecutionID
+}
+
+// Of returns node n's execution.
+func (r *FlowResult) Of(n *FlowNode) ExecutionID { return r.Executions[n.index] }
+
+// flowStore returns the store's flow operations.
+func (e *Engine) flowStore() (model.FlowStore, error) {
+	fs, ok := e.store.(model.FlowStore)
+	if !ok {
+		return nil, &model.Error{Code: model.CodeInvalidInput, Field: "Store",
+			Detail: fmt.Sprintf("%T does not implement model.FlowStore", e.store)}
+	}
+	return fs, nil
+}
+
+// SubmitFlow stores f and seals it. Every node is validated first (a bad
+// node, a cycle or a lane that is not spread stores nothing); then the
+// flow, its nodes (held), its group policies and its edges are written,
+// and the seal releases the nodes without upstreams. A submission cut off
+// before the seal leaves nothing runnable; repeat it with the same
+// FlowOpts.IdempotencyKey to finish it.
+func (e *Engine) SubmitFlow(ctx context.Context, f *Flow, opts *FlowOpts) (*FlowResult, error) {
+	if opts == nil {
+		opts = &FlowOpts{}
+	}
+	fs, err := e.flowStore()
+	if err != nil {
+		return nil, wrap("submit flow", err)
+	}
+	plan, err := e.planFlow(f, opts)
+	if err != nil {
+		return nil, wrap("submit flow", err)
+	}
+	if err := e.writeFlow(ctx, fs, plan); err != nil {
+		return nil, wrap("submit flow", err)
+	}
+	return &FlowResult{ID: plan.id, Executions: plan.ids}, nil
+}
+
+// flowPlan is a validated flow with its ids.
+type flowPlan struct {
+	id     FlowID
+	tags   map[string]string
+	nodes  []*FlowNode
+	params []*model.ExecutionCreateParams
+	ids    []ExecutionID
+	order  []int // the nodes in topological order
+}
+
+func (e *Engine) planFlow(f *Flow, opts *FlowOpts) (*flowPlan, error) {
+	if f == nil || len(f.nodes) == 0 {
+		return nil, model.InvalidField("Flow", "no_nodes")
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	if err := model.ValidateTags(opts.Tags); err != nil {
+		return nil, err
+	}
+	order, err := topoOrder(f.nodes)
+	if err != nil {
+		return nil, err
+	}
+	p := &flowPlan{tags: maps.Clone(opts.Tags), nodes: f.nodes, order: order}
+	if opts.IdempotencyKey != "" {
+		if err := model.ValidateText("IdempotencyKey", opts.IdempotencyKey); err != nil {
+			return nil, err
+		}
+		p.id = FlowID(derivedUUID(string(e.ns), "flow", opts.IdempotencyKey))
+	} else {
+		p.id = FlowID(e.newUUID())
+	}
+	part := e.parts.FlowPartition(p.id)
+	for i, n := range f.nodes {
+		field := "Flow.Nodes[" + strconv.Itoa(i) + "]"
+		kind, payload, o := n.kind, n.payload, SubmitOpts{}.merge(n.opts)
+		if n.args != nil {
+			k, pl, d, err := encodeArgs(n.args)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", field, err)
+			}
+			kind, payload, o = k, pl, d.merge(n.opts)
+		}
+		if o.IdempotencyKey != "" {
+			return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".IdempotencyKey",
+				Detail: "a node has none: set FlowOpts.IdempotencyKey"}
+		}
+		lane := o.Lane
+		if lane == "" {
+			lane = model.DefaultLane
+		}
+		if !e.spread(lane) {
+			return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".Lane", Got: string(lane),
+				Detail: "not_spread: a flow's nodes run on spread lanes (RegisterLane(lane, LaneConfig{Spread: true}))"}
+		}
+		if n.policy != nil {
+			if err := n.policy.Validate(field + ".Group"); err != nil {
+				return nil, err
+			}
+		}
+		cp, err := e.createParams(kind, payload, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		cp.ID = model.NewExecutionID(part, derivedUUID(p.id.String(), "node", strconv.Itoa(i)))
+		cp.Flow = p.id
+		if err := cp.Validate(e.parts); err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		p.params = append(p.params, cp)
+		p.ids = append(p.ids, cp.ID)
+	}
+	return p, nil
+}
+
+// writeFlow writes a planned flow; every step is idempotent, so a repeated
+// submission finishes a half-written one.
+func (e *Engine) writeFlow(ctx context.Context, fs model.FlowStore, p *flowPlan) error {
+	now := e.clock.Now()
+	cr, err := fs.FlowCreate(ctx, &model.FlowCreateParams{Flow: p.id, Tags: p.tags, Now: now})
+	if err != nil {
+		return err
+	}
+	if cr.Outcome == model.FlowAlreadyExists {
+		snap, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: p.id})
+		if err != nil {
+			return err
+		}
+		if snap.Sealed {
+			return nil // a submission with this key finished already
+		}
+	}
+	err = e.finishFlow(ctx, fs, p)
+	if errors.Is(err, model.ErrFlowSealed) {
+		return nil // another submission with this key finished it meanwhile
+	}
+	return err
+}
+
+// finishFlow writes the nodes, groups and edges of a created flow and
+// seals it.
+func (e *Engine) finishFlow(ctx context.Context, fs model.FlowStore, p *flowPlan) error {
+	for _, i := range p.order {
+		cp := *p.params[i]
+		cp.Now = e.clock.Now()
+		if _, err := e.store.ExecutionCreate(ctx, &cp); err != nil {
+			return fmt.Errorf("node %d: %w", i, err)
+		}
+	}
+	for _, i := range p.order {
+		n := p.nodes[i]
+		if n.policy == nil {
+			continue
+		}
+		_, err := fs.EdgeGroupSet(ctx, &model.EdgeGroupSetParams{Flow: p.id, Downstream: p.ids[i], Policy: *n.policy, Now: e.clock.Now()})
+		if err != nil && !errors.Is(err, model.ErrEdgeGroupFixed) {
+			return fmt.Errorf("node %d group: %w", i, err)
+		}
+	}
+	snap, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: p.id})
+	if err != nil {
+		return err
+	}
+	rev := snap.GraphRevision
+	// Edges into each node in topological order: a node's incoming edges
+	// are staged before its outgoing ones, so no cycle check walks.
+	for _, i := range p.order {
+		for _, d := range p.nodes[i].ups {
+			sp := &model.EdgeStageParams{
+				Flow: p.id, Edge: model.EdgeID(derivedUUID(p.id.String(), "edge", strconv.Itoa(d.up.index), strconv.Itoa(i))),
+				Upstream: p.ids[d.up.index], Downstream: p.ids[i], PassResult: d.passResult,
+			}
+			for {
+				sp.ExpectedGraphRevision, sp.Now = rev, e.clock.Now()
+				r, err := fs.EdgeStage(ctx, sp)
+				if err == nil {
+					rev = r.GraphRevision
+					break
+				}
+				if errors.Is(err, model.ErrDependencyExists) {
+					break // staged by an earlier submission
+				}
+				if !errors.Is(err, model.ErrStaleGraphRevision) {
+					return fmt.Errorf("edge %d -> %d: %w", d.up.index, i, err)
+				}
+				snap, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: p.id})
+				if err != nil {
+					return err
+				}
+				rev = snap.GraphRevision
+			}
+		}
+	}
+	if _, err := fs.FlowSeal(ctx, &model.FlowSealParams{Flow: p.id, Now: e.clock.Now()}); err != nil {
+		return err
+	}
+	for i, cp := range p.params {
+		e.hint(e.deadline, p.ids[i], cp.Deadline)
+	}
+	return nil
+}
+
+// topoOrder orders the nodes so that every node comes after its
+// upstreams, or reports ErrCycle naming a node on a cycle.
+func topoOrder(nodes []*FlowNode) ([]int, error) {
+	indeg := make([]int, len(nodes))
+	down := make([][]int, len(nodes))
+	for _, n := range nodes {
+		for _, d := range n.ups {
+			indeg[n.index]++
+			down[d.up.index] = append(down[d.up.index], n.index)
+		}
+	}
+	var order, queue []int
+	for i, d := range indeg {
+		if d == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		order = append(order, i)
+		for _, j := range down[i] {
+			if indeg[j]--; indeg[j] == 0 {
+				queue = append(queue, j)
+			}
+		}
+	}
+	if len(order) < len(nodes) {
+		for i, d := range indeg {
+			if d > 0 {
+				return nil, &model.Error{Code: model.CodeCycleDetected, Field: "Flow.Nodes[" + strconv.Itoa(i) + "]", Detail: "on a cycle"}
+			}
+		}
+	}
+	return order, nil
+}
+
+// derivedUUID is a version-4-shaped UUID derived from parts, so a repeated
+// submission names the same flow, nodes and edges.
+func derivedUUID(parts ...string) model.UUID {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	var b [16]byte
+	copy(b[:], h.Sum(nil))
+	return model.NewUUIDv4(b)
+}
+
+// DescribeFlow reads a flow: its state, counts, seal and tags.
+func (e *Engine) DescribeFlow(ctx context.Context, id FlowID) (*FlowSnapshot, error) {
+	fs, err := e.flowStore()
+	if err != nil {
+		return nil, wrap("describe flow", err)
+	}
+	s, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: id})
+	return s, wrap("describe flow", err)
+}
+
+// FlowGroup reads the incoming edges of one node's execution: its policy,
+// size, resolved edges and decision.
+func (e *Engine) FlowGroup(ctx context.Context, flow FlowID, id ExecutionID) (*EdgeGroupSnapshot, error) {
+	fs, err := e.flowStore()
+	if err != nil {
+		return nil, wrap("flow group", err)
+	}
+	g, err := fs.EdgeGroupDescribe(ctx, &model.EdgeGroupDescribeParams{Flow: flow, Downstream: id})
+	return g, wrap("flow group", err)
+}

@@ -1,0 +1,289 @@
+package flowfabric_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/memstore"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// step is a flow test's payload: a name, and what its handler does.
+type step struct {
+	Name string `json:"name"`
+	Fail bool   `json:"fail,omitempty"`
+	// Block makes the handler wait until its context ends.
+	Block bool `json:"block,omitempty"`
+}
+
+func (step) Kind() string { return "step" }
+
+// flowLane is a spread lane, where flow nodes run.
+const flowLane = flowfabric.LaneID("flow")
+
+// stepLog records the handler runs of a flow test.
+type stepLog struct {
+	mu     sync.Mutex
+	ran    []string
+	inputs map[string]string
+	causes map[string]error
+}
+
+func newFlowHarness(t *testing.T, opts *flowfabrictest.Options) (*flowfabrictest.Harness, *stepLog) {
+	t.Helper()
+	h := flowfabrictest.New(t, opts)
+	if err := h.Engine.RegisterLane(flowLane, flowfabric.LaneConfig{Spread: true}); err != nil {
+		t.Fatal(err)
+	}
+	log := &stepLog{inputs: map[string]string{}, causes: map[string]error{}}
+	w := h.NewWorker(&flowfabric.WorkerConfig{WorkerID: "flow", Lanes: []flowfabric.LaneID{flowLane}, MaxConcurrent: 4})
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[step]) error {
+		log.mu.Lock()
+		log.ran = append(log.ran, t.Args.Name)
+		log.mu.Unlock()
+		if t.Args.Block {
+			// a clock-aware wait, so the simulated time runs on
+			for h.Clock.Wait(ctx, time.Hour, nil) == nil {
+			}
+			log.mu.Lock()
+			log.causes[t.Args.Name] = context.Cause(ctx)
+			log.mu.Unlock()
+			return context.Cause(ctx)
+		}
+		if t.Args.Fail {
+			return flowfabric.Permanent(errors.New("broken"))
+		}
+		return t.SetResultJSON(step{Name: "from " + t.Args.Name})
+	}))
+	h.StartWorker(w)
+	return h, log
+}
+
+func (l *stepLog) order() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.ran, " ")
+}
+
+// TestSubmitFlowRunsInOrder: a chain runs in order, each node with its
+// upstream's result as its payload (AfterResult); nothing runs before the
+// flow is sealed.
+func TestSubmitFlowRunsInOrder(t *testing.T) {
+	h, log := newFlowHarness(t, nil)
+	f := flowfabric.NewFlow()
+	opts := &flowfabric.SubmitOpts{Lane: flowLane}
+	a := f.Add(step{Name: "a"}, opts)
+	b := f.Add(step{Name: "b"}, opts).AfterResult(a)
+	c := f.Add(step{Name: "c"}, opts).After(b)
+	res, err := h.Engine.SubmitFlow(h.Ctx, f, &flowfabric.FlowOpts{Tags: map[string]string{"app.build": "42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := h.WaitTerminal(res.Of(c))
+	if snap.PublicState != flowfabric.PublicCompleted {
+		t.Fatalf("c: %s", snap.PublicState)
+	}
+	// b ran with a's result as its payload, so its name became "from a".
+	if got := log.order(); got != "a from a c" {
+		t.Fatalf("ran %q, want %q", got, "a from a c")
+	}
+	fs, err := h.Engine.DescribeFlow(h.Ctx, res.ID)
+	if err != nil || !fs.Sealed || fs.MemberCount != 3 || fs.EdgeCount != 2 || fs.Tags["app.build"] != "42" {
+		t.Fatalf("DescribeFlow: %+v %v", fs, err)
+	}
+	for i, id := range res.Executions {
+		if s, _ := h.Engine.Describe(h.Ctx, id); s.Flow != res.ID {
+			t.Fatalf("node %d names flow %v, want %v", i, s.Flow, res.ID)
+		}
+	}
+}
+
+// TestSubmitFlowAnyOfCancelsLosers: an AnyOf node with CancelRemaining
+// runs after the first upstream succeeds, and the upstreams still running
+// are cancelled at once: their handlers' contexts end with
+// ErrExecutionCancelled. A failure upstream skips what depends on it.
+func TestSubmitFlowAnyOfCancelsLosers(t *testing.T) {
+	h, log := newFlowHarness(t, nil)
+	f := flowfabric.NewFlow()
+	opts := &flowfabric.SubmitOpts{Lane: flowLane}
+	fast := f.Add(step{Name: "fast"}, opts)
+	slow := f.Add(step{Name: "slow", Block: true}, opts)
+	broken := f.Add(step{Name: "broken", Fail: true}, opts)
+	pick := f.Add(step{Name: "pick"}, opts).After(fast, slow).AnyOf(flowfabric.CancelRemaining)
+	after := f.Add(step{Name: "after"}, opts).After(broken)
+	res, err := h.Engine.SubmitFlow(h.Ctx, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := h.WaitTerminal(res.Of(pick)); s.PublicState != flowfabric.PublicCompleted {
+		t.Fatalf("pick: %s", s.PublicState)
+	}
+	s := h.WaitTerminal(res.Of(slow))
+	if s.PublicState != flowfabric.PublicCancelled || s.CancellationReason != model.ReasonSiblingSatisfied {
+		t.Fatalf("slow: %s %q", s.PublicState, s.CancellationReason)
+	}
+	h.RunUntil(func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return log.causes["slow"] != nil
+	})
+	log.mu.Lock()
+	cause := log.causes["slow"]
+	log.mu.Unlock()
+	if !errors.Is(cause, flowfabric.ErrExecutionCancelled) || !errors.Is(cause, flowfabric.ErrLeaseLost) {
+		t.Fatalf("the cancelled sibling's handler saw %v", cause)
+	}
+	if s := h.WaitTerminal(res.Of(after)); s.PublicState != flowfabric.PublicSkipped {
+		t.Fatalf("after a failed upstream: %s", s.PublicState)
+	}
+	g, err := h.Engine.FlowGroup(h.Ctx, res.ID, res.Of(pick))
+	if err != nil || g.State != model.GroupSatisfied || g.Size != 2 {
+		t.Fatalf("pick's group: %+v %v", g, err)
+	}
+}
+
+// TestSubmitFlowRefusesBadGraphs: every refusal names what is wrong and
+// stores nothing.
+func TestSubmitFlowRefusesBadGraphs(t *testing.T) {
+	h, _ := newFlowHarness(t, nil)
+	opts := &flowfabric.SubmitOpts{Lane: flowLane}
+	cases := []struct {
+		name  string
+		build func() *flowfabric.Flow
+		want  error
+		field string
+	}{
+		{"cycle", func() *flowfabric.Flow {
+			f := flowfabric.NewFlow()
+			a := f.Add(step{Name: "a"}, opts)
+			b := f.Add(step{Name: "b"}, opts).After(a)
+			a.After(b)
+			return f
+		}, flowfabric.ErrCycle, "Flow.Nodes[0]"},
+		{"self", func() *flowfabric.Flow {
+			f := flowfabric.NewFlow()
+			a := f.Add(step{Name: "a"}, opts)
+			a.After(a)
+			return f
+		}, flowfabric.ErrValidation, "Flow.Nodes[0]"},
+		{"other flow", func() *flowfabric.Flow {
+			f, g := flowfabric.NewFlow(), flowfabric.NewFlow()
+			f.Add(step{Name: "a"}, opts).After(g.Add(step{Name: "b"}, opts))
+			return f
+		}, flowfabric.ErrValidation, "Flow.Nodes[0]"},
+		{"lane not spread", func() *flowfabric.Flow {
+			f := flowfabric.NewFlow()
+			f.Add(step{Name: "a"}, opts)
+			f.Add(step{Name: "b"}, nil)
+			return f
+		}, flowfabric.ErrValidation, "Flow.Nodes[1].Lane"},
+		{"node idempotency key", func() *flowfabric.Flow {
+			f := flowfabric.NewFlow()
+			f.Add(step{Name: "a"}, &flowfabric.SubmitOpts{Lane: flowLane, IdempotencyKey: "k"})
+			return f
+		}, flowfabric.ErrValidation, "Flow.Nodes[0].IdempotencyKey"},
+		{"bad quorum", func() *flowfabric.Flow {
+			f := flowfabric.NewFlow()
+			a := f.Add(step{Name: "a"}, opts)
+			f.Add(step{Name: "b"}, opts).After(a).Quorum(0, flowfabric.LetRun)
+			return f
+		}, flowfabric.ErrValidation, "Flow.Nodes[1].Group.Quorum"},
+		{"empty", flowfabric.NewFlow, flowfabric.ErrValidation, "Flow"},
+	}
+	for _, c := range cases {
+		_, err := h.Engine.SubmitFlow(h.Ctx, c.build(), nil)
+		var fe *flowfabric.Error
+		if !errors.Is(err, c.want) || !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s: %v (field %q), want %v naming %q", c.name, err, fieldOf(err), c.want, c.field)
+		}
+	}
+	if n := len(h.Executions()); n != 0 {
+		t.Fatalf("refused flows stored %d executions", n)
+	}
+}
+
+func fieldOf(err error) string {
+	var fe *flowfabric.Error
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}
+
+// sealFails fails FlowSeal while fail is set: a submission cut off just
+// before its last step.
+type sealFails struct {
+	*memstore.Store
+	mu   sync.Mutex
+	fail bool
+}
+
+func (s *sealFails) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.FlowSealResult, error) {
+	s.mu.Lock()
+	fail := s.fail
+	s.mu.Unlock()
+	if fail {
+		return nil, errors.New("connection lost")
+	}
+	return s.Store.FlowSeal(ctx, p)
+}
+
+// TestSubmitFlowIdempotent: a submission cut off before its seal leaves
+// every node held (nothing runs); repeating it with the same key finishes
+// it with the same ids, and repeating a finished one changes nothing.
+func TestSubmitFlowIdempotent(t *testing.T) {
+	var wrapped *sealFails
+	h, log := newFlowHarness(t, &flowfabrictest.Options{WrapStore: func(s *memstore.Store) model.Store {
+		wrapped = &sealFails{Store: s, fail: true}
+		return wrapped
+	}})
+	build := func() (*flowfabric.Flow, *flowfabric.FlowNode) {
+		f := flowfabric.NewFlow()
+		opts := &flowfabric.SubmitOpts{Lane: flowLane}
+		a := f.Add(step{Name: "a"}, opts)
+		return f, f.Add(step{Name: "b"}, opts).After(a)
+	}
+	key := &flowfabric.FlowOpts{IdempotencyKey: "build-42"}
+	f, b := build()
+	if _, err := h.Engine.SubmitFlow(h.Ctx, f, key); err == nil {
+		t.Fatal("the cut-off submission reported success")
+	}
+	h.Advance(time.Hour)
+	for _, s := range h.Executions() {
+		if s.PublicState != flowfabric.PublicWaitingChildren {
+			t.Fatalf("a node of an unfinished submission is %s", s.PublicState)
+		}
+	}
+	if got := log.order(); got != "" {
+		t.Fatalf("nodes ran before the flow was sealed: %q", got)
+	}
+	wrapped.mu.Lock()
+	wrapped.fail = false
+	wrapped.mu.Unlock()
+	f2, b2 := build()
+	res, err := h.Engine.SubmitFlow(h.Ctx, f2, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if s := h.WaitTerminal(res.Of(b2)); s.PublicState != flowfabric.PublicCompleted {
+		t.Fatalf("b: %s", s.PublicState)
+	}
+	f3, _ := build()
+	again, err := h.Engine.SubmitFlow(h.Ctx, f3, key)
+	if err != nil || again.ID != res.ID || again.Of(b) != res.Of(b2) {
+		t.Fatalf("repeat: %+v %v, want %+v", again, err, res)
+	}
+	if n := len(h.Executions()); n != 2 {
+		t.Fatalf("%d executions after three submissions of one flow", n)
+	}
+	if got := log.order(); got != "a b" {
+		t.Fatalf("ran %q", got)
+	}
+}
