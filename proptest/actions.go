@@ -80,6 +80,8 @@ func init() {
 		{"FlowRead", 2, (*machine).actFlowRead},
 		{"FlowGraph", 5, (*machine).actFlowGraph},
 		{"FlowSeal", 3, (*machine).actFlowSeal},
+		{"FlowForeignMember", 1, (*machine).actFlowForeignMember},
+		{"FlowOpenRefusals", 1, (*machine).actFlowOpenRefusals},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

@@ -406,6 +406,11 @@ func (m *machine) pickFlow(t *rapid.T, fresh int) model.FlowID {
 		// Beside another flow, so an execution can be offered to two flows.
 		part = m.cfg.FlowPartition(drawFrom(t, m.flows, "flow_near").id)
 	}
+	return m.newFlowIn(t, part)
+}
+
+// newFlowIn returns a new flow id of partition part.
+func (m *machine) newFlowIn(t *rapid.T, part int) model.FlowID {
 	for {
 		f := model.FlowID(m.nextUUID(t, ""))
 		if m.cfg.FlowPartition(f) == part {
@@ -463,6 +468,79 @@ func (m *machine) foreignMembers() []flowExec {
 		}
 	}
 	return out
+}
+
+// actFlowForeignMember offers a member of one flow to a second flow of
+// its partition, made for the purpose when there is none: the single
+// actions rarely line that up.
+func (m *machine) actFlowForeignMember(t *rapid.T) {
+	var cands []flowExec
+	for _, g := range m.flows {
+		if fo := m.flowObs(g.id); fo != nil {
+			for _, x := range fo.Members {
+				cands = append(cands, flowExec{flow: g.id, exec: x})
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	c := drawFrom(t, cands, "foreign_candidate")
+	part := m.cfg.FlowPartition(c.flow)
+	var f model.FlowID
+	if pairs := m.foreignMembers(); len(pairs) > 0 && chance(t, 50, "existing_second_flow") {
+		pair := drawFrom(t, pairs, "foreign_pair")
+		f, c.exec = pair.flow, pair.exec
+	} else {
+		f = m.newFlowIn(t, part)
+		if _, err := call(m, t, "FlowCreate", &model.FlowCreateParams{Flow: f, Now: m.now()}, flowOp(model.FlowStore.FlowCreate)); err != nil {
+			m.fatalf(t, "FlowCreate: %v", err)
+		}
+		m.flows = append(m.flows, &refFlow{id: f})
+	}
+	_, err := call(m, t, "FlowAddMember", &model.FlowAddMemberParams{Flow: f, Execution: c.exec, Now: m.now()},
+		flowOp(model.FlowStore.FlowAddMember))
+	m.expect(t, errors.Is(err, model.ErrAlreadyInFlow), "FlowAddMember of a member of another flow: %v", err)
+}
+
+// actFlowOpenRefusals builds an open graph of two members created into a
+// new flow (held at once) and one edge, then makes the two refusals only
+// an open graph gives: a stage at a stale revision, and a group policy
+// for a downstream that has an edge. Each changes nothing (the
+// observation after the step checks it).
+func (m *machine) actFlowOpenRefusals(t *rapid.T) {
+	lane := drawFrom(t, lanes, "refusal_lane")
+	f := m.newFlowIn(t, m.cfg.SoloPartition(lane))
+	if _, err := call(m, t, "FlowCreate", &model.FlowCreateParams{Flow: f, Now: m.now()}, flowOp(model.FlowStore.FlowCreate)); err != nil {
+		m.fatalf(t, "FlowCreate: %v", err)
+	}
+	m.flows = append(m.flows, &refFlow{id: f})
+	var ids [2]model.ExecutionID
+	for i := range ids {
+		u := m.nextUUID(t, "")
+		ids[i] = model.NewExecutionID(m.cfg.FlowPartition(f), u)
+		p := &model.ExecutionCreateParams{ID: ids[i], Namespace: model.DefaultNamespace, Lane: lane, Kind: kinds[0], Flow: f, Now: m.now()}
+		if _, err := call(m, t, "ExecutionCreate", p, model.Store.ExecutionCreate); err != nil {
+			m.fatalf(t, "ExecutionCreate into a flow: %v", err)
+		}
+		r := &refExec{id: ids[i], lane: lane}
+		m.execs = append(m.execs, r)
+		m.byID[ids[i]] = r
+	}
+	edge := model.EdgeID(m.nextUUID(t, "edge_order"))
+	res, err := call(m, t, "EdgeStage", &model.EdgeStageParams{Flow: f, Edge: edge, Upstream: ids[0], Downstream: ids[1],
+		ExpectedGraphRevision: 2, Now: m.now()}, flowOp(model.FlowStore.EdgeStage))
+	if err != nil || res.GraphRevision != 3 {
+		m.fatalf(t, "EdgeStage in a new graph: %+v %v", res, err)
+	}
+	m.refFlow(f).edges = append(m.refFlow(f).edges, edge)
+	_, err = call(m, t, "EdgeStage", &model.EdgeStageParams{Flow: f, Edge: model.EdgeID(m.nextUUID(t, "edge_order")),
+		Upstream: ids[1], Downstream: ids[0], ExpectedGraphRevision: 2, Now: m.now()}, flowOp(model.FlowStore.EdgeStage))
+	m.expect(t, errors.Is(err, model.ErrStaleGraphRevision), "EdgeStage at a stale revision: %v", err)
+	_, err = call(m, t, "EdgeGroupSet", &model.EdgeGroupSetParams{Flow: f, Downstream: ids[1],
+		Policy: model.EdgeGroupPolicy{Kind: model.GroupAnyOf, OnSatisfied: model.SiblingsLetRun}, Now: m.now()},
+		flowOp(model.FlowStore.EdgeGroupSet))
+	m.expect(t, errors.Is(err, model.ErrEdgeGroupFixed), "EdgeGroupSet after an edge: %v", err)
 }
 
 func (m *machine) actFlowCreate(t *rapid.T) {
@@ -524,6 +602,10 @@ func (m *machine) actFlowAddMember(t *rapid.T) {
 
 func (m *machine) actEdgeStage(t *rapid.T) {
 	f := m.pickFlow(t, 3)
+	open := false
+	if of, ok := m.openFlow(t); ok && chance(t, 25, "open_graph") {
+		f, open = of, true // an open graph, where the revision is compared
+	}
 	p := &model.EdgeStageParams{
 		Flow: f, Upstream: m.pickMember(t, f, "upstream"), Downstream: m.pickMember(t, f, "downstream"),
 		PassResult: genBool.Draw(t, "pass_result"), Now: m.now(),
@@ -532,7 +614,7 @@ func (m *machine) actEdgeStage(t *rapid.T) {
 	if fo != nil {
 		p.ExpectedGraphRevision = fo.Snapshot.GraphRevision
 	}
-	if chance(t, 8, "stale_revision") {
+	if chance(t, 8, "stale_revision") || (open && chance(t, 25, "stale_open_revision")) {
 		p.ExpectedGraphRevision += uint64(rapid.IntRange(1, 2).Draw(t, "revision_off"))
 	}
 	if chance(t, 25, "search_bound") {
@@ -626,10 +708,58 @@ var groupPolicies = []model.EdgeGroupPolicy{
 	{Kind: model.GroupAllOf, OnSatisfied: model.SiblingsLetRun},  // invalid: siblings of an AllOf
 }
 
+// openFlow returns an observed open (unsealed) flow with two members or
+// more (room for an edge); ok is
+// false when there is none.
+func (m *machine) openFlow(t *rapid.T) (model.FlowID, bool) {
+	var fs []model.FlowID
+	for _, r := range m.flows {
+		if fo := m.flowObs(r.id); fo != nil && !fo.Snapshot.Sealed && len(fo.Members) > 1 {
+			fs = append(fs, r.id)
+		}
+	}
+	if len(fs) == 0 {
+		return model.FlowID{}, false
+	}
+	return drawFrom(t, fs, "open_flow_id"), true
+}
+
+// openFlowWith returns an observed open (unsealed) flow with a member
+// that has incoming edges, and that member; ok is false when there is
+// none. Sealing ends most graphs, so the refusals that only an open graph
+// gives (a fixed group, a stale revision) need one picked on purpose.
+func (m *machine) openFlowWith(t *rapid.T) (model.FlowID, model.ExecutionID, bool) {
+	var fs []model.FlowID
+	var ds []model.ExecutionID
+	for _, r := range m.flows {
+		fo := m.flowObs(r.id)
+		if fo == nil || fo.Snapshot.Sealed {
+			continue
+		}
+		for _, id := range fo.Members {
+			if len(fo.In[id]) > 0 {
+				fs, ds = append(fs, r.id), append(ds, id)
+			}
+		}
+	}
+	if len(fs) == 0 {
+		return model.FlowID{}, model.ExecutionID{}, false
+	}
+	i := drawIndex(t, len(fs), "open_flow")
+	return fs[i], ds[i], true
+}
+
 func (m *machine) actEdgeGroupSet(t *rapid.T) {
 	f := m.pickFlow(t, 3)
+	var fixed model.ExecutionID // a downstream whose group is fixed by its edges
+	if of, d, ok := m.openFlowWith(t); ok && chance(t, 25, "fixed_group") {
+		f, fixed = of, d
+	}
 	p := &model.EdgeGroupSetParams{Flow: f, Downstream: m.pickMember(t, f, "downstream"),
 		Policy: drawFrom(t, groupPolicies, "policy"), Now: m.now()}
+	if !fixed.IsZero() {
+		p.Downstream = fixed
+	}
 	if fo := m.flowObs(f); fo != nil && chance(t, 40, "same_policy") {
 		var set []model.ExecutionID
 		for _, id := range fo.Members {

@@ -102,7 +102,7 @@ func fencedAny(code string) string {
 // run with its invariants, before the test calls it unreachable. The
 // generator stays honest: an outcome it cannot produce still fails.
 func TestStateMachineMemstore(t *testing.T) {
-	const extraCoverageRounds = 4
+	const extraCoverageRounds = 6
 	seen := map[string]int{}
 	opts := Options{KnownViolations: memstoreKnown, LeaseNotices: true}
 	opts.onCall = func(op string, res any, err error) { seen[outcomeKey(op, res, err)]++ }

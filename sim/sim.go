@@ -30,6 +30,8 @@ type Options struct {
 	// operator's cancels, revokes, replays and reclaims.
 	NoKills    bool
 	NoOperator bool
+	// NoFlows turns off flow submissions.
+	NoFlows bool
 	// Calm runs a healthy system: no faults, no process deaths, stalls,
 	// stops or clock jumps (NoFaults and NoKills). There a lease must never
 	// expire (every one is renewed in time or given back) and the engines
@@ -139,14 +141,18 @@ type world struct {
 	procs    []*process
 	nextProc int
 
-	log      []string
-	aliases  map[model.ExecutionID]string
-	acked    []model.ExecutionID
-	isAcked  map[model.ExecutionID]bool
-	viol     []string
-	step     int
-	draining bool
-	terminal map[model.ExecutionID]bool // found terminal during the drain
+	log     []string
+	aliases map[model.ExecutionID]string
+	acked   []model.ExecutionID
+	isAcked map[model.ExecutionID]bool
+	// inFlow are the acknowledged flow nodes; keyedFlows the flows built
+	// with an idempotency key, which a later submission may repeat.
+	inFlow     map[model.ExecutionID]bool
+	keyedFlows []*simFlow
+	viol       []string
+	step       int
+	draining   bool
+	terminal   map[model.ExecutionID]bool // found terminal during the drain
 
 	// checks
 	completes map[model.ExecutionID]int // successful completions since the last replay
@@ -182,6 +188,7 @@ func Run(o Options) *Result {
 		raw:       memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4}}),
 		aliases:   map[model.ExecutionID]string{},
 		isAcked:   map[model.ExecutionID]bool{},
+		inFlow:    map[model.ExecutionID]bool{},
 		completes: map[model.ExecutionID]int{},
 		terminal:  map[model.ExecutionID]bool{},
 	}
@@ -440,9 +447,13 @@ func (w *world) stepOnce() {
 			w.logf("clock jump +%v", d)
 			w.sched.Advance(d)
 		}
-	case r < 830:
+	case r < 815:
 		if len(live) > 0 {
 			w.submit(pick(w, live))
+		}
+	case r < 830:
+		if len(live) > 0 && !w.o.NoFlows {
+			w.submitFlow(pick(w, live))
 		}
 	case r < 860:
 		if len(live) > 0 && !w.o.NoOperator && len(w.acked) > 0 {
