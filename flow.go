@@ -431,6 +431,37 @@ func derivedUUID(parts ...string) model.UUID {
 	return model.NewUUIDv4(b)
 }
 
+// FlowCancelPolicy says which members CancelFlow cancels.
+type FlowCancelPolicy = model.FlowCancelPolicy
+
+// Flow cancel policies.
+const (
+	// CancelFlowOnly marks the flow cancelled and leaves its nodes be.
+	CancelFlowOnly = model.CancelFlowOnly
+	// CancelAll cancels every node that has not ended; running handlers
+	// see their contexts end with ErrExecutionCancelled.
+	CancelAll = model.CancelAll
+	// CancelPending cancels the nodes that have not started and lets the
+	// running ones finish.
+	CancelPending = model.CancelPending
+)
+
+// CancelFlow cancels a flow and, by policy, its nodes, in one store step:
+// once it returns, no node it cancelled can be claimed (there is no
+// backlog to drain after a crash). It returns the cancelled nodes'
+// executions. A flow already cancelled is ErrFlowTerminal.
+func (e *Engine) CancelFlow(ctx context.Context, id FlowID, policy FlowCancelPolicy, reason string) ([]ExecutionID, error) {
+	fs, err := e.flowStore()
+	if err != nil {
+		return nil, wrap("cancel flow", err)
+	}
+	r, err := fs.FlowCancel(ctx, &model.FlowCancelParams{Flow: id, Policy: policy, Reason: reason, Now: e.clock.Now()})
+	if err != nil {
+		return nil, wrap("cancel flow", err)
+	}
+	return r.Cancelled, nil
+}
+
 // DescribeFlow reads a flow: its state, counts, seal and tags.
 func (e *Engine) DescribeFlow(ctx context.Context, id FlowID) (*FlowSnapshot, error) {
 	fs, err := e.flowStore()

@@ -287,3 +287,52 @@ func TestSubmitFlowIdempotent(t *testing.T) {
 		t.Fatalf("ran %q", got)
 	}
 }
+
+// TestCancelFlow: CancelAll ends a running node (its handler's context
+// ends with ErrExecutionCancelled) and the nodes waiting behind it, in
+// one step; the flow reads cancelled, and cancelling again is refused.
+func TestCancelFlow(t *testing.T) {
+	h, log := newFlowHarness(t, nil)
+	f := flowfabric.NewFlow()
+	opts := &flowfabric.SubmitOpts{Lane: flowLane}
+	long := f.Add(step{Name: "long", Block: true}, opts)
+	next := f.Add(step{Name: "next"}, opts).After(long)
+	res, err := h.Engine.SubmitFlow(h.Ctx, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntil(func() bool {
+		s, _ := h.Engine.Describe(h.Ctx, res.Of(long))
+		return s.PublicState == flowfabric.PublicActive
+	})
+	got, err := h.Engine.CancelFlow(h.Ctx, res.ID, flowfabric.CancelAll, "no longer needed")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("CancelFlow: %v %v", got, err)
+	}
+	for _, n := range []*flowfabric.FlowNode{long, next} {
+		if s := h.WaitTerminal(res.Of(n)); s.PublicState != flowfabric.PublicCancelled || s.CancellationReason != "no longer needed" {
+			t.Fatalf("node: %s %q", s.PublicState, s.CancellationReason)
+		}
+	}
+	h.RunUntil(func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return log.causes["long"] != nil
+	})
+	log.mu.Lock()
+	cause := log.causes["long"]
+	log.mu.Unlock()
+	if !errors.Is(cause, flowfabric.ErrExecutionCancelled) {
+		t.Fatalf("the running node's handler saw %v", cause)
+	}
+	fs, err := h.Engine.DescribeFlow(h.Ctx, res.ID)
+	if err != nil || fs.State != model.FlowCancelled || fs.CancelPolicy != flowfabric.CancelAll {
+		t.Fatalf("DescribeFlow: %+v %v", fs, err)
+	}
+	if _, err := h.Engine.CancelFlow(h.Ctx, res.ID, flowfabric.CancelAll, "again"); !errors.Is(err, model.ErrFlowTerminal) {
+		t.Fatalf("second cancel: %v", err)
+	}
+	if got := log.order(); got != "long" {
+		t.Fatalf("ran %q", got)
+	}
+}

@@ -32,6 +32,9 @@ type flowRec struct {
 	in             map[model.ExecutionID]map[model.ExecutionID]model.EdgeID // down → up → edge
 	groups         map[model.ExecutionID]model.EdgeGroupPolicy
 	sealed         bool
+	cancelPolicy   model.FlowCancelPolicy
+	cancelReason   string
+	cancelledAt    int64
 	// gstate is each downstream's group record (F:gstate:<down>), made
 	// when its first edge is staged.
 	gstate map[model.ExecutionID]*groupRec
@@ -149,7 +152,8 @@ func (s *Store) flowSnapshot(f *flowRec) *model.FlowSnapshot {
 	snap := &model.FlowSnapshot{
 		ID: f.id, Partition: s.cfg.FlowPartition(f.id), State: f.state,
 		MemberCount: f.memberCount, EdgeCount: f.edgeCount, GraphRevision: f.graphRevision,
-		Sealed: f.sealed, CreatedAt: tm(f.createdAt), LastMutationAt: tm(f.lastMutationAt),
+		Sealed: f.sealed, CreatedAt: tm(f.createdAt),
+		CancelPolicy: f.cancelPolicy, CancelReason: f.cancelReason, CancelledAt: tm(f.cancelledAt), LastMutationAt: tm(f.lastMutationAt),
 	}
 	if len(f.tags) > 0 {
 		snap.Tags = maps.Clone(f.tags)
@@ -311,7 +315,7 @@ func (s *Store) edgeResolve(f *flowRec, ed *edgeRec, u *execution) {
 // member, its pending outgoing edges resolve and their groups decide,
 // cascading through skips.
 func (s *Store) flowEnded(e *execution, now int64) {
-	if _, ok := s.flowOf[e.id]; !ok {
+	if _, ok := s.flowOf[e.id]; !ok || s.flowCancelling {
 		return
 	}
 	s.flowQueue = append(s.flowQueue, e)
@@ -345,6 +349,9 @@ func (s *Store) flowReplayed(e *execution, now int64, as model.AttemptState) boo
 		return false
 	}
 	f := s.flows[fid]
+	if f.state != model.FlowOpen {
+		return false // a cancelled flow decides nothing more
+	}
 	for d, id := range f.out[e.id] {
 		ed, g := f.edges[id], f.gstate[d]
 		if ed.state == model.EdgePending || g.state != model.GroupWaiting {

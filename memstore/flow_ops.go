@@ -203,6 +203,40 @@ func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.F
 	})
 }
 
+// FlowCancel implements model.FlowStore.
+func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*model.FlowCancelResult, error) {
+	return withLock(s, ctx, p.Validate(), func() (*model.FlowCancelResult, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		if err := flowOpen(f); err != nil {
+			return nil, err
+		}
+		now := ms(p.Now)
+		f.state = model.FlowCancelled
+		f.cancelPolicy, f.cancelReason, f.cancelledAt = p.Policy, p.Reason, now
+		f.lastMutationAt = now
+		res := &model.FlowCancelResult{Cancelled: []model.ExecutionID{}}
+		if p.Policy == model.CancelFlowOnly {
+			return res, nil
+		}
+		// the members cancelled here resolve no edge (model.FlowCancelParams)
+		s.flowCancelling = true
+		f.members.each(func(id model.ExecutionID) {
+			e := s.execs[id]
+			if e == nil || e.lifecyclePhase == model.PhaseTerminal ||
+				(p.Policy == model.CancelPending && e.lifecyclePhase != model.PhaseRunnable) {
+				return
+			}
+			s.cancelExec(e, now, p.Reason, model.CancelledByFlow, true)
+			res.Cancelled = append(res.Cancelled, id)
+		})
+		s.flowCancelling = false
+		return res, nil
+	})
+}
+
 // FlowDescribe implements model.FlowStore.
 func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (*model.FlowSnapshot, error) {
 	return withLock(s, ctx, p.Validate(), func() (*model.FlowSnapshot, error) {

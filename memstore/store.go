@@ -33,7 +33,10 @@ type Store struct {
 	// what a flow step released and skipped.
 	flowQueue    []*execution
 	flowDraining bool
-	tally        flowTally
+	// flowCancelling suppresses resolution while FlowCancel cancels
+	// members.
+	flowCancelling bool
+	tally          flowTally
 
 	// leaseOut holds the lease notices of the transition in progress (mu).
 	leaseOut []leaseNote

@@ -142,6 +142,33 @@ const (
 	ReasonDependencyImpossible = "dependency_impossible"
 )
 
+// FlowCancelPolicy says what FlowCancel does to a flow's members; its
+// String is the wire name.
+type FlowCancelPolicy uint8
+
+// Flow cancel policies.
+const (
+	// CancelFlowOnly marks the flow cancelled and leaves its members as
+	// they are: they run, resolve and are skipped as before.
+	CancelFlowOnly FlowCancelPolicy = iota + 1 // "flow_only"
+	// CancelAll cancels every member that has not ended, running ones
+	// too (their holders are told).
+	CancelAll // "cancel_all"
+	// CancelPending cancels the members that have not started (held,
+	// waiting, delayed or blocked) and lets the running ones finish.
+	CancelPending // "cancel_pending"
+)
+
+var flowCancelPolicyNames = enumNames{"flow_only", "cancel_all", "cancel_pending"}
+
+func (v FlowCancelPolicy) String() string { return flowCancelPolicyNames.name(uint8(v)) }
+
+// ParseFlowCancelPolicy parses a wire name.
+func ParseFlowCancelPolicy(s string) (FlowCancelPolicy, bool) {
+	v, ok := flowCancelPolicyNames.parse(s)
+	return FlowCancelPolicy(v), ok
+}
+
 // GroupState is the decision of a downstream's edge group; its String is
 // the wire name. A group decides once, and only in a sealed flow.
 type GroupState uint8
@@ -262,7 +289,12 @@ type FlowSnapshot struct {
 	// Sealed reports whether FlowSeal closed the graph: groups decide
 	// only in a sealed flow, and its held members without dependencies
 	// were released.
-	Sealed         bool
+	Sealed bool
+	// CancelPolicy, CancelReason and CancelledAt are set once FlowCancel
+	// cancelled the flow (State FlowCancelled).
+	CancelPolicy   FlowCancelPolicy
+	CancelReason   string
+	CancelledAt    time.Time
 	CreatedAt      time.Time
 	LastMutationAt time.Time
 	// Tags is nil when the flow has none.

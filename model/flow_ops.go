@@ -50,6 +50,7 @@ type FlowStore interface {
 	EdgeStage(ctx context.Context, p *EdgeStageParams) (*EdgeStageResult, error)
 	EdgeGroupSet(ctx context.Context, p *EdgeGroupSetParams) (*EdgeGroupSetResult, error)
 	FlowSeal(ctx context.Context, p *FlowSealParams) (*FlowSealResult, error)
+	FlowCancel(ctx context.Context, p *FlowCancelParams) (*FlowCancelResult, error)
 
 	FlowDescribe(ctx context.Context, p *FlowDescribeParams) (*FlowSnapshot, error)
 	FlowList(ctx context.Context, p *FlowListParams) (*FlowListResult, error)
@@ -331,6 +332,45 @@ type FlowSealResult struct {
 	// found satisfied); Skipped counts the members it skipped, cascades
 	// included.
 	Released, Skipped int
+}
+
+// FlowCancelParams cancels a flow: its state becomes FlowCancelled (it
+// takes no member, edge, group policy or seal after), and Policy says
+// which members are cancelled in the same step (reason Reason, cancelled
+// by CancelledByFlow; a running member's holder gets a
+// LeaseNoticeCancelled). The members cancelled in the step resolve no
+// edge (their downstreams are cancelled with them, or end on their own
+// under CancelFlowOnly), so the outcome does not depend on the order they
+// are cancelled in; members that end later resolve as usual. Everything
+// happens in one atomic step: no member is left claimable that the
+// policy cancels, and there is no backlog to drain after a crash. Errors:
+// ErrFlowNotFound, ErrFlowTerminal (Detail: the flow's state).
+type FlowCancelParams struct {
+	Flow   FlowID
+	Policy FlowCancelPolicy
+	Reason string
+	Now    time.Time
+}
+
+// Validate checks every field.
+func (p *FlowCancelParams) Validate() error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	if p.Policy < CancelFlowOnly || p.Policy > CancelPending {
+		return &Error{Code: CodeInvalidInput, Field: "Policy", Detail: "unknown", Got: strconv.Itoa(int(p.Policy)),
+			Want: "CancelFlowOnly, CancelAll or CancelPending"}
+	}
+	if err := ValidateText("Reason", p.Reason); err != nil {
+		return err
+	}
+	return checkNow(p.Now)
+}
+
+// FlowCancelResult reports a flow cancel.
+type FlowCancelResult struct {
+	// Cancelled lists the members cancelled, in id order.
+	Cancelled []ExecutionID
 }
 
 // FlowDescribeParams reads one flow (ErrFlowNotFound when absent).

@@ -82,6 +82,7 @@ func init() {
 		{"FlowSeal", 3, (*machine).actFlowSeal},
 		{"FlowForeignMember", 1, (*machine).actFlowForeignMember},
 		{"FlowOpenRefusals", 1, (*machine).actFlowOpenRefusals},
+		{"FlowCancel", 1, (*machine).actFlowCancel},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

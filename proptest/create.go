@@ -127,6 +127,9 @@ func (m *machine) actCreate(t *rapid.T) {
 		case into == nil:
 			m.expect(t, errors.Is(err, model.ErrFlowNotFound), "ExecutionCreate into an unknown flow: %v", err)
 			return
+		case into.Snapshot.State != model.FlowOpen:
+			m.expect(t, errors.Is(err, model.ErrFlowTerminal), "ExecutionCreate into a %v flow: %v", into.Snapshot.State, err)
+			return
 		case into.Snapshot.Sealed:
 			m.expect(t, errors.Is(err, model.ErrFlowSealed), "ExecutionCreate into a sealed flow: %v", err)
 			return

@@ -241,6 +241,9 @@ func (o *Observation) groupViolations(s *model.FlowSnapshot, m model.ExecutionID
 	isHeld := d.State.LifecyclePhase == model.PhaseRunnable && d.State.EligibilityState == model.BlockedByDependencies
 	switch g.State {
 	case model.GroupWaiting:
+		if s.State == model.FlowCancelled {
+			break // the members FlowCancel cancelled resolved nothing
+		}
 		for _, e := range in {
 			u := o.Execs[e.Upstream]
 			if u == nil {
@@ -355,6 +358,21 @@ func flowStepViolations(prev, cur *Observation) []string {
 				if u := cur.Execs[e.Upstream]; u != nil && u.Snapshot.State.LifecyclePhase != model.PhaseTerminal {
 					out = append(out, fmt.Sprintf("flow %v: the group of %v decided %v (cancel remaining), yet its upstream %v is %v",
 						id, m, cg.State, e.Upstream, u.Snapshot.State))
+				}
+			}
+		}
+		// A flow cancelled in this step left, by policy, no member that
+		// had not ended (CancelAll) or started (CancelPending).
+		if p.State == model.FlowOpen && c.State == model.FlowCancelled {
+			for _, m := range cf.Members {
+				x := cur.Execs[m]
+				if x == nil {
+					continue
+				}
+				st := x.Snapshot.State
+				if (c.CancelPolicy == model.CancelAll && st.LifecyclePhase != model.PhaseTerminal) ||
+					(c.CancelPolicy == model.CancelPending && st.LifecyclePhase == model.PhaseRunnable) {
+					out = append(out, fmt.Sprintf("flow %v: cancelled (%v), yet member %v is %v", id, c.CancelPolicy, m, st))
 				}
 			}
 		}
@@ -488,8 +506,14 @@ func (m *machine) actFlowForeignMember(t *rapid.T) {
 	c := drawFrom(t, cands, "foreign_candidate")
 	part := m.cfg.FlowPartition(c.flow)
 	var f model.FlowID
-	if pairs := m.foreignMembers(); len(pairs) > 0 && chance(t, 50, "existing_second_flow") {
-		pair := drawFrom(t, pairs, "foreign_pair")
+	var open []flowExec // pairs whose second flow takes members
+	for _, pair := range m.foreignMembers() {
+		if fo := m.flowObs(pair.flow); fo != nil && fo.Snapshot.State == model.FlowOpen {
+			open = append(open, pair)
+		}
+	}
+	if len(open) > 0 && chance(t, 50, "existing_second_flow") {
+		pair := drawFrom(t, open, "foreign_pair")
 		f, c.exec = pair.flow, pair.exec
 	} else {
 		f = m.newFlowIn(t, part)
@@ -583,6 +607,8 @@ func (m *machine) actFlowAddMember(t *rapid.T) {
 		m.expectValidation(t, "FlowAddMember (other partition)", err)
 	case fo == nil:
 		m.expect(t, errors.Is(err, model.ErrFlowNotFound), "FlowAddMember to an unknown flow: %v", err)
+	case fo.Snapshot.State != model.FlowOpen:
+		m.expect(t, errors.Is(err, model.ErrFlowTerminal), "FlowAddMember to a %v flow: %v", fo.Snapshot.State, err)
 	case prev == nil:
 		m.expect(t, errors.Is(err, model.ErrNotFound), "FlowAddMember of an unknown execution: %v", err)
 	case prev.Flow == f:
@@ -641,13 +667,16 @@ func (m *machine) actEdgeStage(t *rapid.T) {
 		if errors.Is(err, model.ErrFlowSealed) {
 			m.expect(t, fo != nil && fo.Snapshot.Sealed, "EdgeStage: flow_sealed for an open flow")
 		}
+		if errors.Is(err, model.ErrFlowTerminal) {
+			m.expect(t, fo != nil && fo.Snapshot.State != model.FlowOpen, "EdgeStage: flow_already_terminal for an open flow")
+		}
 		if errors.Is(err, model.ErrDownstreamStarted) {
 			m.expect(t, !m.isHeld(p.Downstream), "EdgeStage: downstream_not_held for a held downstream")
 		}
 		return
 	}
 	m.expect(t, fo != nil && res.GraphRevision == fo.Snapshot.GraphRevision+1 && p.Upstream != p.Downstream &&
-		!m.reaches(fo, p.Downstream, p.Upstream) && !fo.Snapshot.Sealed && m.isHeld(p.Downstream),
+		!m.reaches(fo, p.Downstream, p.Upstream) && !fo.Snapshot.Sealed && fo.Snapshot.State == model.FlowOpen && m.isHeld(p.Downstream),
 		"EdgeStage %v -> %v accepted: %+v (before %+v)", p.Upstream, p.Downstream, res, fo)
 	r := m.refFlow(f)
 	r.edges = append(r.edges, p.Edge)
@@ -660,6 +689,33 @@ func (m *machine) isHeld(id model.ExecutionID) bool {
 	return x != nil && x.State.LifecyclePhase == model.PhaseRunnable && x.State.EligibilityState == model.BlockedByDependencies
 }
 
+// actFlowCancel cancels a flow with a drawn policy (the observation after
+// the step checks what it left).
+func (m *machine) actFlowCancel(t *rapid.T) {
+	f := m.pickFlow(t, 5)
+	p := &model.FlowCancelParams{Flow: f, Policy: drawFrom(t, []model.FlowCancelPolicy{model.CancelFlowOnly, model.CancelAll, model.CancelPending}, "cancel_policy"),
+		Reason: "stop", Now: m.now()}
+	if invalid(t, 1) == 0 {
+		p.Policy = 0
+	}
+	res, err := call(m, t, "FlowCancel", p, flowOp(model.FlowStore.FlowCancel))
+	fo := m.flowObs(f)
+	switch {
+	case p.Policy == 0:
+		m.expectValidation(t, "FlowCancel", err)
+	case fo == nil:
+		m.expect(t, errors.Is(err, model.ErrFlowNotFound), "FlowCancel of an unknown flow: %v", err)
+	case fo.Snapshot.State != model.FlowOpen:
+		m.expect(t, errors.Is(err, model.ErrFlowTerminal), "FlowCancel of a %v flow: %v", fo.Snapshot.State, err)
+	default:
+		ok := err == nil && (p.Policy != model.CancelFlowOnly || len(res.Cancelled) == 0)
+		for _, id := range res.Cancelled {
+			ok = ok && slices.Contains(fo.Members, id)
+		}
+		m.expect(t, ok, "FlowCancel(%v): %+v %v", p.Policy, res, err)
+	}
+}
+
 // actFlowSeal seals a flow: the first seal releases and decides, a second
 // changes nothing (the observation after the step checks the groups).
 func (m *machine) actFlowSeal(t *rapid.T) {
@@ -669,6 +725,8 @@ func (m *machine) actFlowSeal(t *rapid.T) {
 	switch {
 	case fo == nil:
 		m.expect(t, errors.Is(err, model.ErrFlowNotFound), "FlowSeal of an unknown flow: %v", err)
+	case fo.Snapshot.State != model.FlowOpen:
+		m.expect(t, errors.Is(err, model.ErrFlowTerminal), "FlowSeal of a %v flow: %v", fo.Snapshot.State, err)
 	case fo.Snapshot.Sealed:
 		m.expect(t, err == nil && res.Outcome == model.FlowAlreadySealed && res.Released == 0 && res.Skipped == 0,
 			"FlowSeal again: %+v %v", res, err)
@@ -782,7 +840,7 @@ func (m *machine) actEdgeGroupSet(t *rapid.T) {
 		return
 	}
 	prev := fo.Groups[p.Downstream]
-	m.expect(t, prev != nil && prev.Edges == 0 && !fo.Snapshot.Sealed, "EdgeGroupSet accepted for %v with edges in or sealed: %+v %+v", p.Downstream, prev, fo.Snapshot)
+	m.expect(t, prev != nil && prev.Edges == 0 && !fo.Snapshot.Sealed && fo.Snapshot.State == model.FlowOpen, "EdgeGroupSet accepted for %v with edges in or sealed: %+v %+v", p.Downstream, prev, fo.Snapshot)
 	same := prev.Explicit && prev.Policy == p.Policy
 	m.expect(t, (res.Outcome == model.GroupAlreadySet) == same, "EdgeGroupSet: %v, before %+v", res.Outcome, prev)
 }
@@ -837,8 +895,8 @@ func (m *machine) actFlowGraph(t *rapid.T) {
 	part := m.cfg.FlowPartition(f)
 	var members []model.ExecutionID
 	if fo := m.flowObs(f); fo != nil {
-		if fo.Snapshot.Sealed {
-			return // a sealed graph takes nothing more
+		if fo.Snapshot.Sealed || fo.Snapshot.State != model.FlowOpen {
+			return // a sealed or cancelled graph takes nothing more
 		}
 		members = slices.Clone(fo.Members)
 	}

@@ -80,7 +80,7 @@ var wantOutcomes = []string{
 	"EdgeStage stale_graph_revision", "EdgeStage dependency_already_exists", "EdgeStage self_referencing_edge",
 	"EdgeStage execution_not_in_flow", "EdgeGroupSet ok set", "EdgeGroupSet edge_group_fixed",
 	"FlowSeal ok sealed", "FlowSeal ok already_sealed", "EdgeStage flow_sealed", "EdgeStage downstream_not_held",
-	"FlowAddMember flow_sealed",
+	"FlowAddMember flow_sealed", "FlowCancel ok", "FlowCancel flow_already_terminal",
 }
 
 // fencedAny is the outcome code of any fenced operation.

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flowfabric/flowfabric"
@@ -45,6 +46,11 @@ func (s *Store) EdgeGroupSet(ctx context.Context, p *model.EdgeGroupSetParams) (
 // FlowSeal implements model.FlowStore.
 func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.FlowSealResult, error) {
 	return call(s, "FlowSeal", p, s.flows().FlowSeal)
+}
+
+// FlowCancel implements model.FlowStore.
+func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*model.FlowCancelResult, error) {
+	return call(s, "FlowCancel", p, s.flows().FlowCancel)
 }
 
 // FlowDescribe implements model.FlowStore.
@@ -152,6 +158,9 @@ func (w *world) submitFlow(p *process) {
 		if err != nil {
 			w.logf("P%d submit flow %s key %q: %s", p.n, sf.shape, sf.key, errCode(err))
 			return
+		}
+		if !slices.Contains(w.flowIDs, res.ID) {
+			w.flowIDs = append(w.flowIDs, res.ID)
 		}
 		var names []string
 		for _, id := range res.Executions {

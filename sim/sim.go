@@ -149,6 +149,7 @@ type world struct {
 	// with an idempotency key, which a later submission may repeat.
 	inFlow     map[model.ExecutionID]bool
 	keyedFlows []*simFlow
+	flowIDs    []model.FlowID
 	viol       []string
 	step       int
 	draining   bool

@@ -134,7 +134,14 @@ func (w *world) operator(p *process) {
 	ctx := context.Background()
 	var op string
 	var f func() error
-	switch w.rng.IntN(6) {
+	switch w.rng.IntN(7) {
+	case 6:
+		if len(w.flowIDs) == 0 {
+			return
+		}
+		fid := pick(w, w.flowIDs)
+		policy := pick(w, []flowfabric.FlowCancelPolicy{flowfabric.CancelFlowOnly, flowfabric.CancelAll, flowfabric.CancelPending})
+		op, f = "cancel flow "+policy.String(), func() error { _, err := e.CancelFlow(ctx, fid, policy, "operator"); return err }
 	case 0:
 		op, f = "cancel", func() error { return e.Cancel(ctx, id, "operator") }
 	case 1:

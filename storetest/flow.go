@@ -38,6 +38,7 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"SiblingCancel", flowSiblingCancel},
 		{"CreateMember", flowCreateMember},
 		{"SkipPausedAttempt", flowSkipPausedAttempt},
+		{"Cancel", flowCancel},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"slices"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -833,5 +834,125 @@ func flowSkipPausedAttempt(h *flowHarness) {
 	if len(atts) != 1 || atts[0].Status != model.AttemptEndedCancelled || atts[0].FailureReason != model.ReasonDependencyImpossible {
 		h.t.Fatalf("the paused attempt of a skipped member: %+v", atts)
 	}
+	h.settled()
+}
+
+// cancelFlow cancels f with policy at now and returns what it cancelled.
+func (h *flowHarness) cancelFlow(f model.FlowID, policy model.FlowCancelPolicy, now time.Time) []model.ExecutionID {
+	h.t.Helper()
+	res := call(h.fs.FlowCancel(h.ctx, &model.FlowCancelParams{Flow: f, Policy: policy, Reason: "stop", Now: now})).must(h.t)
+	h.settled()
+	return res.Cancelled
+}
+
+func (h *flowHarness) wantFlowCancelled(id model.ExecutionID) {
+	h.t.Helper()
+	s := h.describe(id)
+	if s.PublicState != model.PublicCancelled || s.CancellationReason != "stop" || s.CancelledBy != model.CancelledByFlow {
+		h.t.Fatalf("%v: %s %q by %q, want cancelled \"stop\" by the flow", id, s.PublicState, s.CancellationReason, s.CancelledBy)
+	}
+}
+
+// sortedIDs returns ids in id order (the order FlowCancel reports).
+func sortedIDs(ids ...model.ExecutionID) []model.ExecutionID {
+	out := append([]model.ExecutionID(nil), ids...)
+	slices.SortFunc(out, func(a, b model.ExecutionID) int {
+		ua, ub := a.UUID(), b.UUID()
+		return bytes.Compare(ua[:], ub[:])
+	})
+	return out
+}
+
+// flowCancel: FlowCancel marks the flow cancelled in one step and, by
+// policy, cancels its members that have not ended (CancelAll, telling a
+// running one's holder) or not started (CancelPending), reporting them in
+// id order; the members it cancels resolve nothing, so a held downstream
+// is cancelled, not skipped. A cancelled flow takes nothing more, and a
+// second cancel is refused; CancelFlowOnly leaves the members running and
+// resolving.
+func flowCancel(h *flowHarness) {
+	_, err := h.fs.FlowCancel(h.ctx, &model.FlowCancelParams{Flow: h.flowIn(h.p0), Policy: model.CancelAll, Now: at(0)})
+	wantErr(h.t, err, model.ErrFlowNotFound)
+	_, err = h.fs.FlowCancel(h.ctx, &model.FlowCancelParams{Flow: h.flowIn(h.p0), Now: at(0)})
+	if e := modelErr(h.t, err, model.ErrValidation); e.Field != "Policy" {
+		h.t.Fatalf("policy missing: %+v", e)
+	}
+
+	var notices *noticeLog
+	if _, ok := h.s.(model.LeaseNotifier); ok {
+		notices = h.watchLeases(wA)
+	}
+	f := h.newFlow(at(0), nil)
+	done, running, waiting, held := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+	h.stage(f, running, held, at(0))
+	h.seal(f, at(time.Second), 3, 0)
+	h.succeed(done, nil, at(2*time.Second))
+	rc := h.claim(running, wA, at(3*time.Second))
+	got := h.cancelFlow(f, model.CancelAll, at(4*time.Second))
+	if want := sortedIDs(running, waiting, held); !slices.Equal(got, want) {
+		h.t.Fatalf("CancelAll cancelled %v, want %v", got, want)
+	}
+	for _, id := range got {
+		h.wantFlowCancelled(id)
+	}
+	if s := h.describe(done); s.PublicState != model.PublicCompleted {
+		h.t.Fatalf("an ended member was touched: %s", s.PublicState)
+	}
+	h.wantGroup(f, held, groupCount{Size: 1, State: model.GroupWaiting})
+	snap := h.flow(f)
+	if snap.State != model.FlowCancelled || snap.CancelPolicy != model.CancelAll || snap.CancelReason != "stop" ||
+		!snap.CancelledAt.Equal(at(4*time.Second)) || !snap.LastMutationAt.Equal(at(4*time.Second)) {
+		h.t.Fatalf("cancelled flow: %+v", snap)
+	}
+	if notices != nil {
+		want := model.LeaseNotice{Kind: model.LeaseNoticeCancelled, ID: running, LeaseEpoch: rc.Lease.Epoch}
+		if n := notices.next(h.t); n != want {
+			h.t.Fatalf("the running member's holder was told %+v, want %+v", n, want)
+		}
+	}
+	// A cancelled flow takes nothing more.
+	h.refused(f, func() {
+		_, err := h.fs.FlowCancel(h.ctx, &model.FlowCancelParams{Flow: f, Policy: model.CancelAll, Now: at(5 * time.Second)})
+		if e := modelErr(h.t, err, model.ErrFlowTerminal); e.Detail != "cancelled" {
+			h.t.Fatalf("second cancel: %+v", e)
+		}
+		_, err = h.fs.FlowSeal(h.ctx, &model.FlowSealParams{Flow: f, Now: at(5 * time.Second)})
+		wantErr(h.t, err, model.ErrFlowTerminal)
+		p := h.createParams(at(5 * time.Second))
+		p.ID, p.Flow = h.newID(h.cfg.FlowPartition(f)), f
+		_, err = h.s.ExecutionCreate(h.ctx, p)
+		wantErr(h.t, err, model.ErrFlowTerminal)
+	})
+	// A member of a cancelled flow replays as a plain execution.
+	h.replay(held, at(6*time.Second))
+	h.wantReleased(held, model.AttemptPendingReplay)
+
+	// CancelPending: the running member finishes; when it ends, its
+	// downstream (cancelled) is not touched.
+	g := h.newFlow(at(0), nil)
+	up, down, idle := h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0))
+	h.stage(g, up, down, at(0))
+	h.seal(g, at(time.Second), 2, 0)
+	uc := h.claim(up, wA, at(2*time.Second))
+	if got := h.cancelFlow(g, model.CancelPending, at(3*time.Second)); !slices.Equal(got, sortedIDs(down, idle)) {
+		h.t.Fatalf("CancelPending cancelled %v, want %v", got, sortedIDs(down, idle))
+	}
+	h.wantState(up, stActive)
+	h.completeWith(up, uc.Fence(), nil, at(4*time.Second))
+	h.wantFlowCancelled(down)
+	if notices != nil {
+		h.wantNoNotice(notices, wA)
+	}
+
+	// CancelFlowOnly: nothing is cancelled and resolution goes on.
+	k := h.newFlow(at(0), nil)
+	a, b := h.member(k, at(0)), h.member(k, at(0))
+	h.stage(k, a, b, at(0))
+	h.seal(k, at(time.Second), 1, 0)
+	if got := h.cancelFlow(k, model.CancelFlowOnly, at(2*time.Second)); len(got) != 0 {
+		h.t.Fatalf("CancelFlowOnly cancelled %v", got)
+	}
+	h.succeed(a, nil, at(3*time.Second))
+	h.wantReleased(b, model.AttemptPendingFirst)
 	h.settled()
 }

@@ -96,6 +96,28 @@ func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.F
 	return res, r.err()
 }
 
+// FlowCancel implements model.FlowStore.
+func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*model.FlowCancelResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptFlowCancel, s.keys.flowKeys(s.cfg, p.Flow), args{
+		"now": p.Now, "policy": p.Policy, "reason": p.Reason,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.FlowCancelResult{Cancelled: []model.ExecutionID{}}
+	for _, id := range r.strs("cancelled") {
+		x, perr := model.ParseExecutionID(id)
+		if perr != nil {
+			r.fail("cancelled: %v", perr)
+		}
+		res.Cancelled = append(res.Cancelled, x)
+	}
+	return res, r.err()
+}
+
 // FlowDescribe implements model.FlowStore.
 func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (*model.FlowSnapshot, error) {
 	if err := p.Validate(); err != nil {
@@ -115,6 +137,11 @@ func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (
 		Sealed:         c.has("sealed") && c.bool("sealed"), // absent until sealed
 		CreatedAt:      c.time("created_at"),
 		LastMutationAt: c.time("last_mutation_at"),
+	}
+	if c.has("cancel_policy") { // absent until cancelled
+		res.CancelPolicy = enum(c, "cancel_policy", false, model.ParseFlowCancelPolicy)
+		res.CancelReason = c.str("cancel_reason")
+		res.CancelledAt = c.time("cancelled_at")
 	}
 	if tags := r.strMap("tags"); len(tags) > 0 {
 		res.Tags = tags

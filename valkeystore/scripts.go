@@ -503,6 +503,7 @@ var (
 	scriptFlowEdgeStage         = declare("flow_edge_stage")
 	scriptFlowEdgeGroupSet      = declare("flow_edge_group_set")
 	scriptFlowSeal              = declare("flow_seal")
+	scriptFlowCancel            = declare("flow_cancel")
 	scriptFlowDescribe          = declareRead("flow_describe")
 	scriptFlowList              = declareRead("flow_list")
 	scriptFlowEdgeDescribe      = declareRead("flow_edge_describe")

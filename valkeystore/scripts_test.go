@@ -381,6 +381,9 @@ func TestEndingScriptsSettleFlows(t *testing.T) {
 		}
 		n++
 		body := mustRead("lua/" + sc.name + ".lua")
+		if sc.name == "flow_cancel" {
+			continue // what it cancels resolves nothing, by contract (model.FlowCancelParams)
+		}
 		if !strings.Contains(body, "flow_settle(now)") {
 			t.Errorf("lua/%s.lua can end an execution (it includes terminate) but never calls flow_settle(now)", sc.name)
 		}

@@ -283,7 +283,10 @@ local function flow_kit()
     local fid = redis.call('GET', e.k.base .. ':flow')
     if not fid then return false end
     local fbase = flow_base_of(fid)
-    local sealed = redis.call('HGET', fbase .. ':core', 'sealed') == '1'
+    local core = redis.call('HMGET', fbase .. ':core', 'sealed', 'state')
+    -- a cancelled flow decides nothing more
+    if core[2] ~= 'open' then return false end
+    local sealed = core[1] == '1'
     local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
     for j = 1, #outs, 2 do
       local down, ekey = outs[j], fbase .. ':edge:' .. outs[j + 1]
