@@ -462,7 +462,10 @@ func (e *Engine) CancelFlow(ctx context.Context, id FlowID, policy FlowCancelPol
 	return r.Cancelled, nil
 }
 
-// DescribeFlow reads a flow: its state, counts, seal and tags.
+// DescribeFlow reads a flow: its state (open, completed once every node
+// completed, failed once all ended and one did not complete, cancelled),
+// its nodes counted by public state, its seal, cancel fields and tags. It
+// reads every node, so its cost grows with the flow.
 func (e *Engine) DescribeFlow(ctx context.Context, id FlowID) (*FlowSnapshot, error) {
 	fs, err := e.flowStore()
 	if err != nil {

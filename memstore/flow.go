@@ -147,10 +147,22 @@ func graphReaches(f *flowRec, start, target model.ExecutionID, limit int) (found
 	return found, false
 }
 
+// flowCounts counts f's members by public state.
+func (s *Store) flowCounts(f *flowRec) map[model.PublicState]int {
+	counts := map[model.PublicState]int{}
+	f.members.each(func(id model.ExecutionID) {
+		if e := s.execs[id]; e != nil {
+			counts[e.vector().PublicState()]++
+		}
+	})
+	return counts
+}
+
 // flowSnapshot is the describe view of f.
 func (s *Store) flowSnapshot(f *flowRec) *model.FlowSnapshot {
+	counts := s.flowCounts(f)
 	snap := &model.FlowSnapshot{
-		ID: f.id, Partition: s.cfg.FlowPartition(f.id), State: f.state,
+		ID: f.id, Partition: s.cfg.FlowPartition(f.id), State: model.DeriveFlowState(f.state, f.sealed, counts), Counts: counts,
 		MemberCount: f.memberCount, EdgeCount: f.edgeCount, GraphRevision: f.graphRevision,
 		Sealed: f.sealed, CreatedAt: tm(f.createdAt),
 		CancelPolicy: f.cancelPolicy, CancelReason: f.cancelReason, CancelledAt: tm(f.cancelledAt), LastMutationAt: tm(f.lastMutationAt),

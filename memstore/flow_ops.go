@@ -213,6 +213,12 @@ func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*mod
 		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
+		if f.sealed {
+			// a sealed flow whose members all ended is completed or failed
+			if st := model.DeriveFlowState(f.state, f.sealed, s.flowCounts(f)); st != model.FlowOpen {
+				return nil, &model.Error{Code: model.CodeFlowAlreadyTerminal, Detail: st.String()}
+			}
+		}
 		now := ms(p.Now)
 		f.state = model.FlowCancelled
 		f.cancelPolicy, f.cancelReason, f.cancelledAt = p.Policy, p.Reason, now

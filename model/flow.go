@@ -32,9 +32,10 @@ func ParseEdgeID(s string) (EdgeID, error) {
 }
 
 // FlowState is a flow's state; its String is the wire name. A flow is
-// created open; cancel and the projector (later slices of issue 10) move
-// it to a terminal state, after which it takes no member, edge or group
-// policy.
+// created open. FlowCancel makes it cancelled; a sealed flow whose members
+// have all ended is completed when every one completed, failed otherwise
+// (derived when it is read: see DeriveFlowState). A terminal flow takes
+// no member, edge, group policy, seal or cancel.
 type FlowState uint8
 
 // Flow states.
@@ -52,6 +53,30 @@ func (v FlowState) String() string { return flowStateNames.name(uint8(v)) }
 // Terminal reports whether the flow takes no more members, edges or group
 // policies.
 func (v FlowState) Terminal() bool { return v != FlowOpen }
+
+// DeriveFlowState is a flow's state from its stored state (open or
+// cancelled), whether it is sealed, and its members' public states.
+func DeriveFlowState(stored FlowState, sealed bool, counts map[PublicState]int) FlowState {
+	if stored != FlowOpen || !sealed {
+		return stored
+	}
+	failed := false
+	for ps, n := range counts {
+		if n == 0 {
+			continue
+		}
+		if !ps.IsTerminal() {
+			return FlowOpen
+		}
+		if ps != PublicCompleted {
+			failed = true
+		}
+	}
+	if failed {
+		return FlowFailed
+	}
+	return FlowCompleted
+}
 
 // ParseFlowState parses a wire name.
 func ParseFlowState(s string) (FlowState, bool) {
@@ -290,6 +315,9 @@ type FlowSnapshot struct {
 	// only in a sealed flow, and its held members without dependencies
 	// were released.
 	Sealed bool
+	// Counts counts the members by public state (every member, read when
+	// the flow is described).
+	Counts map[PublicState]int
 	// CancelPolicy, CancelReason and CancelledAt are set once FlowCancel
 	// cancelled the flow (State FlowCancelled).
 	CancelPolicy   FlowCancelPolicy

@@ -127,7 +127,7 @@ func (m *machine) actCreate(t *rapid.T) {
 		case into == nil:
 			m.expect(t, errors.Is(err, model.ErrFlowNotFound), "ExecutionCreate into an unknown flow: %v", err)
 			return
-		case into.Snapshot.State != model.FlowOpen:
+		case into.Snapshot.State == model.FlowCancelled:
 			m.expect(t, errors.Is(err, model.ErrFlowTerminal), "ExecutionCreate into a %v flow: %v", into.Snapshot.State, err)
 			return
 		case into.Snapshot.Sealed:

@@ -135,6 +135,24 @@ func (o *Observation) flowViolations() []string {
 		if s.MemberCount != len(fo.Members) {
 			bad("§6.10: member_count %d, but %d executions name the flow", s.MemberCount, len(fo.Members))
 		}
+		// the projection: counts of every member by public state, and the
+		// state derived from them
+		counts := map[model.PublicState]int{}
+		for _, m := range fo.Members {
+			if x := o.Execs[m]; x != nil {
+				counts[x.Snapshot.PublicState]++
+			}
+		}
+		if !cmpEqual(counts, s.Counts) {
+			bad("counts %v, members' states %v", s.Counts, counts)
+		}
+		stored := model.FlowOpen
+		if s.CancelPolicy != 0 {
+			stored = model.FlowCancelled
+		}
+		if want := model.DeriveFlowState(stored, s.Sealed, counts); s.State != want {
+			bad("state %v, derived %v", s.State, want)
+		}
 		members := map[model.ExecutionID]bool{}
 		for _, m := range fo.Members {
 			members[m] = true
@@ -508,7 +526,7 @@ func (m *machine) actFlowForeignMember(t *rapid.T) {
 	var f model.FlowID
 	var open []flowExec // pairs whose second flow takes members
 	for _, pair := range m.foreignMembers() {
-		if fo := m.flowObs(pair.flow); fo != nil && fo.Snapshot.State == model.FlowOpen {
+		if fo := m.flowObs(pair.flow); fo != nil && fo.Snapshot.State != model.FlowCancelled {
 			open = append(open, pair)
 		}
 	}
@@ -607,7 +625,7 @@ func (m *machine) actFlowAddMember(t *rapid.T) {
 		m.expectValidation(t, "FlowAddMember (other partition)", err)
 	case fo == nil:
 		m.expect(t, errors.Is(err, model.ErrFlowNotFound), "FlowAddMember to an unknown flow: %v", err)
-	case fo.Snapshot.State != model.FlowOpen:
+	case fo.Snapshot.State == model.FlowCancelled:
 		m.expect(t, errors.Is(err, model.ErrFlowTerminal), "FlowAddMember to a %v flow: %v", fo.Snapshot.State, err)
 	case prev == nil:
 		m.expect(t, errors.Is(err, model.ErrNotFound), "FlowAddMember of an unknown execution: %v", err)
@@ -668,7 +686,7 @@ func (m *machine) actEdgeStage(t *rapid.T) {
 			m.expect(t, fo != nil && fo.Snapshot.Sealed, "EdgeStage: flow_sealed for an open flow")
 		}
 		if errors.Is(err, model.ErrFlowTerminal) {
-			m.expect(t, fo != nil && fo.Snapshot.State != model.FlowOpen, "EdgeStage: flow_already_terminal for an open flow")
+			m.expect(t, fo != nil && fo.Snapshot.State == model.FlowCancelled, "EdgeStage: flow_already_terminal for an open flow")
 		}
 		if errors.Is(err, model.ErrDownstreamStarted) {
 			m.expect(t, !m.isHeld(p.Downstream), "EdgeStage: downstream_not_held for a held downstream")
@@ -676,7 +694,7 @@ func (m *machine) actEdgeStage(t *rapid.T) {
 		return
 	}
 	m.expect(t, fo != nil && res.GraphRevision == fo.Snapshot.GraphRevision+1 && p.Upstream != p.Downstream &&
-		!m.reaches(fo, p.Downstream, p.Upstream) && !fo.Snapshot.Sealed && fo.Snapshot.State == model.FlowOpen && m.isHeld(p.Downstream),
+		!m.reaches(fo, p.Downstream, p.Upstream) && !fo.Snapshot.Sealed && fo.Snapshot.State != model.FlowCancelled && m.isHeld(p.Downstream),
 		"EdgeStage %v -> %v accepted: %+v (before %+v)", p.Upstream, p.Downstream, res, fo)
 	r := m.refFlow(f)
 	r.edges = append(r.edges, p.Edge)
@@ -725,7 +743,7 @@ func (m *machine) actFlowSeal(t *rapid.T) {
 	switch {
 	case fo == nil:
 		m.expect(t, errors.Is(err, model.ErrFlowNotFound), "FlowSeal of an unknown flow: %v", err)
-	case fo.Snapshot.State != model.FlowOpen:
+	case fo.Snapshot.State == model.FlowCancelled:
 		m.expect(t, errors.Is(err, model.ErrFlowTerminal), "FlowSeal of a %v flow: %v", fo.Snapshot.State, err)
 	case fo.Snapshot.Sealed:
 		m.expect(t, err == nil && res.Outcome == model.FlowAlreadySealed && res.Released == 0 && res.Skipped == 0,
@@ -840,7 +858,7 @@ func (m *machine) actEdgeGroupSet(t *rapid.T) {
 		return
 	}
 	prev := fo.Groups[p.Downstream]
-	m.expect(t, prev != nil && prev.Edges == 0 && !fo.Snapshot.Sealed && fo.Snapshot.State == model.FlowOpen, "EdgeGroupSet accepted for %v with edges in or sealed: %+v %+v", p.Downstream, prev, fo.Snapshot)
+	m.expect(t, prev != nil && prev.Edges == 0 && !fo.Snapshot.Sealed && fo.Snapshot.State != model.FlowCancelled, "EdgeGroupSet accepted for %v with edges in or sealed: %+v %+v", p.Downstream, prev, fo.Snapshot)
 	same := prev.Explicit && prev.Policy == p.Policy
 	m.expect(t, (res.Outcome == model.GroupAlreadySet) == same, "EdgeGroupSet: %v, before %+v", res.Outcome, prev)
 }

@@ -39,6 +39,7 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"CreateMember", flowCreateMember},
 		{"SkipPausedAttempt", flowSkipPausedAttempt},
 		{"Cancel", flowCancel},
+		{"State", flowState},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

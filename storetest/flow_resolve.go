@@ -956,3 +956,45 @@ func flowCancel(h *flowHarness) {
 	h.wantReleased(b, model.AttemptPendingFirst)
 	h.settled()
 }
+
+// flowState: a sealed flow is completed once every member completed,
+// failed once all ended and one did not complete, and open until then;
+// Counts counts every member by public state; a completed or failed flow
+// cannot be cancelled.
+func flowState(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	a, b := h.member(f, at(0)), h.member(f, at(0))
+	h.stage(f, a, b, at(0))
+	if s := h.flow(f); s.State != model.FlowOpen || s.Counts[model.PublicWaitingChildren] != 2 {
+		h.t.Fatalf("open flow: %+v", s)
+	}
+	h.seal(f, at(time.Second), 1, 0)
+	h.succeed(a, nil, at(2*time.Second))
+	if s := h.flow(f); s.State != model.FlowOpen || s.Counts[model.PublicCompleted] != 1 || s.Counts[model.PublicWaiting] != 1 {
+		h.t.Fatalf("half-done flow: %+v", s)
+	}
+	h.succeed(b, nil, at(3*time.Second))
+	if s := h.flow(f); s.State != model.FlowCompleted || s.Counts[model.PublicCompleted] != 2 || len(s.Counts) != 1 {
+		h.t.Fatalf("completed flow: %+v", s)
+	}
+	h.refused(f, func() {
+		_, err := h.fs.FlowCancel(h.ctx, &model.FlowCancelParams{Flow: f, Policy: model.CancelAll, Now: at(4 * time.Second)})
+		if e := modelErr(h.t, err, model.ErrFlowTerminal); e.Detail != "completed" {
+			h.t.Fatalf("cancel of a completed flow: %+v", e)
+		}
+	})
+
+	g := h.newFlow(at(0), nil)
+	x, y := h.member(g, at(0)), h.member(g, at(0))
+	h.stage(g, x, y, at(0))
+	h.seal(g, at(time.Second), 1, 0)
+	h.failHard(x, at(2*time.Second))
+	if s := h.flow(g); s.State != model.FlowFailed || s.Counts[model.PublicFailed] != 1 || s.Counts[model.PublicSkipped] != 1 {
+		h.t.Fatalf("failed flow: %+v", s)
+	}
+	// Replaying a member makes the flow open again.
+	h.replay(x, at(3*time.Second))
+	if s := h.flow(g); s.State != model.FlowOpen {
+		h.t.Fatalf("flow after a replay: %+v", s)
+	}
+}

@@ -3,6 +3,7 @@ package valkeystore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/flowfabric/flowfabric/model"
@@ -138,6 +139,23 @@ func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (
 		CreatedAt:      c.time("created_at"),
 		LastMutationAt: c.time("last_mutation_at"),
 	}
+	res.Counts = map[model.PublicState]int{}
+	for _, st := range r.strs("members") {
+		var v [3]string
+		if n, _ := fmt.Sscan(st, &v[0], &v[1], &v[2]); n != 3 {
+			r.fail("members: %q", st)
+			continue
+		}
+		lp, ok1 := model.ParseLifecyclePhase(v[0])
+		es, ok2 := model.ParseEligibilityState(v[1])
+		to, ok3 := model.ParseTerminalOutcome(v[2])
+		if !ok1 || !ok2 || !ok3 {
+			r.fail("members: %q", st)
+			continue
+		}
+		res.Counts[model.DerivePublicState(lp, es, to)]++
+	}
+	res.State = model.DeriveFlowState(res.State, res.Sealed, res.Counts)
 	if c.has("cancel_policy") { // absent until cancelled
 		res.CancelPolicy = enum(c, "cancel_policy", false, model.ParseFlowCancelPolicy)
 		res.CancelReason = c.str("cancel_reason")

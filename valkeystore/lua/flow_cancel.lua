@@ -10,6 +10,10 @@ local f = flow_load(base)
 if f == nil then return fail('flow_not_found') end
 local bad = flow_open(f)
 if bad then return bad end
+if f.sealed == '1' then
+  local st = flow_ended_state(base)
+  if st ~= 'open' then return fail('flow_already_terminal', st) end
+end
 local now = now_ms()
 redis.call('HSET', K_flow_core, 'state', 'cancelled', 'cancel_policy', A_policy, 'cancel_reason', A_reason,
   'cancelled_at', S(now), 'last_mutation_at', S(now))

@@ -42,6 +42,24 @@ local function flow_open(f)
   return nil
 end
 
+-- flow_ended_state is the state of a sealed open flow whose members have
+-- all ended (completed, or failed when one did not complete), or 'open'
+-- (model.DeriveFlowState; the operations check the stored state, and a
+-- sealed flow takes nothing anyway).
+local function flow_ended_state(base)
+  local members = redis.call('ZRANGE', base .. ':members', 0, -1)
+  local failed = false
+  for i = 1, #members do
+    local e = load_exec(exec_keys_of(members[i]))
+    if e ~= nil then
+      if e.lifecycle_phase ~= 'terminal' then return 'open' end
+      if e.terminal_outcome ~= 'success' then failed = true end
+    end
+  end
+  if failed then return 'failed' end
+  return 'completed'
+end
+
 -- flow_unsealed refuses a sealed flow (an error reply, or nil).
 local function flow_unsealed(f)
   if f.sealed == '1' then return fail('flow_sealed') end
