@@ -27,7 +27,15 @@ type laneWake struct {
 	idle    []*Worker // FIFO
 	stop    func()
 	seq     uint64 // notifications so far
+	// pending are partitions that got work while every worker of the lane
+	// was busy; the next claim of one of them probes these first (on a
+	// spread lane the work may be on a partition its cursor is far from).
+	pending []int
 }
+
+// maxPending bounds a lane's pending partitions (the oldest go: the
+// cursor's walk reaches them anyway).
+const maxPending = 256
 
 // wakeNote is what a dispatched wake tells its worker.
 type wakeNote struct {
@@ -117,8 +125,16 @@ func (e *Engine) workArrived(lane model.LaneID, partition, hops int) {
 		lw.seq++
 	}
 	if lw == nil || len(lw.idle) == 0 {
+		if lw != nil && partition >= 0 && !slices.Contains(lw.pending, partition) {
+			// every worker of the lane is busy: each looks again when it
+			// frees up, first where this work is
+			if len(lw.pending) >= maxPending {
+				lw.pending = lw.pending[1:]
+			}
+			lw.pending = append(lw.pending, partition)
+		}
 		e.wakes.mu.Unlock()
-		return // every worker of the lane is busy: each looks again when it frees up
+		return
 	}
 	if hops < 0 {
 		hops = len(lw.idle) - 1
@@ -132,6 +148,21 @@ func (e *Engine) workArrived(lane model.LaneID, partition, hops int) {
 	w.note, w.noted = wakeNote{lane: lane, partition: partition, hops: hops}, true
 	e.wakes.mu.Unlock()
 	w.wake.Notify()
+}
+
+// takePending hands w's cursor the partitions of its lanes that got work
+// while every worker was busy.
+func (e *Engine) takePending(w *Worker) {
+	e.wakes.mu.Lock()
+	defer e.wakes.mu.Unlock()
+	for _, l := range w.cfg.Lanes {
+		if lw := e.wakes.lanes[l]; lw != nil && len(lw.pending) > 0 {
+			for _, p := range lw.pending {
+				w.cursor.Hint(l, p)
+			}
+			lw.pending = lw.pending[:0]
+		}
+	}
 }
 
 // laneSeq is the number of notifications lane has had.

@@ -337,12 +337,18 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		if w.hasSlot() {
 			w.engine.idle(w)
 		}
+		w.engine.takePending(w)
 		took, left, err := w.claimOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("claim failed", "err", err)
 		}
 		if took {
-			w.engine.busy(w)
+			// a wake given while it claimed is for other work: keep its
+			// partition for the next claim (on a spread lane the cursor
+			// may be far from it)
+			if n, ok := w.engine.busy(w); ok {
+				w.cursor.Hint(n.lane, n.partition)
+			}
 			noted = false
 			continue
 		}
@@ -639,8 +645,10 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 				}
 				next = res.Next.Claimed
 				// The worker's only lane had nothing for it: unless work was
-				// announced meanwhile, it is idle, without another look.
-				quiet = next == nil && len(w.cfg.Lanes) == 1 && e.idleIfQuiet(w, n.Lane, seq)
+				// announced meanwhile, it is idle, without another look. A
+				// spread lane's next claim probed one partition of many, so
+				// it proves nothing: the worker looks again.
+				quiet = next == nil && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
 			}
 			if err == nil && dbg {
 				w.log.Debug("task completed", "execution", id.String(), "kind", string(info.Kind),

@@ -320,6 +320,14 @@ func (s *Scheduler) partitionsFor(lane model.LaneID, req *Request) (parts []int,
 		return int(h.Sum32() % uint32(s.parts))
 	})
 	return order, probe == s.parts, func(k int, claimed bool) {
+		// hinted partitions planned but not probed (the call claimed
+		// before reaching them) are hinted again: each was told it got
+		// work, and nothing else may bring the worker back to it soon
+		for j := k + 1; j < len(order); j++ {
+			if offs[j] < 0 {
+				cur.Hint(lane, order[j])
+			}
+		}
 		if claimed {
 			// the partition that had work is probed first next time (it
 			// goes to the back of the hints, so several hinted

@@ -295,3 +295,43 @@ func TestGrantPath(t *testing.T) {
 		t.Fatalf("claim grant: %+v %v", r, err)
 	}
 }
+
+// TestClaimKeepsUnprobedHints (a regression the flow bench found): a
+// claim plans its hinted partitions first and stops at the first that
+// has work; the hinted partitions it did not reach stay hinted, and the
+// partition it claimed from is hinted again behind them. Before, the
+// unreached hints were dropped, and work released on those partitions
+// waited for the cursor's walk (seconds of idle polls).
+func TestClaimKeepsUnprobedHints(t *testing.T) {
+	const parts, probe = 16, 4
+	f := newFixture(t, parts)
+	s := claim.New(f.store, f.clock, claim.Config{ProbePartitions: probe,
+		Spread: func(model.LaneID) bool { return true }})
+	a := f.create(3, "l", 0)
+	b := f.create(11, "l", 0)
+	c := f.create(11, "l", 0)
+	cur := &claim.Cursor{}
+	cur.Hint("l", 3)
+	cur.Hint("l", 11)
+	claimNext := func() *claim.Outcome {
+		t.Helper()
+		r := f.request("w-1")
+		r.Cursor = cur
+		out, err := s.Claim(f.ctx, r)
+		if err != nil || out.Claimed == nil {
+			t.Fatal(out, err)
+		}
+		return out
+	}
+	if out := claimNext(); out.Claimed.ID != a || out.Probed != 1 {
+		t.Fatalf("first claim: %v after %d probes, want %v after 1", out.Claimed.ID, out.Probed, a)
+	}
+	// 11 was planned but not probed: it comes first now.
+	if out := claimNext(); out.Claimed.ID != b || out.Probed != 1 {
+		t.Fatalf("second claim: %v after %d probes, want %v after 1", out.Claimed.ID, out.Probed, b)
+	}
+	// 3 (emptied) and then 11 again: the claimed partition is hinted.
+	if out := claimNext(); out.Claimed.ID != c || out.Probed != 2 {
+		t.Fatalf("third claim: %v after %d probes, want %v after 2", out.Claimed.ID, out.Probed, c)
+	}
+}

@@ -46,6 +46,7 @@ type config struct {
 	S4 s4Config
 	S5 int
 	S6 s6Config
+	S8 s8Config
 	S7 int
 
 	// QuietBelow and QuietWait gate every measurement: wait until other
@@ -59,7 +60,7 @@ type config struct {
 
 func disturbed(c *config, share float64) bool { return c.QuietBelow > 0 && share >= c.QuietBelow }
 
-var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7"}
+var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8"}
 
 // knownSystems lists every system name -systems accepts.
 var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1"}
@@ -67,7 +68,7 @@ var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asyn
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("ffbench", flag.ContinueOnError)
 	c := &config{}
-	only := fs.String("only", "S1,S2,S3,S4,S5,S6,S7", "scenarios to run (comma-separated)")
+	only := fs.String("only", "S1,S2,S3,S4,S5,S6,S7,S8", "scenarios to run (comma-separated)")
 	systems := fs.String("systems", "memstore,valkey,valkey-cluster,raw,asynq,river,valkey-1x16",
 		"systems for S1 (comma-separated): "+strings.Join(knownSystems, ", "))
 	s2systems := fs.String("s2-systems", "", "systems for S2 (default: -systems without the worker-shape variants)")
@@ -111,6 +112,10 @@ func parseFlags(args []string) (*config, error) {
 	c.S5 = pick(*s5, 100_000, 2000)
 	c.S6 = s6Config{Samples: pick(*s6, 200, 10)}
 	c.S7 = pick(*s7, 200, 20)
+	c.S8 = s8Config{Flows: 100, Nodes: 10, Slots: *slots, FanOut: []int{10, 100, 1000}, FanOutRuns: []int{20, 10, 3}}
+	if c.Quick {
+		c.S8 = s8Config{Flows: 10, Nodes: 5, Slots: *slots, FanOut: []int{10, 100}, FanOutRuns: []int{3, 1}}
+	}
 	if c.Quick {
 		c.S3 = s3Config{Window: time.Second, Warmup: 500 * time.Millisecond, Wakes: 5}
 		c.S4 = s4Config{Blocked: []int{100, 2000}, Leases: 500}
@@ -287,7 +292,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 
 	// servers
 	needStandalone := cfg.anySystem("valkey", "raw", "asynq", "valkey-1x16", "valkey-16x1") ||
-		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7")
+		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7") || cfg.wants("S8")
 	if needStandalone {
 		s, err := startRedis(filepath.Join(dir, "standalone"), false)
 		if err != nil {
@@ -515,6 +520,30 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 		for _, row := range r.Rows {
 			logf("  S7 %-8s delay error p50 %.2f ms p99 %.2f ms; retry error p50 %.2f ms p99 %.2f ms",
 				row.Store, row.Delay.P50, row.Delay.P99, row.Retry.P50, row.Retry.P99)
+		}
+	}
+	if cfg.wants("S8") && ctx.Err() == nil {
+		gate("S8")
+		logf("S8: flows, %d linear flows × %d nodes; AnyOf fan-outs of %v", cfg.S8.Flows, cfg.S8.Nodes, cfg.S8.FanOut)
+		var addrs []string
+		if e.standalone != nil {
+			addrs = []string{e.standalone.Addr()}
+		} else {
+			notRun("S8 valkey", "no redis server")
+		}
+		s1 := map[string]float64{}
+		for _, name := range []string{"memstore", "valkey"} {
+			if r := findS1(rep, name); r != nil {
+				s1[name] = r.Throughput
+			}
+		}
+		r := runS8(ctx, addrs, cfg.S8, s1)
+		rep.S8 = &r
+		for _, row := range r.Runs {
+			logf("  S8 %s: %.0f nodes/s (%.2f × S1), hop p50 %.3f ms, flow p50 %.1f ms", row.Store, row.NodesPerSec, row.Ratio, row.Hop.P50, row.FlowLatency.P50)
+			for _, f := range row.FanOut {
+				logf("  S8 %s fan-out %d: cancel p50 %.2f ms p99 %.2f ms", row.Store, f.Siblings, f.Latency.P50, f.Latency.P99)
+			}
 		}
 	}
 	if cfg.wants("S5") && ctx.Err() == nil {

@@ -29,6 +29,7 @@ type Report struct {
 	S5       *S5Result  `json:"s5,omitempty"`
 	S6       *S6Result  `json:"s6,omitempty"`
 	S7       *S7Result  `json:"s7,omitempty"`
+	S8       *S8Result  `json:"s8,omitempty"`
 	Targets  []Target   `json:"targets"`
 	Glossary []string   `json:"definitions"`
 	// OtherCPU is the share of the machine used by processes outside the
@@ -73,6 +74,7 @@ var glossary = []string{
 	"Other load: CPU used on the host by processes outside the bench's process tree (the bench and the servers it started) during the phase, as a share of all cores; from /proc. Anything above a few percent means the numbers were disturbed.",
 	"S7: delay error = handler start − due time, one job at a time on an otherwise idle engine with default scanner intervals: a Submit with RunAt (due = RunAt) and a retry after a failed first attempt (due = the handler's failing return + the fixed retry delay); delays uniform in 20–100 ms; target p99 ≤ 10 ms.",
 	"S6: cancel latency: start of an operator's Engine.Cancel of a running execution → its handler's context done (4 Workers, default 30 s lease, so a renewal would take 20 s), beside the idle wake (submit → handler start) of the same jobs in the same run; 20–60 ms pauses between steps.",
+	"S8: flows on a spread lane: linear flows (every node a no-op) all submitted at once and drained by the S1 slot count: node throughput (nodes / first handler start → last handler return) beside the same store's S1 drain, per-hop latency (an upstream handler's return → its downstream's handler start) and flow latency (submit → last handler return); AnyOf CancelRemaining fan-outs: a winner returns once all n siblings run, and the time until every sibling's handler saw its context end (ErrExecutionCancelled).",
 	"S5: bytes per queued execution − payload: for memstore the median of the Go heap (after GC) growth per execution over 5 equal fill steps, for the server (after − before)/queued of used_memory; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
 }
 
@@ -166,6 +168,28 @@ func computeTargets(r *Report) {
 				t.Detail = run.Error
 			}
 			r.Targets = append(r.Targets, t)
+		}
+	}
+	if s := r.S8; s != nil {
+		for _, run := range s.Runs {
+			if run.Error != "" {
+				r.Targets = append(r.Targets, Target{Name: "S8 flows (" + run.Store + ")", Detail: run.Error})
+				continue
+			}
+			if run.Ratio > 0 {
+				r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("S8 flow node throughput / S1 drain (%s)", run.Store),
+					Value: run.Ratio, Op: "≥", Limit: 0.5, Pass: boolp(run.Ratio >= 0.5),
+					Detail: fmt.Sprintf("%.0f nodes/s vs %.0f jobs/s", run.NodesPerSec, run.S1JobsPerSec)})
+			}
+			for _, f := range run.FanOut {
+				limit := map[int]float64{100: 50, 1000: 500}[f.Siblings]
+				if limit == 0 || run.Store != "valkey" {
+					continue
+				}
+				r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("S8 AnyOf cancel of %d siblings p99, ms (%s)", f.Siblings, run.Store),
+					Value: f.Latency.P99, Op: "≤", Limit: limit, Pass: boolp(f.Latency.P99 <= limit && f.OtherCauses == 0),
+					Detail: fmt.Sprintf("p50 %.2f ms over %d runs", f.Latency.P50, f.Latency.N)})
+			}
 		}
 	}
 	if s := r.S5; s != nil {
@@ -434,6 +458,23 @@ func (r *Report) markdown() string {
 			}
 			w("| %s | **%.3f** / %.3f / %.3f ms | %.3f / %.3f ms | %.2f | %.3f ms | %d |\n", run.Store, run.Cancel.P50, run.Cancel.P95, run.Cancel.P99,
 				run.Wake.P50, run.Wake.P99, run.Ratio, run.CancelCall.P50, run.Cancel.N)
+		}
+		w("\n")
+	}
+
+	if s := r.S8; s != nil {
+		w("## S8 flows\n\n| store | nodes/s | × S1 drain | hop p50 / p99 | flow p50 / p99 | fan-out cancel p50 / p99 (siblings) |\n|---|---:|---:|---:|---:|---|\n")
+		for _, run := range s.Runs {
+			if run.Error != "" {
+				w("| %s | error: %s | | | | |\n", run.Store, run.Error)
+				continue
+			}
+			var fo []string
+			for _, f := range run.FanOut {
+				fo = append(fo, fmt.Sprintf("%.2f / %.2f ms (%d)", f.Latency.P50, f.Latency.P99, f.Siblings))
+			}
+			w("| %s | **%.0f** | %.2f | %.3f / %.3f ms | %.1f / %.1f ms | %s |\n", run.Store, run.NodesPerSec, run.Ratio,
+				run.Hop.P50, run.Hop.P99, run.FlowLatency.P50, run.FlowLatency.P99, strings.Join(fo, "; "))
 		}
 		w("\n")
 	}
