@@ -32,7 +32,8 @@ type S8Run struct {
 	// Ratio is NodesPerSec / S1JobsPerSec (target ≥ 0.5).
 	S1JobsPerSec float64 `json:"s1_jobs_per_sec,omitempty"`
 	Ratio        float64 `json:"ratio_to_s1,omitempty"`
-	// FlowLatency is submit → last node's handler return, per flow.
+	// FlowLatency is the drain's start (the flows were submitted before)
+	// → each flow's last node's handler return.
 	FlowLatency Latency `json:"flow_latency"`
 	// Hop is an upstream handler's return → its downstream's handler
 	// start, per edge.
@@ -139,15 +140,8 @@ func runS8Store(ctx context.Context, name string, addrs []string, c s8Config, s1
 		flowfabric.AddHandler(w, h)
 		return w, w.Start(ctx)
 	}
-	w, err := startWorker(max(c.Slots, 1))
-	if err != nil {
-		return fail(err)
-	}
-
-	// Linear flows, all submitted at once.
-	submitted := make([]time.Time, c.Flows)
+	// Linear flows, all submitted first (like S1's seeding), then drained.
 	results := make([]*flowfabric.FlowResult, c.Flows)
-	t0 := time.Now()
 	for i := range c.Flows {
 		f := flowfabric.NewFlow()
 		var prev *flowfabric.FlowNode
@@ -158,12 +152,16 @@ func runS8Store(ctx context.Context, name string, addrs []string, c s8Config, s1
 			}
 			prev = n
 		}
-		submitted[i] = time.Now()
 		r, err := engine.SubmitFlow(ctx, f, nil)
 		if err != nil {
 			return fail(err)
 		}
 		results[i] = r
+	}
+	drainStart := time.Now()
+	w, err := startWorker(max(c.Slots, 1))
+	if err != nil {
+		return fail(err)
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -184,7 +182,7 @@ func runS8Store(ctx context.Context, name string, addrs []string, c s8Config, s1
 			return fail(err)
 		}
 	}
-	first, last := time.Time{}, t0
+	first, last := time.Time{}, drainStart
 	var flowLat, hops []time.Duration
 	mu.Lock()
 	for i := range c.Flows {
@@ -200,7 +198,7 @@ func runS8Store(ctx context.Context, name string, addrs []string, c s8Config, s1
 				hops = append(hops, s.Sub(ends[[2]int{i, j - 1}]))
 			}
 		}
-		flowLat = append(flowLat, ends[[2]int{i, c.Nodes - 1}].Sub(submitted[i]))
+		flowLat = append(flowLat, ends[[2]int{i, c.Nodes - 1}].Sub(drainStart))
 	}
 	mu.Unlock()
 	run.NodesPerSec = float64(c.Flows*c.Nodes) / last.Sub(first).Seconds()
