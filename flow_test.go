@@ -336,3 +336,55 @@ func TestCancelFlow(t *testing.T) {
 		t.Fatalf("ran %q", got)
 	}
 }
+
+// loseFirstReply applies the first ExecutionComplete and loses its reply,
+// as a connection dropped right after the store applied the call.
+type loseFirstReply struct {
+	*memstore.Store
+	mu   sync.Mutex
+	lost int
+}
+
+func (s *loseFirstReply) ExecutionComplete(ctx context.Context, p *model.ExecutionCompleteParams) (*model.ExecutionCompleteResult, error) {
+	r, err := s.Store.ExecutionComplete(ctx, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.lost == 0 {
+		s.lost++
+		return nil, errors.New("connection reset after the store applied the completion")
+	}
+	return r, err
+}
+
+// TestFlowSurvivesLostCompletionReply: the upstream's completion and its
+// downstream's resolution are one store step, so a connection lost between
+// the store applying it and the worker hearing back leaves nothing half
+// done: the worker's retry is answered as a replay, the downstream runs
+// once, and the flow completes.
+func TestFlowSurvivesLostCompletionReply(t *testing.T) {
+	var wrapped *loseFirstReply
+	h, log := newFlowHarness(t, &flowfabrictest.Options{WrapStore: func(s *memstore.Store) model.Store {
+		wrapped = &loseFirstReply{Store: s}
+		return wrapped
+	}})
+	f := flowfabric.NewFlow()
+	opts := &flowfabric.SubmitOpts{Lane: flowLane}
+	a := f.Add(step{Name: "a"}, opts)
+	b := f.Add(step{Name: "b"}, opts).After(a)
+	res, err := h.Engine.SubmitFlow(h.Ctx, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := h.WaitTerminal(res.Of(b)); s.PublicState != flowfabric.PublicCompleted {
+		t.Fatalf("b: %s", s.PublicState)
+	}
+	if wrapped.lost != 1 {
+		t.Fatalf("%d replies lost", wrapped.lost)
+	}
+	if got := log.order(); got != "a b" {
+		t.Fatalf("ran %q, want each node once", got)
+	}
+	if fs, _ := h.Engine.DescribeFlow(h.Ctx, res.ID); fs.State != model.FlowCompleted {
+		t.Fatalf("flow: %+v", fs)
+	}
+}

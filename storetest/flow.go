@@ -40,6 +40,7 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"SkipPausedAttempt", flowSkipPausedAttempt},
 		{"Cancel", flowCancel},
 		{"State", flowState},
+		{"Diamond", flowDiamond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -998,3 +998,58 @@ func flowState(h *flowHarness) {
 		h.t.Fatalf("flow after a replay: %+v", s)
 	}
 }
+
+// flowDiamond (engine.md §6 scenarios 20–21): fetch → {build, test} →
+// publish. The happy run releases each step once its upstreams succeed;
+// a failed branch skips publish (AllOf), and a result passed to a member
+// that already ended (cancelled by an operator) is not written into it.
+func flowDiamond(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	fetch, build, test, publish := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+	h.stage(f, fetch, build, at(0))
+	h.stage(f, fetch, test, at(0))
+	h.stagePass(f, build, publish, at(0))
+	h.stage(f, test, publish, at(0))
+	h.seal(f, at(time.Second), 1, 0)
+	h.succeed(fetch, nil, at(2*time.Second))
+	h.wantReleased(build, model.AttemptPendingFirst)
+	h.wantReleased(test, model.AttemptPendingFirst)
+	h.wantHeld(publish, model.AttemptPendingFirst)
+	h.succeed(build, []byte("artifact"), at(3*time.Second))
+	h.wantHeld(publish, model.AttemptPendingFirst)
+	h.succeed(test, nil, at(4*time.Second))
+	h.wantReleased(publish, model.AttemptPendingFirst)
+	h.wantPayload(publish, "artifact")
+	h.succeed(publish, nil, at(5*time.Second))
+	if s := h.flow(f); s.State != model.FlowCompleted {
+		h.t.Fatalf("happy diamond: %+v", s)
+	}
+
+	// A failed branch skips publish.
+	g := h.newFlow(at(0), nil)
+	fetch, build, test, publish = h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0))
+	h.stage(g, fetch, build, at(0))
+	h.stage(g, fetch, test, at(0))
+	h.stagePass(g, build, publish, at(0))
+	h.stage(g, test, publish, at(0))
+	h.seal(g, at(time.Second), 1, 0)
+	h.succeed(fetch, nil, at(2*time.Second))
+	h.failHard(test, at(3*time.Second))
+	h.wantSkipped(publish)
+	// build's result is not passed into the skipped publish.
+	h.succeed(build, []byte("late"), at(5*time.Second))
+	h.wantPayload(publish, "payload")
+	if s := h.flow(g); s.State != model.FlowFailed {
+		h.t.Fatalf("failed diamond: %+v", s)
+	}
+
+	// Nor into a member an operator cancelled while it waited.
+	k := h.newFlow(at(0), nil)
+	up, down := h.member(k, at(0)), h.member(k, at(0))
+	h.stagePass(k, up, down, at(0))
+	h.seal(k, at(time.Second), 1, 0)
+	h.cancelOp(down, at(2*time.Second))
+	h.succeed(up, []byte("late"), at(3*time.Second))
+	h.wantPayload(down, "payload")
+	h.settled()
+}
