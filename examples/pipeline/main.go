@@ -180,8 +180,11 @@ func run(store flowfabric.Store, say func(string)) error {
 	case cause = <-lost:
 	case <-time.After(10 * time.Second):
 	}
+	if cause == nil {
+		return errors.New("the losing download's handler never saw its context end")
+	}
 	if !errors.Is(cause, flowfabric.ErrExecutionCancelled) {
-		return fmt.Errorf("the losing download's handler saw %v, want ErrExecutionCancelled", cause)
+		return fmt.Errorf("the losing download's handler saw %w, want ErrExecutionCancelled", cause)
 	}
 	say("losing download's handler stopped: " + cause.Error())
 	return nil
