@@ -485,3 +485,53 @@ func (e *Engine) FlowGroup(ctx context.Context, flow FlowID, id ExecutionID) (*E
 	g, err := fs.EdgeGroupDescribe(ctx, &model.EdgeGroupDescribeParams{Flow: flow, Downstream: id})
 	return g, wrap("flow group", err)
 }
+
+// Upstream is one upstream of a flow node, as the node's handler sees it.
+type Upstream struct {
+	ID   ExecutionID
+	Kind Kind
+	// State is the upstream's public state now.
+	State PublicState
+	// Result is what the upstream's handler stored: nil unless it
+	// completed with a result.
+	Result []byte
+}
+
+// Upstreams returns the task's upstreams in its flow, in edge order (none
+// for a task in no flow), with the result of each one that completed: a
+// node reads what all its upstreams produced, beyond the one AfterResult
+// passed as its payload (an AnyOf node sees which of its upstreams won).
+// On a TaskInfo built by hand it returns nil.
+func (t *TaskInfo) Upstreams(ctx context.Context) ([]Upstream, error) {
+	if t.w == nil {
+		return nil, nil
+	}
+	e := t.w.engine
+	fs, err := e.flowStore()
+	if err != nil {
+		return nil, wrap("upstreams", err)
+	}
+	in, err := fs.EdgeListIncoming(ctx, &model.EdgeListParams{Execution: t.ID})
+	if err != nil {
+		return nil, wrap("upstreams", err)
+	}
+	out := make([]Upstream, 0, len(in.Edges))
+	for _, edge := range in.Edges {
+		s, err := e.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: edge.Upstream})
+		if err != nil {
+			return nil, wrap("upstreams", err)
+		}
+		u := Upstream{ID: s.ID, Kind: s.Kind, State: s.PublicState}
+		if s.PublicState == PublicCompleted {
+			r, err := e.store.ExecutionResult(ctx, &model.ExecutionResultParams{ID: s.ID})
+			switch {
+			case err == nil:
+				u.Result = r.Result
+			case !errors.Is(err, model.ErrResultNotFound):
+				return nil, wrap("upstreams", err)
+			}
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}

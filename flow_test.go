@@ -3,6 +3,7 @@ package flowfabric_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -386,5 +387,65 @@ func TestFlowSurvivesLostCompletionReply(t *testing.T) {
 	}
 	if fs, _ := h.Engine.DescribeFlow(h.Ctx, res.ID); fs.State != model.FlowCompleted {
 		t.Fatalf("flow: %+v", fs)
+	}
+}
+
+// TestTaskUpstreams: a node's handler reads every upstream's state and
+// result, not only the one passed as its payload; an AnyOf node sees
+// which upstream won. A task in no flow has none.
+func TestTaskUpstreams(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	if err := h.Engine.RegisterLane(flowLane, flowfabric.LaneConfig{Spread: true}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	w := h.NewWorker(&flowfabric.WorkerConfig{WorkerID: "up", Lanes: []flowfabric.LaneID{flowLane, "default"}, MaxConcurrent: 4})
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, tk *flowfabric.Task[step]) error {
+		ups, err := tk.Upstreams(ctx)
+		if err != nil {
+			return err
+		}
+		var b []string
+		for _, u := range ups {
+			b = append(b, u.State.String()+":"+string(u.Result))
+		}
+		mu.Lock()
+		seen[tk.Args.Name] = strings.Join(b, ",")
+		mu.Unlock()
+		if tk.Args.Fail {
+			return flowfabric.Permanent(errors.New("broken"))
+		}
+		return tk.SetResult([]byte(tk.Args.Name))
+	}))
+	h.StartWorker(w)
+	f := flowfabric.NewFlow()
+	opts := &flowfabric.SubmitOpts{Lane: flowLane}
+	a := f.Add(step{Name: "a"}, opts)
+	b := f.Add(step{Name: "b", Fail: true}, opts)
+	join := f.Add(step{Name: "join"}, opts).After(b, a).AnyOf(flowfabric.LetRun)
+	res, err := h.Engine.SubmitFlow(h.Ctx, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitTerminal(res.Of(join))
+	h.WaitTerminal(res.Of(b))
+	solo, err := h.Engine.Submit(h.Ctx, step{Name: "solo"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitTerminal(solo.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	// join ran once a succeeded; b had not completed (it may have been
+	// waiting, running or failed by then). The edges come in id order, so
+	// either upstream may be listed first.
+	got := strings.Split(seen["join"], ",")
+	i := slices.Index(got, "completed:a")
+	if len(got) != 2 || i < 0 || strings.HasPrefix(got[1-i], "completed") || !strings.HasSuffix(got[1-i], ":") {
+		t.Fatalf("join saw %q", seen["join"])
+	}
+	if seen["a"] != "" || seen["solo"] != "" {
+		t.Fatalf("a root and a task in no flow saw upstreams: %q %q", seen["a"], seen["solo"])
 	}
 }
