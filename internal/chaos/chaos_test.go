@@ -165,13 +165,31 @@ func (d *drain) stopWorker(name string) {
 	delete(d.procs, name)
 }
 
-// submit submits n executions; those the engine acknowledges must
-// complete. Submissions that fail (the server is down) are counted but not
-// expected.
+// submit submits n executions, every tenth of them as a node of a chain
+// of three on the spread flow lane; those the engine acknowledges must
+// complete (a flow's nodes when SubmitFlow returned). Submissions that
+// fail (the server is down) are counted but not expected.
 func (d *drain) submit(n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for i := range n {
+	for i := 0; i < n; i++ {
+		if i%30 == 0 && i+3 <= n {
+			f := flowfabric.NewFlow()
+			var prev *flowfabric.FlowNode
+			for j := range 3 {
+				node := f.Add(job{N: i + j}, &flowfabric.SubmitOpts{Lane: flowLane})
+				if prev != nil {
+					node.After(prev)
+				}
+				prev = node
+			}
+			d.submitted += 3
+			if r, err := d.engine.SubmitFlow(ctx, f, nil); err == nil {
+				d.acked = append(d.acked, r.Executions...)
+			}
+			i += 2
+			continue
+		}
 		d.submitted++
 		r, err := d.engine.Submit(ctx, job{N: i}, nil)
 		if err == nil {

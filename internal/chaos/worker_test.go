@@ -28,6 +28,9 @@ const (
 	envLeaseMS  = "CHAOS_LEASE_MS"
 )
 
+// flowLane is the spread lane the drain's flows run on.
+const flowLane = model.LaneID("flow")
+
 // jobWork is how long each job's handler works.
 const jobWork = 20 * time.Millisecond
 
@@ -110,6 +113,7 @@ func TestWorkerProcess(t *testing.T) {
 		PollInterval:  50 * time.Millisecond,
 		MaxConcurrent: 4,
 		DrainTimeout:  time.Second,
+		Lanes:         []model.LaneID{model.DefaultLane, flowLane},
 	})
 	flowfabric.AddHandler(w, flowfabric.HandlerFunc[job](func(ctx context.Context, task *flowfabric.Task[job]) error {
 		l.log("start", task.ID, task.LeaseEpoch)
@@ -140,7 +144,7 @@ func TestWorkerProcess(t *testing.T) {
 // are recovered within a fraction of a second of their expiry.
 func newEngine(s model.Store, log *slog.Logger) *flowfabric.Engine {
 	fast := flowfabric.TimerConfig{Interval: 50 * time.Millisecond}
-	return flowfabric.New(s, &flowfabric.Config{Logger: log, Scanners: flowfabric.ScannerConfig{
+	return flowfabric.New(s, &flowfabric.Config{Logger: log, Lanes: map[model.LaneID]flowfabric.LaneConfig{flowLane: {Spread: true}}, Scanners: flowfabric.ScannerConfig{
 		SweepInterval:     500 * time.Millisecond,
 		LeaseExpiry:       flowfabric.LeaseExpiryConfig{TimerConfig: fast},
 		DelayedPromoter:   fast,
