@@ -248,6 +248,8 @@ func waitingOn(s *flowfabric.Snapshot) string {
 		return fmt.Sprintf("waiting for a worker with capabilities %v", s.RequiredCapabilities)
 	case model.NotEligibleUntilTime:
 		return "delayed until " + s.DelayUntil.Format(time.RFC3339)
+	case model.BlockedByDependencies:
+		return fmt.Sprintf("waiting for its upstreams in flow %v (a flow's nodes run once SubmitFlow sealed it and their upstreams succeeded)", s.Flow)
 	}
 	switch s.PublicState {
 	case flowfabric.PublicActive:
