@@ -224,6 +224,42 @@ func classify(err error) *outcome {
 // handlerEntry runs one kind.
 type handlerEntry func(ctx context.Context, info *TaskInfo) error
 
+// WorkFn is a handler as middleware sees it: the task, its payload not
+// yet decoded (the typed handler inside decodes it).
+type WorkFn func(ctx context.Context, t *TaskInfo) error
+
+// Middleware wraps a handler: it returns a WorkFn that may run code
+// before and after calling next, change the context it passes, or turn
+// next's error into another (Snooze, Cancel, Permanent and Fail keep
+// their meaning). See WorkerConfig.Middleware.
+type Middleware func(next WorkFn) WorkFn
+
+// wrapMiddleware applies mw to h, the first outermost.
+func wrapMiddleware(h handlerEntry, mw []Middleware) handlerEntry {
+	f := WorkFn(h)
+	for i := len(mw) - 1; i >= 0; i-- {
+		f = mw[i](f)
+	}
+	return handlerEntry(f)
+}
+
+// AttemptError tells WorkerConfig.OnError about a failed attempt and what
+// the engine recorded for it.
+type AttemptError struct {
+	// Err is what the handler returned (for a panic: the panic value and
+	// the stack, category FailurePanic).
+	Err      error
+	Category FailureCategory
+	// Retrying reports a retry scheduled at RetryAt; false: the execution
+	// failed for good.
+	Retrying bool
+	RetryAt  time.Time
+}
+
+// Panicked reports whether the attempt failed because its handler (or a
+// middleware) panicked.
+func (e *AttemptError) Panicked() bool { return e.Category == model.FailurePanic }
+
 // errPayload marks a payload that did not decode.
 type errPayload struct{ err error }
 

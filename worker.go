@@ -57,6 +57,16 @@ type WorkerConfig struct {
 	// cancels them and releases their leases for other workers
 	// (default 30s).
 	DrainTimeout time.Duration
+	// Middleware wraps every handler of the worker, the first outermost:
+	// code before and after each attempt, values put in its context,
+	// errors turned into others. A panic in a middleware is caught like
+	// one in a handler (the attempt fails with category panic).
+	Middleware []Middleware
+	// OnError, when set, is told about every attempt that failed once the
+	// engine has recorded what comes next: a retry at AttemptError.RetryAt,
+	// or failed for good. It runs on the task's goroutine after the
+	// outcome is stored, so it should return quickly (alerting, metrics).
+	OnError func(ctx context.Context, t *TaskInfo, e *AttemptError)
 }
 
 // Worker claims executions and runs their handlers. Create it with
@@ -544,7 +554,7 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	if h == nil {
 		err = Fail(model.FailureUnknownKind, fmt.Errorf("no handler for kind %q on worker %s", c.Kind, w.cfg.InstanceID))
 	} else {
-		err = callHandler(ctx, h, info)
+		err = callHandler(ctx, wrapMiddleware(h, w.cfg.Middleware), info)
 	}
 	next, quiet = w.finish(r, info, err)
 	w.mu.Lock()
@@ -625,6 +635,7 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 	}
 	dbg := w.log.Enabled(ctx, slog.LevelDebug)
 	withNext := true // false once the store refused the next-claim request
+	var failed *AttemptError // what OnError is told once the outcome is stored
 	op := func(ctx context.Context) error {
 		now := e.clock.Now()
 		if herr == nil {
@@ -679,6 +690,12 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 		if err == nil && res.Outcome == model.FailRetryScheduled {
 			e.hint(e.delayed, id, res.DelayUntil)
 		}
+		if err == nil {
+			failed = &AttemptError{Err: o.err, Category: o.category, Retrying: res.Outcome == model.FailRetryScheduled}
+			if failed.Retrying {
+				failed.RetryAt = res.DelayUntil
+			}
+		}
 		if err == nil && dbg {
 			args := []any{"execution", id.String(), "kind", string(info.Kind), "attempt", info.Attempt,
 				"category", string(o.category), "err", reasonText(o.err)}
@@ -695,6 +712,9 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 	for {
 		err := op(ctx)
 		if err == nil {
+			if failed != nil && w.cfg.OnError != nil {
+				w.cfg.OnError(ctx, info, failed)
+			}
 			return next, quiet
 		}
 		var me *model.Error
