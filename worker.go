@@ -634,7 +634,7 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 		herr = invalidOutcome(info.resultErr)
 	}
 	dbg := w.log.Enabled(ctx, slog.LevelDebug)
-	withNext := true // false once the store refused the next-claim request
+	withNext := true         // false once the store refused the next-claim request
 	var failed *AttemptError // what OnError is told once the outcome is stored
 	op := func(ctx context.Context) error {
 		now := e.clock.Now()
