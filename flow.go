@@ -206,7 +206,7 @@ func (e *Engine) SubmitFlow(ctx context.Context, f *Flow, opts *FlowOpts) (*Flow
 	if err != nil {
 		return nil, wrap("submit flow", err)
 	}
-	plan, err := e.planFlow(f, opts)
+	plan, err := e.planFlow(ctx, f, opts)
 	if err != nil {
 		return nil, wrap("submit flow", err)
 	}
@@ -226,7 +226,7 @@ type flowPlan struct {
 	order  []int // the nodes in topological order
 }
 
-func (e *Engine) planFlow(f *Flow, opts *FlowOpts) (*flowPlan, error) {
+func (e *Engine) planFlow(ctx context.Context, f *Flow, opts *FlowOpts) (*flowPlan, error) {
 	if f == nil || len(f.nodes) == 0 {
 		return nil, model.InvalidField("Flow", "no_nodes")
 	}
@@ -259,6 +259,10 @@ func (e *Engine) planFlow(f *Flow, opts *FlowOpts) (*flowPlan, error) {
 				return nil, fmt.Errorf("%s: %w", field, err)
 			}
 			kind, payload, o = k, pl, d.merge(n.opts)
+		}
+		kind, payload, o, err := e.hooked(ctx, kind, payload, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		if o.IdempotencyKey != "" {
 			return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".IdempotencyKey",

@@ -48,6 +48,11 @@ type Config struct {
 	// OnActivity, if set, is called after this engine's workers or scanners
 	// change an execution. It must not block. flowfabrictest uses it.
 	OnActivity func()
+	// SubmitHooks see every submission before anything is stored
+	// (Submit, SubmitRaw, each entry of SubmitMany and each node of
+	// SubmitFlow), in order, and may amend it or refuse it (see
+	// SubmitHook).
+	SubmitHooks []SubmitHook
 }
 
 // DefaultRetryPolicy returns the retry policy an engine applies when

@@ -132,3 +132,52 @@ func TestWorkerOnError(t *testing.T) {
 		t.Fatalf("panic: %+v", e)
 	}
 }
+
+var errForbidden = errors.New("forbidden kind")
+
+// TestSubmitHooks: hooks see every submission (Submit, SubmitMany, each
+// node of SubmitFlow) and may amend it or refuse it; a refusal stores
+// nothing of the call, and the hook's error is returned wrapped.
+func TestSubmitHooks(t *testing.T) {
+	var seen []string
+	h := flowfabrictest.New(t, &flowfabrictest.Options{Engine: &flowfabric.Config{SubmitHooks: []flowfabric.SubmitHook{
+		func(ctx context.Context, s *flowfabric.Submission) error {
+			seen = append(seen, string(s.Kind))
+			if strings.Contains(string(s.Payload), "forbidden") {
+				return errForbidden
+			}
+			tags := map[string]string{"app.hooked": "yes"}
+			for k, v := range s.Opts.Tags {
+				tags[k] = v
+			}
+			s.Opts.Tags = tags
+			return nil
+		},
+	}}})
+	if err := h.Engine.RegisterLane("flows", flowfabric.LaneConfig{Spread: true}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Engine.Submit(h.Ctx, mwJob{Do: "ok"}, &flowfabric.SubmitOpts{Tags: map[string]string{"app.mine": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := h.Engine.Describe(h.Ctx, r.ID); s.Tags["app.hooked"] != "yes" || s.Tags["app.mine"] != "1" {
+		t.Fatalf("tags after the hook: %v", s.Tags)
+	}
+	_, err = h.Engine.SubmitMany(h.Ctx, []flowfabric.SubmitParams{{Args: mwJob{Do: "ok"}}, {Args: mwJob{Do: "forbidden"}}})
+	if !errors.Is(err, errForbidden) || !strings.Contains(err.Error(), "entry 1: hook: forbidden") {
+		t.Fatalf("SubmitMany with a refused entry: %v", err)
+	}
+	f := flowfabric.NewFlow()
+	o := &flowfabric.SubmitOpts{Lane: "flows"}
+	f.Add(mwJob{Do: "ok"}, o).After(f.Add(mwJob{Do: "forbidden"}, o))
+	if _, err := h.Engine.SubmitFlow(h.Ctx, f, nil); !errors.Is(err, errForbidden) {
+		t.Fatalf("SubmitFlow with a refused node: %v", err)
+	}
+	if n := len(h.Executions()); n != 1 {
+		t.Fatalf("%d executions stored; the refused calls stored nothing, want 1", n)
+	}
+	if len(seen) != 5 {
+		t.Fatalf("hooks saw %d submissions, want 5: %v", len(seen), seen)
+	}
+}

@@ -118,6 +118,39 @@ func (d SubmitOpts) merge(o *SubmitOpts) SubmitOpts {
 	return r
 }
 
+// Submission is what a SubmitHook sees of one submission: the kind, the
+// payload and the options, all of which it may change (the options are
+// the merged ones: the args' SubmitOpts overlaid with the call's).
+type Submission struct {
+	Kind    Kind
+	Payload []byte
+	Opts    *SubmitOpts
+}
+
+// SubmitHook sees a submission before it is validated and stored. It may
+// amend it (add tags, pick a lane, set a retry policy) or refuse it by
+// returning an error, which the submitting call returns wrapped (nothing
+// is stored; for SubmitMany and SubmitFlow, nothing of the batch or the
+// flow).
+type SubmitHook func(ctx context.Context, s *Submission) error
+
+// hooked runs the engine's submit hooks on one submission.
+func (e *Engine) hooked(ctx context.Context, kind Kind, payload []byte, opts SubmitOpts) (Kind, []byte, SubmitOpts, error) {
+	if len(e.cfg.SubmitHooks) == 0 {
+		return kind, payload, opts, nil
+	}
+	s := &Submission{Kind: kind, Payload: payload, Opts: &opts}
+	for _, h := range e.cfg.SubmitHooks {
+		if err := h(ctx, s); err != nil {
+			return "", nil, SubmitOpts{}, fmt.Errorf("hook: %w", err)
+		}
+	}
+	if s.Opts == nil {
+		s.Opts = &SubmitOpts{}
+	}
+	return s.Kind, s.Payload, *s.Opts, nil
+}
+
 // SubmitResult reports one submission.
 type SubmitResult struct {
 	ID ExecutionID
@@ -166,6 +199,10 @@ func (e *Engine) SubmitMany(ctx context.Context, batch []SubmitParams) ([]*Submi
 			}
 			kind, payload, opts = k, p, d.merge(b.Opts)
 		}
+		kind, payload, opts, err := e.hooked(ctx, kind, payload, opts)
+		if err != nil {
+			return nil, fmt.Errorf("flowfabric: submit many: entry %d: %w", i, err)
+		}
 		p, err := e.createParams(kind, payload, opts)
 		if err != nil {
 			return nil, fmt.Errorf("flowfabric: submit many: entry %d: %w", i, err)
@@ -199,6 +236,10 @@ func encodeArgs(args Args) (Kind, []byte, SubmitOpts, error) {
 }
 
 func (e *Engine) submit(ctx context.Context, kind Kind, payload []byte, opts SubmitOpts) (*SubmitResult, error) {
+	kind, payload, opts, err := e.hooked(ctx, kind, payload, opts)
+	if err != nil {
+		return nil, wrap("submit", err)
+	}
 	p, err := e.createParams(kind, payload, opts)
 	if err != nil {
 		return nil, wrap("submit", err)
