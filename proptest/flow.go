@@ -221,7 +221,9 @@ func (o *Observation) flowViolations() []string {
 // upstream ended successfully and pending while its upstream has not
 // ended; a sealed waiting group with a held downstream cannot be decided
 // yet (resolution is never left for later); an impossible group's
-// downstream has ended (skipped); no decided group's downstream is held.
+// downstream has ended (skipped), unless its flow was cancelled and it
+// was replayed since; no decided group's downstream is held. In a
+// cancelled flow the edges of members the cancel ended stay pending.
 func (o *Observation) groupViolations(s *model.FlowSnapshot, m model.ExecutionID, g *model.EdgeGroupSnapshot, in []model.EdgeSnapshot) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
@@ -279,7 +281,9 @@ func (o *Observation) groupViolations(s *model.FlowSnapshot, m model.ExecutionID
 			}
 		}
 	case model.GroupImpossible:
-		if d.State.LifecyclePhase != model.PhaseTerminal {
+		// (a member of a cancelled flow replays as a plain execution: its
+		// group keeps the decision it had)
+		if d.State.LifecyclePhase != model.PhaseTerminal && s.State != model.FlowCancelled {
 			bad("impossible, yet its downstream is %v", d.State)
 		}
 	}

@@ -2,6 +2,7 @@ package proptest
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,8 +85,26 @@ func (m *machine) actComplete(t *rapid.T) {
 	if res.Next.Claimed != nil {
 		got.claimed = res.Next.Claimed.ID
 	}
-	m.expect(t, cmpEqual(got, want), "ExecutionComplete next: claimed %v, blocked %v, skipped %d; the eligible heads say %v, %v, %d",
-		got.claimed, got.blocked, got.skipped, want.claimed, want.blocked, want.skipped)
+	// A completion that resolves edges may release downstreams before its
+	// next claim, in the same step, and the claim may take one of them:
+	// the heads before the step predict it only when nothing was released.
+	var released []model.ExecutionID
+	if prev != nil && !prev.Flow.IsZero() {
+		if fo := m.flowObs(prev.Flow); fo != nil {
+			for _, e := range fo.Out[id] {
+				released = append(released, e.Downstream)
+			}
+		}
+	}
+	if len(released) == 0 {
+		m.expect(t, cmpEqual(got, want), "ExecutionComplete next: claimed %v, blocked %v, skipped %d; the eligible heads say %v, %v, %d",
+			got.claimed, got.blocked, got.skipped, want.claimed, want.blocked, want.skipped)
+	} else {
+		// (the released heads may also use up the scan limit, as blocked
+		// or skipped heads, before the predicted one)
+		m.expect(t, got.claimed == want.claimed || slices.Contains(released, got.claimed) || got.claimed.IsZero(),
+			"ExecutionComplete next: claimed %v; the eligible heads say %v, or a downstream of %v: %v", got.claimed, want.claimed, id, released)
+	}
 	if c := res.Next.Claimed; c != nil {
 		m.acquire(t, "ExecutionComplete next", m.snap(c.ID), w, p.Next.LeaseRequest, c)
 	}
