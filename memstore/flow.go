@@ -225,14 +225,24 @@ func (s *Store) flowJoin(f *flowRec, e *execution, now int64) {
 	f.lastMutationAt = now
 }
 
-// flowJoinable returns the flow an execution is created into, refusing
-// one that is missing, terminal or sealed.
-func (s *Store) flowJoinable(id model.FlowID) (*flowRec, error) {
+// flowLoadOpen returns the flow, refusing one that is missing or
+// terminal.
+func (s *Store) flowLoadOpen(id model.FlowID) (*flowRec, error) {
 	f, err := s.flowLoad(id)
 	if err != nil {
 		return nil, err
 	}
 	if err := flowOpen(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// flowJoinable returns the flow an execution is created into, refusing
+// one that is missing, terminal or sealed.
+func (s *Store) flowJoinable(id model.FlowID) (*flowRec, error) {
+	f, err := s.flowLoadOpen(id)
+	if err != nil {
 		return nil, err
 	}
 	if err := flowUnsealed(f); err != nil {

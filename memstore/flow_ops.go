@@ -39,11 +39,8 @@ func (s *Store) FlowCreate(ctx context.Context, p *model.FlowCreateParams) (*mod
 // FlowAddMember implements model.FlowStore.
 func (s *Store) FlowAddMember(ctx context.Context, p *model.FlowAddMemberParams) (*model.FlowAddMemberResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.FlowAddMemberResult, error) {
-		f, err := s.flowLoad(p.Flow)
+		f, err := s.flowLoadOpen(p.Flow)
 		if err != nil {
-			return nil, err
-		}
-		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
 		e, err := s.loadExec(p.Execution)
@@ -78,11 +75,8 @@ func (s *Store) FlowAddMember(ctx context.Context, p *model.FlowAddMemberParams)
 // EdgeStage implements model.FlowStore.
 func (s *Store) EdgeStage(ctx context.Context, p *model.EdgeStageParams) (*model.EdgeStageResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.EdgeStageResult, error) {
-		f, err := s.flowLoad(p.Flow)
+		f, err := s.flowLoadOpen(p.Flow)
 		if err != nil {
-			return nil, err
-		}
-		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
 		if err := flowUnsealed(f); err != nil {
@@ -145,11 +139,8 @@ func (s *Store) EdgeStage(ctx context.Context, p *model.EdgeStageParams) (*model
 // EdgeGroupSet implements model.FlowStore.
 func (s *Store) EdgeGroupSet(ctx context.Context, p *model.EdgeGroupSetParams) (*model.EdgeGroupSetResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.EdgeGroupSetResult, error) {
-		f, err := s.flowLoad(p.Flow)
+		f, err := s.flowLoadOpen(p.Flow)
 		if err != nil {
-			return nil, err
-		}
-		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
 		if err := flowUnsealed(f); err != nil {
@@ -173,11 +164,8 @@ func (s *Store) EdgeGroupSet(ctx context.Context, p *model.EdgeGroupSetParams) (
 // FlowSeal implements model.FlowStore.
 func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.FlowSealResult, error) {
 	return withLock(s, ctx, p.Validate(), func() (*model.FlowSealResult, error) {
-		f, err := s.flowLoad(p.Flow)
+		f, err := s.flowLoadOpen(p.Flow)
 		if err != nil {
-			return nil, err
-		}
-		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
 		if f.sealed {
@@ -206,11 +194,8 @@ func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.F
 // FlowCancel implements model.FlowStore.
 func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*model.FlowCancelResult, error) {
 	return withLock(s, ctx, p.Validate(), func() (*model.FlowCancelResult, error) {
-		f, err := s.flowLoad(p.Flow)
+		f, err := s.flowLoadOpen(p.Flow)
 		if err != nil {
-			return nil, err
-		}
-		if err := flowOpen(f); err != nil {
 			return nil, err
 		}
 		if f.sealed {

@@ -999,18 +999,26 @@ func flowState(h *flowHarness) {
 	}
 }
 
-// flowDiamond (engine.md §6 scenarios 20–21): fetch → {build, test} →
-// publish. The happy run releases each step once its upstreams succeed;
-// a failed branch skips publish (AllOf), and a result passed to a member
-// that already ended (cancelled by an operator) is not written into it.
-func flowDiamond(h *flowHarness) {
-	f := h.newFlow(at(0), nil)
-	fetch, build, test, publish := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+// diamond builds and seals fetch → {build, test} → publish, build
+// passing its result to publish.
+func (h *flowHarness) diamond() (f model.FlowID, fetch, build, test, publish model.ExecutionID) {
+	h.t.Helper()
+	f = h.newFlow(at(0), nil)
+	fetch, build, test, publish = h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
 	h.stage(f, fetch, build, at(0))
 	h.stage(f, fetch, test, at(0))
 	h.stagePass(f, build, publish, at(0))
 	h.stage(f, test, publish, at(0))
 	h.seal(f, at(time.Second), 1, 0)
+	return f, fetch, build, test, publish
+}
+
+// flowDiamond (engine.md §6 scenarios 20–21): fetch → {build, test} →
+// publish. The happy run releases each step once its upstreams succeed;
+// a failed branch skips publish (AllOf), and a result passed to a member
+// that already ended (cancelled by an operator) is not written into it.
+func flowDiamond(h *flowHarness) {
+	f, fetch, build, test, publish := h.diamond()
 	h.succeed(fetch, nil, at(2*time.Second))
 	h.wantReleased(build, model.AttemptPendingFirst)
 	h.wantReleased(test, model.AttemptPendingFirst)
@@ -1026,13 +1034,7 @@ func flowDiamond(h *flowHarness) {
 	}
 
 	// A failed branch skips publish.
-	g := h.newFlow(at(0), nil)
-	fetch, build, test, publish = h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0)), h.member(g, at(0))
-	h.stage(g, fetch, build, at(0))
-	h.stage(g, fetch, test, at(0))
-	h.stagePass(g, build, publish, at(0))
-	h.stage(g, test, publish, at(0))
-	h.seal(g, at(time.Second), 1, 0)
+	g, fetch, build, test, publish := h.diamond()
 	h.succeed(fetch, nil, at(2*time.Second))
 	h.failHard(test, at(3*time.Second))
 	h.wantSkipped(publish)
