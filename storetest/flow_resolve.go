@@ -945,10 +945,7 @@ func flowCancel(h *flowHarness) {
 	}
 
 	// CancelFlowOnly: nothing is cancelled and resolution goes on.
-	k := h.newFlow(at(0), nil)
-	a, b := h.member(k, at(0)), h.member(k, at(0))
-	h.stage(k, a, b, at(0))
-	h.seal(k, at(time.Second), 1, 0)
+	k, a, b := h.sealedPair(false)
 	if got := h.cancelFlow(k, model.CancelFlowOnly, at(2*time.Second)); len(got) != 0 {
 		h.t.Fatalf("CancelFlowOnly cancelled %v", got)
 	}
@@ -984,10 +981,7 @@ func flowState(h *flowHarness) {
 		}
 	})
 
-	g := h.newFlow(at(0), nil)
-	x, y := h.member(g, at(0)), h.member(g, at(0))
-	h.stage(g, x, y, at(0))
-	h.seal(g, at(time.Second), 1, 0)
+	g, x, _ := h.sealedPair(false)
 	h.failHard(x, at(2*time.Second))
 	if s := h.flow(g); s.State != model.FlowFailed || s.Counts[model.PublicFailed] != 1 || s.Counts[model.PublicSkipped] != 1 {
 		h.t.Fatalf("failed flow: %+v", s)
@@ -997,6 +991,21 @@ func flowState(h *flowHarness) {
 	if s := h.flow(g); s.State != model.FlowOpen {
 		h.t.Fatalf("flow after a replay: %+v", s)
 	}
+}
+
+// sealedPair builds and seals up → down (with PassResult when pass),
+// which releases up.
+func (h *flowHarness) sealedPair(pass bool) (f model.FlowID, up, down model.ExecutionID) {
+	h.t.Helper()
+	f = h.newFlow(at(0), nil)
+	up, down = h.member(f, at(0)), h.member(f, at(0))
+	if pass {
+		h.stagePass(f, up, down, at(0))
+	} else {
+		h.stage(f, up, down, at(0))
+	}
+	h.seal(f, at(time.Second), 1, 0)
+	return f, up, down
 }
 
 // diamond builds and seals fetch → {build, test} → publish, build
@@ -1046,10 +1055,7 @@ func flowDiamond(h *flowHarness) {
 	}
 
 	// Nor into a member an operator cancelled while it waited.
-	k := h.newFlow(at(0), nil)
-	up, down := h.member(k, at(0)), h.member(k, at(0))
-	h.stagePass(k, up, down, at(0))
-	h.seal(k, at(time.Second), 1, 0)
+	_, up, down := h.sealedPair(true)
 	h.cancelOp(down, at(2*time.Second))
 	h.succeed(up, []byte("late"), at(3*time.Second))
 	h.wantPayload(down, "payload")
