@@ -26,6 +26,7 @@
 //	recovery.go  reclaiming expired and revoked leases
 //	front.go     the common front of every operation (lock, load the execution)
 //	worker.go    the worker registry
+//	create.go    a new execution's record and its partition entries (newExec)
 //	flow.go      flows: members, edges, edge groups, the cycle check
 //
 // A helper that does what a Lua helper does has its name in Go case

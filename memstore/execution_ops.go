@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"maps"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -10,7 +9,6 @@ import (
 // ExecutionCreate implements model.ExecutionStore.
 func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreateParams) (*model.ExecutionCreateResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionCreateResult, error) {
-		caps, _ := model.NormalizeCapabilities("required_capabilities", p.RequiredCapabilities)
 		now := ms(p.Now)
 		s.gcIdem(now, 16)
 
@@ -32,35 +30,7 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 			flow = f
 		}
 
-		e := &execution{
-			id: p.ID, namespace: p.Namespace, lane: p.Lane, kind: p.Kind,
-			priority:       model.ClampPriority(p.Priority),
-			createdAt:      now,
-			requiredCaps:   caps,
-			retry:          p.RetryPolicy,
-			maxReclaims:    p.MaxReclaims,
-			maxReplays:     p.MaxReplays,
-			attemptTimeout: p.AttemptTimeout.Milliseconds(),
-			deadline:       ms(p.Deadline),
-			curAttempt:     -1,
-			payload:        nonEmpty(p.Payload),
-		}
-		if e.maxReclaims == 0 {
-			e.maxReclaims = model.DefaultMaxReclaims
-		}
-		if e.maxReplays == 0 {
-			e.maxReplays = model.DefaultMaxReplays
-		}
-		if len(p.Tags) > 0 {
-			e.tags = maps.Clone(p.Tags)
-		}
-		s.execs[p.ID] = e
-		pt := s.part(p.ID.Partition())
-		pt.lane(p.Lane)
-		pt.all.add(p.ID)
-		if e.deadline != 0 {
-			pt.deadline.add(p.ID, e.deadline)
-		}
+		e := s.newExec(p, now)
 		if flow != nil {
 			// born held, its RunAt kept for its release
 			if d := ms(p.DelayUntil); d > now {

@@ -13,6 +13,7 @@ const (
 	opFail
 	opDelay
 	opCancel
+	opAwait
 )
 
 // opRecord remembers the last replayable operation (the record's op_*

@@ -45,6 +45,10 @@ type flowRec struct {
 type groupRec struct {
 	size, succeeded, impossible int
 	state                       model.GroupState
+	// gen is the generation whose edges count (0: the edges staged while
+	// the flow was built; n: the downstream's nth await of children), and
+	// gens the awaits so far, so a generation number is never reused.
+	gen, gens int
 }
 
 // edgeRec is F:edge:<edge>.
@@ -56,6 +60,7 @@ type edgeRec struct {
 	state      model.EdgeState
 	revision   uint64
 	createdAt  int64
+	gen        int
 }
 
 func flowLess(a, b model.FlowID) bool { return model.CompareFlowIDs(a, b) < 0 }
@@ -178,7 +183,7 @@ func edgeSnapshot(f *flowRec, e *edgeRec) model.EdgeSnapshot {
 	return model.EdgeSnapshot{
 		ID: e.id, Flow: f.id, Upstream: e.upstream, Downstream: e.downstream,
 		PassResult: e.passResult, State: e.state, GraphRevision: e.revision,
-		CreatedAt: tm(e.createdAt),
+		Generation: e.gen, CreatedAt: tm(e.createdAt),
 	}
 }
 
@@ -287,8 +292,8 @@ func (s *Store) groupDecide(f *flowRec, d model.ExecutionID, now int64) {
 		return
 	}
 	pol, ok := f.groups[d]
-	if !ok {
-		pol = model.AllOf
+	if !ok || g.gen > 0 {
+		pol = model.AllOf // an await's generation waits for every child
 	}
 	st := pol.Decide(g.size, g.succeeded, g.impossible)
 	if st == model.GroupWaiting {
@@ -317,11 +322,17 @@ func (s *Store) groupDecide(f *flowRec, d model.ExecutionID, now int64) {
 
 // edgeResolve resolves a pending edge from its ended upstream u: success
 // satisfies it (and passes u's result on when asked, while the
-// downstream still waits), anything else makes it impossible.
+// downstream still waits), and so does any end of a child an await
+// created; anything else makes it impossible. Only an edge of its
+// group's current generation counts.
 func (s *Store) edgeResolve(f *flowRec, ed *edgeRec, u *execution) {
 	g := f.gstate[ed.downstream]
-	if u.terminalOutcome == model.OutcomeSuccess {
+	counts := ed.gen == g.gen
+	if u.terminalOutcome == model.OutcomeSuccess || ed.gen > 0 {
 		ed.state = model.EdgeSatisfied
+		if !counts {
+			return
+		}
 		g.succeeded++
 		if d := s.execs[ed.downstream]; ed.passResult && u.hasResult && g.state == model.GroupWaiting &&
 			d != nil && d.lifecyclePhase != model.PhaseTerminal {
@@ -330,7 +341,9 @@ func (s *Store) edgeResolve(f *flowRec, ed *edgeRec, u *execution) {
 		return
 	}
 	ed.state = model.EdgeImpossible
-	g.impossible++
+	if counts {
+		g.impossible++
+	}
 }
 
 // flowEnded is called by terminate for every execution that ends: for a
@@ -376,7 +389,7 @@ func (s *Store) flowReplayed(e *execution, now int64, as model.AttemptState) boo
 	}
 	for d, id := range f.out[e.id] {
 		ed, g := f.edges[id], f.gstate[d]
-		if ed.state == model.EdgePending || g.state != model.GroupWaiting {
+		if ed.state == model.EdgePending || g.state != model.GroupWaiting || ed.gen != g.gen {
 			continue
 		}
 		if ed.state == model.EdgeSatisfied {
@@ -386,16 +399,30 @@ func (s *Store) flowReplayed(e *execution, now int64, as model.AttemptState) boo
 		}
 		ed.state = model.EdgePending
 	}
-	ins := f.in[e.id]
-	if f.sealed && len(ins) == 0 {
+	// the group returns to the edges staged while the flow was built; an
+	// await's edges stay as they are and no longer count
+	ins, built := f.in[e.id], 0
+	for _, id := range ins {
+		if f.edges[id].gen == 0 {
+			built++
+		}
+	}
+	g := f.gstate[e.id]
+	if g != nil && g.gen != 0 {
+		g.gen, g.size, g.succeeded, g.impossible, g.state = 0, built, 0, 0, model.GroupSatisfied
+	}
+	if f.sealed && built == 0 {
 		return false
 	}
 	// e is out of its lane index; hold puts it in blocked:dependencies.
 	s.hold(e, now, as)
-	if g := f.gstate[e.id]; g != nil {
+	if g != nil {
 		g.succeeded, g.impossible, g.state = 0, 0, model.GroupWaiting
 		for up, id := range ins {
 			ed := f.edges[id]
+			if ed.gen != 0 {
+				continue
+			}
 			if u := s.execs[up]; u != nil && u.lifecyclePhase == model.PhaseTerminal && u.terminalOutcome == model.OutcomeSuccess {
 				ed.state = model.EdgeSatisfied
 				g.succeeded++
@@ -406,4 +433,22 @@ func (s *Store) flowReplayed(e *execution, now int64, as model.AttemptState) boo
 		s.groupDecide(f, e.id, now)
 	}
 	return true
+}
+
+// addEdge records the pending edge ed (its id, ends, pass_result and
+// generation set) as staged now.
+func (f *flowRec) addEdge(ed *edgeRec, now int64) {
+	f.graphRevision++
+	f.edgeCount++
+	f.lastMutationAt = now
+	ed.state, ed.revision, ed.createdAt = model.EdgePending, f.graphRevision, now
+	f.edges[ed.id] = ed
+	if f.out[ed.upstream] == nil {
+		f.out[ed.upstream] = make(map[model.ExecutionID]model.EdgeID)
+	}
+	f.out[ed.upstream][ed.downstream] = ed.id
+	if f.in[ed.downstream] == nil {
+		f.in[ed.downstream] = make(map[model.ExecutionID]model.EdgeID)
+	}
+	f.in[ed.downstream][ed.upstream] = ed.id
 }

@@ -109,21 +109,7 @@ func (s *Store) EdgeStage(ctx context.Context, p *model.EdgeStageParams) (*model
 			return nil, &model.Error{Code: model.CodeCycleDetected, Field: "Upstream", Detail: p.Upstream.String()}
 		}
 		now := ms(p.Now)
-		f.graphRevision++
-		f.edgeCount++
-		f.lastMutationAt = now
-		f.edges[p.Edge] = &edgeRec{
-			id: p.Edge, upstream: p.Upstream, downstream: p.Downstream, passResult: p.PassResult,
-			state: model.EdgePending, revision: f.graphRevision, createdAt: now,
-		}
-		if f.out[p.Upstream] == nil {
-			f.out[p.Upstream] = make(map[model.ExecutionID]model.EdgeID)
-		}
-		f.out[p.Upstream][p.Downstream] = p.Edge
-		if f.in[p.Downstream] == nil {
-			f.in[p.Downstream] = make(map[model.ExecutionID]model.EdgeID)
-		}
-		f.in[p.Downstream][p.Upstream] = p.Edge
+		f.addEdge(&edgeRec{id: p.Edge, upstream: p.Upstream, downstream: p.Downstream, passResult: p.PassResult}, now)
 		if f.gstate[p.Downstream] == nil {
 			f.gstate[p.Downstream] = &groupRec{state: model.GroupWaiting}
 		}
@@ -298,7 +284,7 @@ func (s *Store) EdgeGroupDescribe(ctx context.Context, p *model.EdgeGroupDescrib
 			g.Policy, g.Explicit = pol, true
 		}
 		if gs := f.gstate[p.Downstream]; gs != nil {
-			g.Size, g.Succeeded, g.Impossible, g.State = gs.size, gs.succeeded, gs.impossible, gs.state
+			g.Size, g.Succeeded, g.Impossible, g.State, g.Generation = gs.size, gs.succeeded, gs.impossible, gs.state, gs.gen
 		}
 		return g, nil
 	})
@@ -329,5 +315,68 @@ func (s *Store) edgeEnds(ctx context.Context, p *model.EdgeListParams, outgoing 
 		}
 		res.Edges = edgeList(f, ends)
 		return res, nil
+	})
+}
+
+// ExecutionAwaitChildren implements model.FlowStore
+// (valkeystore/lua/execution_await_children.lua is the same step).
+func (s *Store) ExecutionAwaitChildren(ctx context.Context, p *model.ExecutionAwaitChildrenParams) (*model.ExecutionAwaitChildrenResult, error) {
+	return withExec(s, ctx, p.Validate(s.cfg), p.ID, func(e *execution) (*model.ExecutionAwaitChildrenResult, error) {
+		now := ms(p.Now)
+		replay, err := checkFencedOp(e, opAwait, model.SourceWorker, p.Fence, now)
+		if err != nil {
+			return nil, err
+		}
+		fid, inFlow := s.flowOf[e.id]
+		if replay != nil {
+			return &model.ExecutionAwaitChildrenResult{Flow: fid, Generation: s.flows[fid].gstate[e.id].gens, Replayed: true}, nil
+		}
+		if !inFlow {
+			return nil, &model.Error{Code: model.CodeExecutionNotInFlow, Field: "ID", Detail: e.id.String()}
+		}
+		f := s.flows[fid]
+		if err := flowOpen(f); err != nil {
+			return nil, err
+		}
+		if !f.sealed {
+			return nil, model.ErrFlowNotSealed
+		}
+		for i := range p.Children {
+			c := &p.Children[i]
+			pre := "Children[" + strconv.Itoa(i) + "]."
+			if _, ok := s.execs[c.Create.ID]; ok {
+				return nil, &model.Error{Code: model.CodeInvalidInput, Field: pre + "Create.ID", Detail: "exists"}
+			}
+			if _, ok := f.edges[c.Edge]; ok {
+				return nil, &model.Error{Code: model.CodeDependencyExists, Field: pre + "Edge", Detail: c.Edge.String()}
+			}
+		}
+
+		// the parent: lease released, attempt paused, held
+		if a := e.currentAttempt(); a != nil {
+			a.Status = model.AttemptSuspended
+		}
+		s.removeFromLane(e)
+		s.releaseLease(e, now, model.LeaseReleased, "await_children")
+		e.delayUntil = 0
+		s.hold(e, now, model.AttemptInterrupted)
+		recordOp(e, opAwait, model.SourceWorker, p.Fence)
+		g := f.gstate[e.id]
+		if g == nil {
+			g = &groupRec{}
+			f.gstate[e.id] = g
+		}
+		g.gens++
+		g.gen, g.size, g.succeeded, g.impossible, g.state = g.gens, len(p.Children), 0, 0, model.GroupWaiting
+
+		// the children: members of the sealed flow with nothing to wait for
+		for i := range p.Children {
+			c := &p.Children[i]
+			ce := s.newExec(&c.Create, now)
+			s.makeRunnable(ce, now, ms(c.Create.DelayUntil), model.WaitingForDelay, model.AttemptPendingFirst)
+			s.flowJoin(f, ce, now)
+			f.addEdge(&edgeRec{id: c.Edge, upstream: ce.id, downstream: e.id, gen: g.gen}, now)
+		}
+		return &model.ExecutionAwaitChildrenResult{Flow: fid, Generation: g.gen}, nil
 	})
 }

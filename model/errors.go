@@ -92,6 +92,7 @@ const (
 	CodeEdgeGroupFixed         Code = "edge_group_fixed"
 	CodeFlowSealed             Code = "flow_sealed"
 	CodeDownstreamStarted      Code = "downstream_not_held"
+	CodeFlowNotSealed          Code = "flow_not_sealed"
 
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
@@ -155,6 +156,7 @@ var codeClass = map[Code]Class{
 	CodeEdgeGroupFixed:         ClassTerminal,
 	CodeFlowSealed:             ClassTerminal,
 	CodeDownstreamStarted:      ClassTerminal,
+	CodeFlowNotSealed:          ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -317,6 +319,9 @@ var (
 	// ErrDownstreamStarted: the edge's downstream is not held waiting for
 	// its dependencies (it joined the flow running, or has left the hold).
 	ErrDownstreamStarted = &Error{Code: CodeDownstreamStarted}
+	// ErrFlowNotSealed: the flow is still being built; a running member
+	// can await children only in a sealed flow.
+	ErrFlowNotSealed = &Error{Code: CodeFlowNotSealed}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}

@@ -342,7 +342,12 @@ type EdgeSnapshot struct {
 	State      EdgeState
 	// GraphRevision is the flow's revision this edge's staging produced.
 	GraphRevision uint64
-	CreatedAt     time.Time
+	// Generation is 0 for an edge staged while the flow was built, and n
+	// for an edge from a child the downstream's nth ExecutionAwaitChildren
+	// created; such an edge is satisfied when its child ends, whatever
+	// the outcome.
+	Generation int
+	CreatedAt  time.Time
 }
 
 // EdgeGroupSnapshot describes the edge group of one downstream.
@@ -363,4 +368,10 @@ type EdgeGroupSnapshot struct {
 	Succeeded, Impossible int
 	// State is the group's decision (GroupWaiting until it decides).
 	State GroupState
+	// Generation is the group's current generation: 0 for the edges
+	// staged while the flow was built (Policy applies), n after the
+	// downstream's nth ExecutionAwaitChildren (AllOf over that call's
+	// edges, whatever Policy says). Size, Succeeded and Impossible count
+	// the current generation's edges only; Edges counts them all.
+	Generation int
 }

@@ -51,6 +51,9 @@ type FlowStore interface {
 	EdgeGroupSet(ctx context.Context, p *EdgeGroupSetParams) (*EdgeGroupSetResult, error)
 	FlowSeal(ctx context.Context, p *FlowSealParams) (*FlowSealResult, error)
 	FlowCancel(ctx context.Context, p *FlowCancelParams) (*FlowCancelResult, error)
+	// ExecutionAwaitChildren parks a running member until the children
+	// it creates have ended (flow_await.go).
+	ExecutionAwaitChildren(ctx context.Context, p *ExecutionAwaitChildrenParams) (*ExecutionAwaitChildrenResult, error)
 
 	FlowDescribe(ctx context.Context, p *FlowDescribeParams) (*FlowSnapshot, error)
 	FlowList(ctx context.Context, p *FlowListParams) (*FlowListResult, error)

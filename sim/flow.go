@@ -53,6 +53,11 @@ func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*mod
 	return call(s, "FlowCancel", p, s.flows().FlowCancel)
 }
 
+// ExecutionAwaitChildren implements model.FlowStore.
+func (s *Store) ExecutionAwaitChildren(ctx context.Context, p *model.ExecutionAwaitChildrenParams) (*model.ExecutionAwaitChildrenResult, error) {
+	return call(s, "ExecutionAwaitChildren", p, s.flows().ExecutionAwaitChildren)
+}
+
 // FlowDescribe implements model.FlowStore.
 func (s *Store) FlowDescribe(ctx context.Context, p *model.FlowDescribeParams) (*model.FlowSnapshot, error) {
 	return call(s, "FlowDescribe", p, s.flows().FlowDescribe)

@@ -41,6 +41,9 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"Cancel", flowCancel},
 		{"State", flowState},
 		{"Diamond", flowDiamond},
+		{"AwaitChildren", flowAwaitChildren},
+		{"AwaitRoot", flowAwaitRoot},
+		{"AwaitRefused", flowAwaitRefused},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -20,6 +20,28 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 	if ttl == 0 {
 		ttl = model.DefaultIdempotencyTTL
 	}
+	a := createArgs(p)
+	a["now"], a["idem_key"], a["flow"], a["idem_ttl"], a["gc_slack"] = p.Now, p.IdempotencyKey, flowArg(p.Flow), ttl, s.gcSlack
+	r, err := s.run(ctx, scriptExecutionCreate, keys, a)
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ExecutionCreateResult{ID: r.execID("id"), Duplicate: r.bool("duplicate")}
+	if r.has("state") {
+		res.PublicState = publicState(r.obj("state"))
+	}
+	return res, r.err()
+}
+
+// createFields are the fields of a new execution in the order the Lua
+// library's new_exec reads them (lua/lib/create.lua), then delay_until.
+var createFields = []string{"id", "namespace", "lane", "kind", "payload", "priority", "tags", "required_caps",
+	"retry_max", "retry_backoff", "retry_delay_ms", "retry_initial_ms", "retry_multiplier", "retry_max_delay_ms",
+	"max_reclaims", "max_replays", "attempt_timeout", "deadline", "delay_until"}
+
+// createArgs are the arguments createFields names for p, defaults
+// applied.
+func createArgs(p *model.ExecutionCreateParams) args {
 	maxReclaims, maxReplays := p.MaxReclaims, p.MaxReplays
 	if maxReclaims == 0 {
 		maxReclaims = model.DefaultMaxReclaims
@@ -28,8 +50,7 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 		maxReplays = model.DefaultMaxReplays
 	}
 	rp := p.RetryPolicy
-	r, err := s.run(ctx, scriptExecutionCreate, keys, args{
-		"now":                p.Now,
+	return args{
 		"id":                 p.ID,
 		"namespace":          p.Namespace,
 		"lane":               p.Lane,
@@ -49,19 +70,14 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 		"attempt_timeout":    p.AttemptTimeout,
 		"deadline":           p.Deadline,
 		"delay_until":        p.DelayUntil,
-		"idem_key":           p.IdempotencyKey,
-		"flow":               flowArg(p.Flow),
-		"idem_ttl":           ttl,
-		"gc_slack":           s.gcSlack,
-	})
-	if err != nil {
-		return nil, err
 	}
-	res := &model.ExecutionCreateResult{ID: r.execID("id"), Duplicate: r.bool("duplicate")}
-	if r.has("state") {
-		res.PublicState = publicState(r.obj("state"))
-	}
-	return res, r.err()
+}
+
+// netstring appends s to b as a netstring "<len>:<bytes>".
+func netstring(b *strings.Builder, s string) {
+	b.WriteString(strconv.Itoa(len(s)))
+	b.WriteByte(':')
+	b.WriteString(s)
 }
 
 // encodeTags writes tags as netstrings "<len>:<bytes>", key then value, in
@@ -74,11 +90,8 @@ func encodeTags(tags map[string]string) string {
 	slices.Sort(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		for _, s := range []string{k, tags[k]} {
-			b.WriteString(strconv.Itoa(len(s)))
-			b.WriteByte(':')
-			b.WriteString(s)
-		}
+		netstring(&b, k)
+		netstring(&b, tags[k])
 	}
 	return b.String()
 }

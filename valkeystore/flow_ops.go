@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -223,6 +224,9 @@ func (s *Store) EdgeGroupDescribe(ctx context.Context, p *model.EdgeGroupDescrib
 	if g := r.obj("gstate"); g.has("state") {
 		res.Size, res.Succeeded, res.Impossible = g.int("size"), g.int("succeeded"), g.int("impossible")
 		res.State = enum(g, "state", false, model.ParseGroupState)
+		if g.has("gen") {
+			res.Generation = g.int("gen")
+		}
 	}
 	if g := r.obj("group"); g.has("kind") {
 		res.Explicit = true
@@ -263,7 +267,12 @@ func (s *Store) edgeEnds(ctx context.Context, p *model.EdgeListParams, dir strin
 
 // edgeSnapshot decodes an edge's hash (F:edge:<edge>, keys.go).
 func edgeSnapshot(f model.FlowID, e *reply) model.EdgeSnapshot {
+	gen := 0
+	if e.has("gen") { // only an await's edges store one
+		gen = e.int("gen")
+	}
 	return model.EdgeSnapshot{
+		Generation:    gen,
 		ID:            model.EdgeID(e.uuid("id")),
 		Flow:          f,
 		Upstream:      e.execID("upstream"),
@@ -284,4 +293,29 @@ func flowArg(f model.FlowID) string {
 		return ""
 	}
 	return f.String()
+}
+
+// ExecutionAwaitChildren implements model.FlowStore
+// (lua/execution_await_children.lua).
+func (s *Store) ExecutionAwaitChildren(ctx context.Context, p *model.ExecutionAwaitChildrenParams) (*model.ExecutionAwaitChildrenResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for i := range p.Children {
+		c := &p.Children[i]
+		a := createArgs(&c.Create)
+		for _, name := range createFields {
+			netstring(&b, argString(a[name]))
+		}
+		netstring(&b, c.Edge.String())
+	}
+	r, err := s.run(ctx, scriptExecutionAwaitChildren, s.keys.execKeys(p.ID), fenceArgs(args{
+		"now": p.Now, "id": p.ID, "children": b.String(),
+	}, p.Fence))
+	if err != nil {
+		return nil, err
+	}
+	res := &model.ExecutionAwaitChildrenResult{Flow: r.flowID("flow"), Generation: r.int("generation"), Replayed: r.bool("replayed")}
+	return res, r.err()
 }

@@ -20,7 +20,7 @@ var luaFiles embed.FS
 // order: a definition may use the definitions above it, in its file or in
 // an earlier one.
 var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "index", "policy", "claim",
-	"recovery", "worker", "flow"}
+	"recovery", "worker", "create", "flow"}
 
 // generatedFile names the definitions made from Go declarations (record.go,
 // index_lua.go) in the line map.
@@ -498,15 +498,16 @@ var (
 
 	scriptWorkerRegister = declare("worker_register")
 
-	scriptFlowCreate            = declare("flow_create")
-	scriptFlowAddMember         = declare("flow_add_member")
-	scriptFlowEdgeStage         = declare("flow_edge_stage")
-	scriptFlowEdgeGroupSet      = declare("flow_edge_group_set")
-	scriptFlowSeal              = declare("flow_seal")
-	scriptFlowCancel            = declare("flow_cancel")
-	scriptFlowDescribe          = declareRead("flow_describe")
-	scriptFlowList              = declareRead("flow_list")
-	scriptFlowEdgeDescribe      = declareRead("flow_edge_describe")
-	scriptFlowEdgeGroupDescribe = declareRead("flow_edge_group_describe")
-	scriptFlowEdgeList          = declareRead("flow_edge_list")
+	scriptFlowCreate             = declare("flow_create")
+	scriptFlowAddMember          = declare("flow_add_member")
+	scriptFlowEdgeStage          = declare("flow_edge_stage")
+	scriptFlowEdgeGroupSet       = declare("flow_edge_group_set")
+	scriptFlowSeal               = declare("flow_seal")
+	scriptFlowCancel             = declare("flow_cancel")
+	scriptExecutionAwaitChildren = declare("execution_await_children")
+	scriptFlowDescribe           = declareRead("flow_describe")
+	scriptFlowList               = declareRead("flow_list")
+	scriptFlowEdgeDescribe       = declareRead("flow_edge_describe")
+	scriptFlowEdgeGroupDescribe  = declareRead("flow_edge_group_describe")
+	scriptFlowEdgeList           = declareRead("flow_edge_list")
 )

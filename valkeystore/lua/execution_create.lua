@@ -27,22 +27,9 @@ if A_flow ~= '' then
 end
 
 local e = blank_exec(exec_keys(string.sub(K_core, 1, -6)))
-e.id, e.ns, e.lane, e.kind = A_id, A_namespace, A_lane, A_kind
-e.priority = N(A_priority)
-e.created_at = now
-e.required_caps = A_required_caps
-e.retry_max, e.retry_backoff = N(A_retry_max), A_retry_backoff
-e.retry_delay_ms, e.retry_initial_ms = N(A_retry_delay_ms), N(A_retry_initial_ms)
-e.retry_multiplier, e.retry_max_delay_ms = A_retry_multiplier, N(A_retry_max_delay_ms)
-e.max_reclaims, e.max_replays = N(A_max_reclaims), N(A_max_replays)
-e.attempt_timeout, e.deadline = N(A_attempt_timeout), N(A_deadline)
-
-if A_payload ~= '' then redis.call('SET', K_payload, A_payload) end
-local tags = netstrings(A_tags)
-if #tags > 0 then redis.call('HSET', K_tags, unpack(tags)) end
-redis.call('ZADD', K_lanes, '0', e.lane)
-redis.call('ZADD', K_all, '0', e.id)
-if e.deadline ~= 0 then redis.call('ZADD', K_deadline, S(e.deadline), e.id) end
+new_exec(e, { A_id, A_namespace, A_lane, A_kind, A_payload, A_priority, A_tags, A_required_caps,
+  A_retry_max, A_retry_backoff, A_retry_delay_ms, A_retry_initial_ms, A_retry_multiplier,
+  A_retry_max_delay_ms, A_max_reclaims, A_max_replays, A_attempt_timeout, A_deadline }, 1, now)
 if fbase == nil then
   make_runnable(e, now, N(A_delay_until), 'waiting_for_delay', 'pending_first_attempt')
 else

@@ -39,7 +39,7 @@ redis.call('HSET', out_key, A_downstream, A_edge)
 redis.call('HSET', base .. ':in:' .. A_downstream, A_upstream, A_edge)
 local kit = flow_kit()
 local g = kit.gstate_load(base, A_downstream)
-if g == nil then g = { size = 0, succeeded = 0, impossible = 0, state = 'waiting' } end
+if g == nil then g = { size = 0, succeeded = 0, impossible = 0, state = 'waiting', gen = 0, gens = 0 } end
 do
   local e = load_exec(exec_keys_of(A_upstream))
   if e ~= nil and e.lifecycle_phase == 'terminal' then

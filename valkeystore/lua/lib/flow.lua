@@ -4,7 +4,8 @@
 -- The keys (valkeystore/keys.go): F = <prefix>:flow:<tag>:<flow>, with
 -- F:core, F:tags, F:members, F:edge:<edge>, F:out:<up> (downstream → edge),
 -- F:in:<down> (upstream → edge), F:group:<down> (policy), F:gstate:<down>
--- (size, succeeded, impossible, state); a member's flow in X:flow; the
+-- (size, succeeded, impossible, state, and gen and gens once the member
+-- awaited children); a member's flow in X:flow; the
 -- partition's flows in I:flows. memstore/flow.go is the Go half.
 
 -- flow_base is the script's flow, from K_flow_core ("F:core").
@@ -167,22 +168,30 @@ local function flow_kit()
     tally.released = tally.released + 1
   end
 
-  -- gstate_load reads F:gstate:<down> (nil when down has no incoming edge).
+  -- gstate_load reads F:gstate:<down> (nil when down has no incoming
+  -- edge): gen is the generation whose edges count (0: the edges staged
+  -- while the flow was built; n: down's nth await of children), gens the
+  -- awaits so far.
   local function gstate_load(base, down)
-    local raw = redis.call('HMGET', base .. ':gstate:' .. down, 'size', 'succeeded', 'impossible', 'state')
+    local raw = redis.call('HMGET', base .. ':gstate:' .. down, 'size', 'succeeded', 'impossible', 'state', 'gen', 'gens')
     if not raw[4] then return nil end
-    return { size = N(raw[1]), succeeded = N(raw[2]), impossible = N(raw[3]), state = raw[4] }
+    return { size = N(raw[1]), succeeded = N(raw[2]), impossible = N(raw[3]), state = raw[4],
+      gen = N(raw[5]), gens = N(raw[6]) }
   end
 
   local function gstate_save(base, down, g)
-    redis.call('HSET', base .. ':gstate:' .. down, 'size', S(g.size), 'succeeded', S(g.succeeded),
+    local key = base .. ':gstate:' .. down
+    redis.call('HSET', key, 'size', S(g.size), 'succeeded', S(g.succeeded),
       'impossible', S(g.impossible), 'state', g.state)
+    if g.gens > 0 then redis.call('HSET', key, 'gen', S(g.gen), 'gens', S(g.gens)) end
   end
 
-  -- group_need is how many successes down's group of size n needs
-  -- (model.EdgeGroupPolicy.Need), and whether it cancels the remaining
+  -- group_need is how many successes down's group of size n and
+  -- generation gen needs (model.EdgeGroupPolicy.Need; an await's
+  -- generation needs every child), and whether it cancels the remaining
   -- upstreams when it decides.
-  local function group_need(base, down, n)
+  local function group_need(base, down, n, gen)
+    if gen > 0 then return n, false end
     local p = redis.call('HMGET', base .. ':group:' .. down, 'kind', 'quorum', 'on_satisfied')
     local cancel = p[3] == 'cancel_remaining'
     if p[1] == 'any_of' then return 1, cancel end
@@ -213,7 +222,7 @@ local function flow_kit()
     if not sealed or g == nil or g.state ~= 'waiting' then return end
     local e = load_exec(exec_keys_of(down))
     if e == nil or e.lifecycle_phase == 'terminal' then return end
-    local need, cancel = group_need(base, down, g.size)
+    local need, cancel = group_need(base, down, g.size, g.gen)
     local st
     if g.succeeded >= need then
       st = 'satisfied'
@@ -243,14 +252,19 @@ local function flow_kit()
   -- edge_resolve resolves the pending edge edge (its id) into down from its
   -- ended upstream, whose outcome is to and base its keys' base: success
   -- satisfies it (and passes the result on when asked, while the downstream
-  -- still waits), anything else makes it impossible. g is down's gstate,
-  -- updated (the caller saves it).
+  -- still waits), and so does any end of a child an await created;
+  -- anything else makes it impossible. Only an edge of the group's current
+  -- generation counts. g is down's gstate, updated (the caller saves it).
   local function edge_resolve(fbase, edge, down, g, to, ubase)
     local ekey = fbase .. ':edge:' .. edge
-    if to == 'success' then
+    local ed = redis.call('HMGET', ekey, 'gen', 'pass_result')
+    local gen = N(ed[1])
+    local counts = gen == g.gen
+    if to == 'success' or gen > 0 then
       redis.call('HSET', ekey, 'state', 'satisfied')
+      if not counts then return end
       g.succeeded = g.succeeded + 1
-      if g.state == 'waiting' and redis.call('HGET', ekey, 'pass_result') == '1' then
+      if g.state == 'waiting' and ed[2] == '1' then
         local r = redis.call('GET', ubase .. ':result')
         local e = load_exec(exec_keys_of(down))
         if r and e ~= nil and e.lifecycle_phase ~= 'terminal' then
@@ -260,7 +274,7 @@ local function flow_kit()
       return
     end
     redis.call('HSET', ekey, 'state', 'impossible')
-    g.impossible = g.impossible + 1
+    if counts then g.impossible = g.impossible + 1 end
   end
 
   -- flow_settle resolves the edges of every flow member terminate ended in
@@ -308,25 +322,39 @@ local function flow_kit()
     local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
     for j = 1, #outs, 2 do
       local down, ekey = outs[j], fbase .. ':edge:' .. outs[j + 1]
-      local st = redis.call('HGET', ekey, 'state')
+      local ed = redis.call('HMGET', ekey, 'state', 'gen')
+      local st = ed[1]
       local g = gstate_load(fbase, down)
-      if st ~= 'pending' and g.state == 'waiting' then
+      if st ~= 'pending' and g.state == 'waiting' and N(ed[2]) == g.gen then
         if st == 'satisfied' then g.succeeded = g.succeeded - 1 else g.impossible = g.impossible - 1 end
         redis.call('HSET', ekey, 'state', 'pending')
         gstate_save(fbase, down, g)
       end
     end
+    -- the group returns to the edges staged while the flow was built; an
+    -- await's edges stay as they are and no longer count
     local ins = redis.call('HGETALL', fbase .. ':in:' .. e.id)
-    if sealed and #ins == 0 then return false end
+    local built = {}
+    for j = 1, #ins, 2 do
+      if N(redis.call('HGET', fbase .. ':edge:' .. ins[j + 1], 'gen')) == 0 then
+        built[#built + 1] = ins[j]
+        built[#built + 1] = ins[j + 1]
+      end
+    end
+    local g = gstate_load(fbase, e.id)
+    if g ~= nil and g.gen ~= 0 then
+      g.gen, g.size, g.succeeded, g.impossible, g.state = 0, #built / 2, 0, 0, 'satisfied'
+      gstate_save(fbase, e.id, g)
+    end
+    if sealed and #built == 0 then return false end
     hold(e, now, as)
     save_exec(e)
-    local g = gstate_load(fbase, e.id)
     if g ~= nil then
       g.succeeded, g.impossible, g.state = 0, 0, 'waiting'
       local me = e.id
-      for j = 1, #ins, 2 do
-        local ekey = fbase .. ':edge:' .. ins[j + 1]
-        local e = load_exec(exec_keys_of(ins[j]))
+      for j = 1, #built, 2 do
+        local ekey = fbase .. ':edge:' .. built[j + 1]
+        local e = load_exec(exec_keys_of(built[j]))
         if e ~= nil and e.lifecycle_phase == 'terminal' and e.terminal_outcome == 'success' then
           redis.call('HSET', ekey, 'state', 'satisfied')
           g.succeeded = g.succeeded + 1

@@ -1,0 +1,29 @@
+-- create: a new execution's record and what it owns
+--
+-- Part of the library put in front of the scripts: see lua/README.md.
+
+-- new_exec fills the blank record e from the create fields in v from
+-- index o on, in the order of createFields (valkeystore/execution_ops.go):
+-- id namespace lane kind payload priority tags required_caps retry_max
+-- retry_backoff retry_delay_ms retry_initial_ms retry_multiplier
+-- retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline
+-- (delay_until, the next field, is the caller's). It writes the payload
+-- and tags and the partition's lanes, all and deadline entries; the
+-- caller makes e runnable or holds it, then saves it.
+local function new_exec(e, v, o, now)
+  e.id, e.ns, e.lane, e.kind = v[o], v[o + 1], v[o + 2], v[o + 3]
+  e.priority = N(v[o + 5])
+  e.created_at = now
+  e.required_caps = v[o + 7]
+  e.retry_max, e.retry_backoff = N(v[o + 8]), v[o + 9]
+  e.retry_delay_ms, e.retry_initial_ms = N(v[o + 10]), N(v[o + 11])
+  e.retry_multiplier, e.retry_max_delay_ms = v[o + 12], N(v[o + 13])
+  e.max_reclaims, e.max_replays = N(v[o + 14]), N(v[o + 15])
+  e.attempt_timeout, e.deadline = N(v[o + 16]), N(v[o + 17])
+  if v[o + 4] ~= '' then redis.call('SET', e.k.base .. ':payload', v[o + 4]) end
+  local tags = netstrings(v[o + 6])
+  if #tags > 0 then redis.call('HSET', e.k.base .. ':tags', unpack(tags)) end
+  redis.call('ZADD', K_lanes, '0', e.lane)
+  redis.call('ZADD', K_all, '0', e.id)
+  if e.deadline ~= 0 then redis.call('ZADD', K_deadline, S(e.deadline), e.id) end
+end
