@@ -21,3 +21,5 @@ func TestEngineClaimedDuringStopIsHandedBack(t *testing.T) {
 func TestEngineRefusedOutcomeFailsAtOnce(t *testing.T) {
 	enginetest.RefusedOutcomeFailsAtOnce(t, memstore.New(nil))
 }
+
+func TestEngineAwaitChildren(t *testing.T) { enginetest.AwaitChildren(t, memstore.New(nil)) }

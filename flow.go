@@ -252,38 +252,14 @@ func (e *Engine) planFlow(ctx context.Context, f *Flow, opts *FlowOpts) (*flowPl
 	part := e.parts.FlowPartition(p.id)
 	for i, n := range f.nodes {
 		field := "Flow.Nodes[" + strconv.Itoa(i) + "]"
-		kind, payload, o := n.kind, n.payload, SubmitOpts{}.merge(n.opts)
-		if n.args != nil {
-			k, pl, d, err := encodeArgs(n.args)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", field, err)
-			}
-			kind, payload, o = k, pl, d.merge(n.opts)
-		}
-		kind, payload, o, err := e.hooked(ctx, kind, payload, o)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
-		}
-		if o.IdempotencyKey != "" {
-			return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".IdempotencyKey",
-				Detail: "a node has none: set FlowOpts.IdempotencyKey"}
-		}
-		lane := o.Lane
-		if lane == "" {
-			lane = model.DefaultLane
-		}
-		if !e.spread(lane) {
-			return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".Lane", Got: string(lane),
-				Detail: "not_spread: a flow's nodes run on spread lanes (RegisterLane(lane, LaneConfig{Spread: true}))"}
-		}
 		if n.policy != nil {
 			if err := n.policy.Validate(field + ".Group"); err != nil {
 				return nil, err
 			}
 		}
-		cp, err := e.createParams(kind, payload, o)
+		cp, err := e.memberParams(ctx, field, n.args, n.kind, n.payload, n.opts)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
+			return nil, err
 		}
 		cp.ID = model.NewExecutionID(part, derivedUUID(p.id.String(), "node", strconv.Itoa(i)))
 		cp.Flow = p.id
@@ -294,6 +270,43 @@ func (e *Engine) planFlow(ctx context.Context, f *Flow, opts *FlowOpts) (*flowPl
 		p.ids = append(p.ids, cp.ID)
 	}
 	return p, nil
+}
+
+// memberParams prepares a flow member (a node, or a child a handler
+// awaits) as a submission of args (or of kind and payload when args is
+// nil) with opts: encoded, seen by the submit hooks, on a spread lane,
+// without an idempotency key of its own. field names it in errors; the
+// caller sets its id.
+func (e *Engine) memberParams(ctx context.Context, field string, args Args, kind Kind, payload []byte, opts *SubmitOpts) (*model.ExecutionCreateParams, error) {
+	o := SubmitOpts{}.merge(opts)
+	if args != nil {
+		k, pl, d, err := encodeArgs(args)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		kind, payload, o = k, pl, d.merge(opts)
+	}
+	kind, payload, o, err := e.hooked(ctx, kind, payload, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	if o.IdempotencyKey != "" {
+		return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".IdempotencyKey",
+			Detail: "a flow member has none of its own (a flow's FlowOpts.IdempotencyKey covers its nodes, and a retried await is replayed)"}
+	}
+	lane := o.Lane
+	if lane == "" {
+		lane = model.DefaultLane
+	}
+	if !e.spread(lane) {
+		return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".Lane", Got: string(lane),
+			Detail: "not_spread: a flow's members run on spread lanes (RegisterLane(lane, LaneConfig{Spread: true}))"}
+	}
+	cp, err := e.createParams(kind, payload, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	return cp, nil
 }
 
 // writeFlow writes a planned flow; every step is idempotent, so a repeated
@@ -510,20 +523,42 @@ func (t *TaskInfo) Upstreams(ctx context.Context) ([]Upstream, error) {
 	if t.w == nil {
 		return nil, nil
 	}
-	e := t.w.engine
+	out, err := t.w.engine.incoming(ctx, t.ID, false)
+	return out, wrap("upstreams", err)
+}
+
+// incoming reads the upstreams of execution id: the edges its flow was
+// built with, or (children) those of its latest AwaitChildren.
+func (e *Engine) incoming(ctx context.Context, id ExecutionID, children bool) ([]Upstream, error) {
 	fs, err := e.flowStore()
 	if err != nil {
-		return nil, wrap("upstreams", err)
+		return nil, err
 	}
-	in, err := fs.EdgeListIncoming(ctx, &model.EdgeListParams{Execution: t.ID})
+	in, err := fs.EdgeListIncoming(ctx, &model.EdgeListParams{Execution: id})
 	if err != nil {
-		return nil, wrap("upstreams", err)
+		return nil, err
+	}
+	gen := 0
+	if children {
+		if in.Flow.IsZero() {
+			return []Upstream{}, nil
+		}
+		g, err := fs.EdgeGroupDescribe(ctx, &model.EdgeGroupDescribeParams{Flow: in.Flow, Downstream: id})
+		if err != nil {
+			return nil, err
+		}
+		if gen = g.Generation; gen == 0 {
+			return []Upstream{}, nil
+		}
 	}
 	out := make([]Upstream, 0, len(in.Edges))
 	for _, edge := range in.Edges {
+		if edge.Generation != gen {
+			continue
+		}
 		s, err := e.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: edge.Upstream})
 		if err != nil {
-			return nil, wrap("upstreams", err)
+			return nil, err
 		}
 		u := Upstream{ID: s.ID, Kind: s.Kind, State: s.PublicState}
 		if s.PublicState == PublicCompleted {
@@ -532,7 +567,7 @@ func (t *TaskInfo) Upstreams(ctx context.Context) ([]Upstream, error) {
 			case err == nil:
 				u.Result = r.Result
 			case !errors.Is(err, model.ErrResultNotFound):
-				return nil, wrap("upstreams", err)
+				return nil, err
 			}
 		}
 		out = append(out, u)

@@ -38,7 +38,9 @@ func WorkFunc[T Args](f func(ctx context.Context, task *Task[T]) error) Handler[
 // (with the result set by SetResult); an error fails the attempt and
 // retries per the retry policy; Permanent(err) fails without retry;
 // Snooze(d) hands the execution back for d and resumes the same attempt
-// later; Cancel(err) cancels it. A panic fails the attempt with category
+// later; AwaitChildren(...) (a flow node) parks it until the children it
+// creates have ended, then resumes the same attempt; Cancel(err) cancels
+// it. A panic fails the attempt with category
 // "panic".
 //
 // The context is cancelled when the lease is taken away, within
@@ -71,7 +73,8 @@ type TaskInfo struct {
 	// it started (initial, retry, replay, reclaim).
 	Attempt     int
 	AttemptType AttemptType
-	// Resumed is true when this attempt resumed after a Snooze.
+	// Resumed is true when this attempt resumed after a Snooze or after
+	// the children of an AwaitChildren ended.
 	Resumed bool
 	// RetryCount is how many retries came before this attempt, and
 	// MaxRetries the limit of the execution's retry policy. See
@@ -160,6 +163,7 @@ type outcome struct {
 	err      error
 	category FailureCategory
 	delay    time.Duration
+	children []Child
 }
 
 type outcomeKind uint8
@@ -168,6 +172,7 @@ const (
 	outcomeFail outcomeKind = iota + 1
 	outcomeSnooze
 	outcomeCancel
+	outcomeAwait
 )
 
 func (o *outcome) Error() string {
@@ -176,6 +181,8 @@ func (o *outcome) Error() string {
 		return fmt.Sprintf("snooze %s", o.delay)
 	case outcomeCancel:
 		return fmt.Sprintf("cancel: %v", o.err)
+	case outcomeAwait:
+		return fmt.Sprintf("await %d children", len(o.children))
 	}
 	return fmt.Sprintf("%s: %v", o.category, o.err)
 }

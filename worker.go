@@ -679,6 +679,8 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 				}
 			}
 			return err
+		case outcomeAwait:
+			return w.await(ctx, id, fence, info, o.children)
 		case outcomeCancel:
 			_, err := e.store.ExecutionCancel(ctx, &model.ExecutionCancelParams{ID: id, Fence: fence, Reason: reasonText(o.err), Now: now})
 			if err == nil && dbg {
@@ -725,7 +727,7 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			withNext, next, quiet = false, nil, false
 			continue
 		}
-		if errors.As(err, &me) && me.IsValidation() && !refused {
+		if errors.As(err, &me) && (me.IsValidation() || awaitRefused(err)) && !refused {
 			// the store refuses this outcome as invalid: retrying would not
 			// help, so the attempt fails now instead of at lease expiry
 			w.log.Warn("task outcome refused by the store; failing the attempt", "execution", id.String(), "err", err)

@@ -23,3 +23,7 @@ func TestEngineClaimedDuringStopIsHandedBack(t *testing.T) {
 func TestEngineRefusedOutcomeFailsAtOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) { enginetest.RefusedOutcomeFailsAtOnce(t, newStore(t, b, nil)) })
 }
+
+func TestEngineAwaitChildren(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) { enginetest.AwaitChildren(t, newStore(t, b, nil)) })
+}

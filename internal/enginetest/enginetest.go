@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -497,5 +498,91 @@ func RefusedOutcomeFailsAtOnce(t *testing.T, store model.Store) {
 	st.mu.Unlock()
 	if !seen {
 		t.Error("next_refused: no completion carried a next claim; the case proves nothing")
+	}
+}
+
+type fanOut struct {
+	Numbers []int `json:"numbers"`
+}
+
+func (fanOut) Kind() string { return "enginetest_fan_out" }
+
+type square struct {
+	N int `json:"n"`
+}
+
+func (square) Kind() string { return "enginetest_square" }
+
+// AwaitChildren: a flow node fans out to children with AwaitChildren and
+// parks; it resumes (the same attempt) once every child has ended, a
+// failed one included, and reads their results with TaskInfo.Children.
+func AwaitChildren(t *testing.T, store model.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	const lane = "enginetest_children"
+	e := flowfabric.New(store, nil)
+	if err := e.RegisterLane(lane, flowfabric.LaneConfig{Spread: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Stop(context.Background()) }()
+	opts := &flowfabric.SubmitOpts{Lane: lane}
+	var mu sync.Mutex
+	var seen []string // what the resumed parent read: each child's state and result
+	runs := 0
+	w := flowfabric.NewWorker(e, &flowfabric.WorkerConfig{Lanes: []model.LaneID{lane}, MaxConcurrent: 4})
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, task *flowfabric.Task[fanOut]) error {
+		mu.Lock()
+		runs++
+		mu.Unlock()
+		if !task.Resumed {
+			var kids []flowfabric.Child
+			for _, n := range task.Args.Numbers {
+				kids = append(kids, flowfabric.NewChild(square{N: n}, opts))
+			}
+			return flowfabric.AwaitChildren(kids...)
+		}
+		kids, err := task.Children(ctx)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range kids {
+			seen = append(seen, k.State.String()+":"+string(k.Result))
+		}
+		return nil
+	}))
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, task *flowfabric.Task[square]) error {
+		if task.Args.N < 0 {
+			return flowfabric.Permanent(errors.New("negative"))
+		}
+		return task.SetResultJSON(task.Args.N * task.Args.N)
+	}))
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop(context.Background()) }()
+	f := flowfabric.NewFlow()
+	parent := f.Add(fanOut{Numbers: []int{2, -1, 3}}, opts)
+	res, err := e.SubmitFlow(ctx, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.Wait(ctx, res.Of(parent), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.PublicState != model.PublicCompleted || snap.TotalAttempts != 1 {
+		t.Fatalf("parent: %s after %d attempts (%s)", snap.PublicState, snap.TotalAttempts, snap.FailureReason)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(seen)
+	if want := []string{"completed:4", "completed:9", "failed:"}; runs != 2 || !slices.Equal(seen, want) {
+		t.Fatalf("parent ran %d times and read %v, want 2 runs reading %v", runs, seen, want)
 	}
 }
