@@ -2,6 +2,7 @@ package flowfabric
 
 import (
 	"context"
+	"encoding/binary"
 	"log/slog"
 	"strconv"
 
@@ -77,10 +78,11 @@ func (e *Engine) awaitParams(ctx context.Context, id ExecutionID, fence Fence, c
 		}
 		cp.ID = model.NewExecutionID(id.Partition(), derivedUUID(id.String(), "child", epoch, strconv.Itoa(i)))
 		cp.Now = e.clock.Now()
-		p.Children = append(p.Children, model.AwaitChild{
-			Create: *cp,
-			Edge:   model.EdgeID(derivedUUID(id.String(), "child-edge", epoch, strconv.Itoa(i))),
-		})
+		// The edge id starts with the child's index, so the edges (listed
+		// in id order) come back in the order the children were given.
+		edge := derivedUUID(id.String(), "child-edge", epoch, strconv.Itoa(i))
+		binary.BigEndian.PutUint32(edge[:4], uint32(i))
+		p.Children = append(p.Children, model.AwaitChild{Create: *cp, Edge: model.EdgeID(edge)})
 	}
 	return p, nil
 }
@@ -128,7 +130,7 @@ func (w *Worker) await(ctx context.Context, id ExecutionID, fence Fence, info *T
 }
 
 // Children returns the children of the task's latest AwaitChildren, in
-// edge order, with the result of each one that completed; none when the
+// the order they were given, with the result of each one that completed; none when the
 // task never awaited (in this run: a replay starts afresh). Call it after
 // the task resumed. On a TaskInfo built by hand it returns nil.
 func (t *TaskInfo) Children(ctx context.Context) ([]Upstream, error) {

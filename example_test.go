@@ -186,3 +186,72 @@ func ExampleEngine_SubmitFlow() {
 	// completed {"name":"linux+built+built"}
 	// 4 nodes, 4 edges, sealed: true
 }
+
+// Thumbnail makes one thumbnail; an Album makes one per photo as
+// children.
+type Thumbnail struct {
+	Photo string `json:"photo"`
+}
+
+// Kind implements flowfabric.Args.
+func (Thumbnail) Kind() string { return "thumbnail" }
+
+type Album struct {
+	Photos []string `json:"photos"`
+}
+
+// Kind implements flowfabric.Args.
+func (Album) Kind() string { return "album" }
+
+func ExampleAwaitChildren() {
+	ctx := context.Background()
+	engine, stop := exampleEngine()
+	defer stop()
+	if err := engine.RegisterLane("media", flowfabric.LaneConfig{Spread: true}); err != nil {
+		panic(err)
+	}
+	opts := &flowfabric.SubmitOpts{Lane: "media"}
+	w := flowfabric.NewWorker(engine, &flowfabric.WorkerConfig{WorkerID: "media", Lanes: []flowfabric.LaneID{"media"}})
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Album]) error {
+		if !t.Resumed {
+			// first run: a child per photo, then park until they all end
+			var kids []flowfabric.Child
+			for _, p := range t.Args.Photos {
+				kids = append(kids, flowfabric.NewChild(Thumbnail{Photo: p}, opts))
+			}
+			return flowfabric.AwaitChildren(kids...)
+		}
+		kids, err := t.Children(ctx)
+		if err != nil {
+			return err
+		}
+		var thumbs []string
+		for _, k := range kids {
+			thumbs = append(thumbs, k.State.String()+" "+string(k.Result))
+		}
+		return t.SetResult([]byte(strings.Join(thumbs, "; ")))
+	}))
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Thumbnail]) error {
+		return t.SetResult([]byte(t.Args.Photo + ".thumb.jpg"))
+	}))
+	if err := w.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer w.Stop(ctx) //nolint:errcheck
+
+	// The album is a one-node flow: a node can await children.
+	f := flowfabric.NewFlow()
+	album := f.Add(Album{Photos: []string{"beach", "dunes"}}, opts)
+	res, err := engine.SubmitFlow(ctx, f, nil)
+	if err != nil {
+		panic(err)
+	}
+	snap, err := engine.Wait(ctx, res.Of(album), 5*time.Millisecond)
+	if err != nil {
+		panic(err)
+	}
+	out, _ := engine.Result(ctx, res.Of(album))
+	fmt.Println(snap.PublicState, "in", snap.TotalAttempts, "attempt:", string(out))
+	// Output:
+	// completed in 1 attempt: completed beach.thumb.jpg; completed dunes.thumb.jpg
+}

@@ -2,7 +2,9 @@
 // from two mirrors at once and the first download wins (AnyOf with
 // CancelRemaining: the slower download is cancelled mid-flight), then
 // three builds fan out and a release fans them back in, taking the
-// fetch's result through AfterResult.
+// fetch's result through AfterResult. The release itself fans out at run
+// time: it uploads to each region as a child (AwaitChildren), parks until
+// the uploads end, and resumes to report them.
 //
 //	go run ./examples/pipeline                          # in-memory store
 //	go run ./examples/pipeline -valkey 127.0.0.1:6379   # Valkey/Redis
@@ -55,6 +57,15 @@ type Release Source
 
 // Kind implements flowfabric.Args.
 func (Release) Kind() string { return "release" }
+
+// Upload copies a release to one region; the release creates one per
+// region while it runs.
+type Upload struct {
+	Region string `json:"region"`
+}
+
+// Kind implements flowfabric.Args.
+func (Upload) Kind() string { return "upload" }
 
 const lane = flowfabric.LaneID("pipeline")
 
@@ -123,7 +134,30 @@ func run(store flowfabric.Store, say func(string)) error {
 		return t.SetResult([]byte("built " + t.Args.Target))
 	}))
 	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Release]) error {
-		return t.SetResult([]byte("released " + t.Args.Digest + " from " + t.Args.Mirror))
+		if !t.Resumed {
+			// first run: one upload per region, then park until they end
+			var uploads []flowfabric.Child
+			for _, region := range []string{"eu", "us", "ap"} {
+				uploads = append(uploads, flowfabric.NewChild(Upload{Region: region}, &flowfabric.SubmitOpts{Lane: lane}))
+			}
+			return flowfabric.AwaitChildren(uploads...)
+		}
+		// resumed: every upload has ended; report where the release went
+		uploads, err := t.Children(ctx)
+		if err != nil {
+			return err
+		}
+		var regions []string
+		for _, u := range uploads {
+			if u.State != flowfabric.PublicCompleted {
+				return fmt.Errorf("upload %s: %s", u.ID, u.State)
+			}
+			regions = append(regions, string(u.Result))
+		}
+		return t.SetResult([]byte("released " + t.Args.Digest + " from " + t.Args.Mirror + " to " + strings.Join(regions, ", ")))
+	}))
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Upload]) error {
+		return t.SetResult([]byte(t.Args.Region))
 	}))
 	if err := w.Start(ctx); err != nil {
 		return err

@@ -16,7 +16,7 @@ build linux          completed
 build mac            completed
 build windows        completed
 release              completed
-released sha256:5e1f from mirror-eu
+released sha256:5e1f from mirror-eu to eu, us, ap
 losing download's handler stopped: flowfabric: lease lost: execution cancelled`
 
 // TestPipeline keeps the example running on memstore.
