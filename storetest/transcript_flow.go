@@ -58,6 +58,10 @@ func (r *transcriptRun) flowStore() model.FlowStore {
 
 // doFlow runs a flow command; ok is false for other commands.
 func (r *transcriptRun) doFlow(cmd string, a *args) (out string, ok bool, err error) {
+	if cmd == "await" {
+		out, err := r.await(a)
+		return out, true, err
+	}
 	switch cmd {
 	case "flow-create", "flow-add", "edge-stage", "edge-group", "flow-seal", "describe-flow", "describe-edge", "describe-group", "edges", "flows":
 	default:
@@ -159,4 +163,30 @@ func (r *transcriptRun) doFlow(cmd string, a *args) (out string, ok bool, err er
 		return res(fs.FlowList(ctx, &model.FlowListParams{Partition: r.part, Limit: a.int("limit", 100)}))
 	}
 	return "", false, nil
+}
+
+// await runs ExecutionAwaitChildren: the first name is the parent (its
+// fence as for a worker's operation), the others its children, created
+// like "create" does by default (delay=<d> delays the first), each with
+// the edge <child>-edge.
+func (r *transcriptRun) await(a *args) (string, error) {
+	if len(a.pos) < 2 {
+		return "", fmt.Errorf("await takes a parent and its children, got %q", a.pos)
+	}
+	fs := r.flowStore()
+	x := r.exec(a.pos[0])
+	_, f := r.fence(x, a)
+	p := &model.ExecutionAwaitChildrenParams{ID: x.id, Fence: f, Now: r.now}
+	for i, name := range a.pos[1:] {
+		c := model.ExecutionCreateParams{ID: r.exec(name).id, Namespace: nsA, Lane: laneA, Kind: kindA, Payload: []byte("payload")}
+		if i == 0 && a.has("delay") {
+			c.DelayUntil = r.now.Add(a.dur("delay", 0))
+		}
+		p.Children = append(p.Children, model.AwaitChild{Create: c, Edge: r.edge(name + "-edge")})
+	}
+	out, err := fs.ExecutionAwaitChildren(r.ctx, p)
+	if err != nil {
+		return "", err
+	}
+	return r.fmtValue(reflect.ValueOf(out)), nil
 }
