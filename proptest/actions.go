@@ -12,7 +12,7 @@ import (
 // This file holds the action table, the helpers several areas share and
 // the clock actions. The actions of each area live in the file named like
 // its storetest and store file: create.go, claim.go, lease.go,
-// terminal.go, scan.go, worker.go, reads.go, flow.go.
+// terminal.go, scan.go, worker.go, reads.go, flow.go, flow_await.go.
 
 // action is one kind of step. Its weight is how often it is drawn.
 type action struct {
@@ -83,6 +83,7 @@ func init() {
 		{"FlowForeignMember", 1, (*machine).actFlowForeignMember},
 		{"FlowOpenRefusals", 1, (*machine).actFlowOpenRefusals},
 		{"FlowCancel", 1, (*machine).actFlowCancel},
+		{"ExecutionAwaitChildren", 4, (*machine).actAwaitChildren},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

@@ -70,7 +70,7 @@ func (m *machine) actCreate(t *rapid.T) {
 	if chance(t, 40, "attempt_timeout_set") {
 		p.AttemptTimeout = ms(rapid.Int64Range(1, 8_000).Draw(t, "attempt_timeout_ms"))
 	}
-	if len(m.execs) >= m.opts.MaxExecutions || (len(m.execs) > 0 && chance(t, 5, "reuse_id")) {
+	if len(m.execs)-m.awaitMade >= m.opts.MaxExecutions || (len(m.execs) > 0 && chance(t, 5, "reuse_id")) {
 		p.ID = drawFrom(t, m.execs, "reuse").id
 	} else {
 		p.ID = m.newExecID(t, lane)

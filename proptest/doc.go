@@ -41,7 +41,16 @@
 // each item); worker register, heartbeat, deregister, expire; reads; and a
 // few flows that reach deep states in one step (grant then claim, reclaim
 // grant then reclaim, revoke then recover in rounds, replay then cancel in
-// rounds, an attempt running into its timeout). About one call in twenty gets one invalid input and must be
+// rounds, an attempt running into its timeout); and flow graphs
+// (model.FlowStore): create, add members, stage edges, set group
+// policies, seal, cancel, read, and a
+// running member of a sealed flow awaiting children
+// (ExecutionAwaitChildren: built on purpose, retried so it replays,
+// refused for a stale fence, a parent in no flow or in an unsealed or
+// cancelled flow, an existing child or edge id, invalid children, and
+// sometimes driven on in the same step: children ended every way, the
+// parent resumed, awaiting again, completed and replayed). About one call
+// in twenty gets one invalid input and must be
 // refused as a validation error naming its field. Ids (execution, lease,
 // attempt) come from a counter and a drawn byte, so a sequence is fully
 // determined by rapid's draws; nothing reads the wall clock or sleeps.
@@ -83,12 +92,20 @@
 //     entry names the lane); every due item is in the index it came from;
 //   - the live workers are ordered, unexpired, and the ones the stores' own
 //     answers imply;
+//   - flows: members and edges agree at both ends, the graph is acyclic,
+//     the revision counts members plus edges; a group counts only its
+//     current generation's edges (0: the flow as built; n: the member's
+//     nth await, whose edges are satisfied by any end of their child and
+//     decide as AllOf), is sized by them once sealed, and decides exactly
+//     when its edges allow;
 //
 // and between consecutive steps (StepViolations): nothing lost; immutable
 // fields unchanged; the lease epoch never falls and rises by exactly one
 // per acquisition; attempts and lease history only grow and ended attempts
 // never change; terminal records are frozen until replayed; retry and
-// reclaim counts fall only on replay; a state change stamps
+// reclaim counts fall only on replay; a group decides once per
+// generation and a generation rises only by an await, above every earlier
+// one, and falls only to 0 by a replay; a state change stamps
 // last_transition_at and any change last_mutation_at with Now; a step whose
 // every call failed changed nothing ("an error means nothing was written").
 //
@@ -101,8 +118,9 @@
 // order (priority, creation time, id), grants and capabilities say;
 // grants, claims, reclaims, recoveries, revokes, expiries, promotions,
 // mark-expired, replays, retries (delay = BackoffMs), creates and
-// idempotency keys, and the worker registry answer as their preconditions
-// say. A differential run also compares every answer and every observation
+// idempotency keys, awaits (their refusals in order, the generation they
+// open, the held parent and new children right after), and the worker
+// registry answer as their preconditions say. A differential run also compares every answer and every observation
 // of the two stores (go-cmp, nil and empty equal) and reports the first
 // difference as a diff (-A +B).
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"pgregory.net/rapid"
@@ -143,7 +144,7 @@ func (o *Observation) flowViolations() []string {
 				counts[x.Snapshot.PublicState]++
 			}
 		}
-		if !cmpEqual(counts, s.Counts) {
+		if !maps.Equal(counts, s.Counts) && !cmpEqual(counts, s.Counts) {
 			bad("counts %v, members' states %v", s.Counts, counts)
 		}
 		stored := model.FlowOpen
@@ -173,6 +174,11 @@ func (o *Observation) flowViolations() []string {
 				if e.GraphRevision == 0 || e.GraphRevision > s.GraphRevision || e.State == 0 {
 					bad("edge %v: %+v (flow revision %d)", e.ID, e, s.GraphRevision)
 				}
+				// a child joins a sealed flow, which takes no more edges:
+				// its edge into its parent is its only one out
+				if e.Generation > 0 && len(fo.Out[m]) != 1 {
+					bad("edge %v of an await (generation %d), yet its upstream %v has %d edges out", e.ID, e.Generation, m, len(fo.Out[m]))
+				}
 				edges[e.ID] = e
 				succ[m] = append(succ[m], e.Downstream)
 			}
@@ -181,7 +187,7 @@ func (o *Observation) flowViolations() []string {
 		for _, m := range fo.Members {
 			for _, e := range fo.In[m] {
 				in++
-				if e.Downstream != m || !cmpEqual(edges[e.ID], e) {
+				if e.Downstream != m || !sameEdge(edges[e.ID], e) {
 					bad("edge %v listed into %v differs from its outgoing listing: %+v", e.ID, m, e)
 				}
 			}
@@ -215,20 +221,41 @@ func (o *Observation) flowViolations() []string {
 	return out
 }
 
-// groupViolations checks the group of member m of flow s (§6.11 and the
-// resolution contract): its counters are its edges' states; its size is
-// fixed at seal; while it waits, an edge is satisfied exactly when its
-// upstream ended successfully and pending while its upstream has not
-// ended; a sealed waiting group with a held downstream cannot be decided
-// yet (resolution is never left for later); an impossible group's
-// downstream has ended (skipped), unless its flow was cancelled and it
-// was replayed since; no decided group's downstream is held. In a
-// cancelled flow the edges of members the cancel ended stay pending.
+// groupViolations checks the group of member m of flow s (§6.11, the
+// resolution contract and the generations of ExecutionAwaitChildren): its
+// counters are the states of its current generation's edges (an older
+// generation's edge never counts); its size is fixed at seal, then is the
+// number of the current generation's edges; while it waits, an edge of
+// the flow as built (generation 0) is satisfied exactly when its upstream
+// ended successfully, an await's edge (generation > 0) exactly when its
+// child ended whatever the outcome, and either is pending while its
+// upstream has not ended; a sealed waiting group with a held downstream
+// cannot be decided yet (resolution is never left for later; an await's
+// generation decides as AllOf whatever the policy); a decided group's
+// counters still decide it so; an await's generation is never impossible;
+// an impossible group's downstream has ended (skipped), unless its flow
+// was cancelled and it was replayed since; no decided group's downstream
+// is held. A group back at generation 0 with no edge of it (a parent
+// without upstreams, replayed after an await) is satisfied with size 0.
+// In a cancelled flow the edges of members the cancel ended stay pending.
 func (o *Observation) groupViolations(s *model.FlowSnapshot, m model.ExecutionID, g *model.EdgeGroupSnapshot, in []model.EdgeSnapshot) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	var cur []model.EdgeSnapshot // the current generation's edges
 	succ, imp := 0, 0
 	for _, e := range in {
+		switch {
+		case e.Generation < 0 || (e.Generation > 0 && !s.Sealed):
+			bad("edge %v of generation %d in a flow sealed %v", e.ID, e.Generation, s.Sealed)
+		case e.Generation > 0 && e.State == model.EdgeImpossible:
+			bad("edge %v of an await (generation %d) is impossible", e.ID, e.Generation)
+		case g.Generation > 0 && e.Generation > g.Generation:
+			bad("edge %v of generation %d, later than its group's %d", e.ID, e.Generation, g.Generation)
+		}
+		if e.Generation != g.Generation {
+			continue // an older generation's edge never counts
+		}
+		cur = append(cur, e)
 		switch e.State {
 		case model.EdgeSatisfied:
 			succ++
@@ -237,50 +264,71 @@ func (o *Observation) groupViolations(s *model.FlowSnapshot, m model.ExecutionID
 		}
 	}
 	if g.Succeeded != succ || g.Impossible != imp {
-		bad("§6.11: counters %d/%d, edges satisfied %d impossible %d", g.Succeeded, g.Impossible, succ, imp)
+		bad("§6.11: counters %d/%d, the generation-%d edges satisfied %d impossible %d", g.Succeeded, g.Impossible, g.Generation, succ, imp)
 	}
 	if len(in) == 0 {
-		if g.State != model.GroupWaiting || g.Size != 0 {
+		if g.State != model.GroupWaiting || g.Size != 0 || g.Generation != 0 {
 			bad("no edges, yet %+v", g)
 		}
 		return out
 	}
+	x := o.Execs[m]
+	isHeld := x != nil && x.Snapshot.State.LifecyclePhase == model.PhaseRunnable &&
+		x.Snapshot.State.EligibilityState == model.BlockedByDependencies
+	if len(cur) == 0 {
+		// only a replay returns a group to generation 0 with edges of
+		// awaits alone: nothing to wait for
+		if g.Generation != 0 || g.Size != 0 || g.State != model.GroupSatisfied || !s.Sealed || isHeld {
+			bad("no edge of its generation %d, yet %+v (held %v)", g.Generation, g, isHeld)
+		}
+		return out
+	}
 	if want := 0; s.Sealed {
-		want = len(in)
+		want = len(cur)
 		if g.Size != want {
-			bad("size %d in a sealed flow, %d edges", g.Size, want)
+			bad("size %d in a sealed flow, %d edges of generation %d", g.Size, want, g.Generation)
 		}
 	} else if g.Size != 0 || g.State != model.GroupWaiting {
 		bad("decided or sized before the seal: %+v", g)
 	}
-	x := o.Execs[m]
 	if x == nil {
 		return out
 	}
 	d := x.Snapshot
-	isHeld := d.State.LifecyclePhase == model.PhaseRunnable && d.State.EligibilityState == model.BlockedByDependencies
+	pol := g.Policy
+	if g.Generation > 0 {
+		pol = model.AllOf // an await waits for every child
+	}
+	// (counters only grow once a group decided, and a decision stays
+	// what its counters say)
+	if st := pol.Decide(g.Size, g.Succeeded, g.Impossible); g.State != model.GroupWaiting && st != g.State {
+		bad("decided %v, but its generation-%d edges decide it %v under %+v: %+v", g.State, g.Generation, st, pol, g)
+	}
 	switch g.State {
 	case model.GroupWaiting:
 		if s.State == model.FlowCancelled {
 			break // the members FlowCancel cancelled resolved nothing
 		}
-		for _, e := range in {
+		for _, e := range cur {
 			u := o.Execs[e.Upstream]
 			if u == nil {
 				continue
 			}
 			ended := u.Snapshot.State.LifecyclePhase == model.PhaseTerminal
-			won := ended && u.Snapshot.State.TerminalOutcome == model.OutcomeSuccess
+			won := ended && (u.Snapshot.State.TerminalOutcome == model.OutcomeSuccess || e.Generation > 0)
 			if (e.State == model.EdgeSatisfied) != won || (!ended && e.State != model.EdgePending) {
-				bad("waiting, edge %v is %v with its upstream %v", e.ID, e.State, u.Snapshot.State)
+				bad("waiting, edge %v (generation %d) is %v with its upstream %v", e.ID, e.Generation, e.State, u.Snapshot.State)
 			}
 		}
 		if s.Sealed && isHeld {
-			if st := g.Policy.Decide(g.Size, g.Succeeded, g.Impossible); st != model.GroupWaiting {
+			if st := pol.Decide(g.Size, g.Succeeded, g.Impossible); st != model.GroupWaiting {
 				bad("sealed and held, but its edges decide it %v: %+v", st, g)
 			}
 		}
 	case model.GroupImpossible:
+		if g.Generation > 0 {
+			bad("an await's generation %d is impossible", g.Generation)
+		}
 		// (a member of a cancelled flow replays as a plain execution: its
 		// group keeps the decision it had)
 		if d.State.LifecyclePhase != model.PhaseTerminal && s.State != model.FlowCancelled {
@@ -292,6 +340,10 @@ func (o *Observation) groupViolations(s *model.FlowSnapshot, m model.ExecutionID
 	}
 	return out
 }
+
+// sameEdge reports whether two listings of an edge agree (== first: the
+// checks run after every step, and go-cmp is slow).
+func sameEdge(a, b model.EdgeSnapshot) bool { return a == b || cmpEqual(a, b) }
 
 // findCycle returns the nodes of a cycle of the graph, nil when it is
 // acyclic (Kahn's algorithm).
@@ -334,7 +386,11 @@ func findCycle(nodes []model.ExecutionID, succ map[model.ExecutionID][]model.Exe
 // flowStepViolations checks a flow across two observations: a flow is
 // never lost, its creation time and partition do not change, its revision
 // grows by exactly the members and edges added, an edge never changes or
-// disappears, and an execution's flow never changes once set.
+// disappears (but for its state), a group decides once per generation
+// (only a new await's generation or a replay of its downstream re-opens
+// it), its generation grows only by an await, to one above every earlier
+// generation of the member, and falls only to 0 with a replay of the
+// member, and an execution's flow never changes once set.
 func flowStepViolations(prev, cur *Observation) []string {
 	var out []string
 	for id, pf := range prev.Flows {
@@ -363,7 +419,7 @@ func flowStepViolations(prev, cur *Observation) []string {
 			for _, e := range es {
 				ce, ok := now[e.ID]
 				ce.State = e.State // resolution changes only the state
-				if !ok || !cmpEqual(ce, e) {
+				if !ok || !sameEdge(ce, e) {
 					out = append(out, fmt.Sprintf("flow %v: edge %v changed or vanished: %+v -> %+v", id, e.ID, e, ce))
 				}
 			}
@@ -372,8 +428,11 @@ func flowStepViolations(prev, cur *Observation) []string {
 		// left none of its upstreams running.
 		for m, cg := range cf.Groups {
 			pg := pf.Groups[m]
+			// (an await's generation decides as AllOf; a group with no
+			// edge of its generation decided nothing by its policy)
 			if cg.State == model.GroupWaiting || (pg != nil && pg.State != model.GroupWaiting) ||
-				cg.Policy.Kind == model.GroupAllOf || cg.Policy.OnSatisfied != model.SiblingsCancelRemaining {
+				cg.Policy.Kind == model.GroupAllOf || cg.Policy.OnSatisfied != model.SiblingsCancelRemaining ||
+				cg.Generation > 0 || cg.Size == 0 {
 				continue
 			}
 			for _, e := range cf.In[m] {
@@ -398,13 +457,35 @@ func flowStepViolations(prev, cur *Observation) []string {
 				}
 			}
 		}
-		// A group decides once: only a replay of its downstream re-opens it.
+		// A group decides once: only a replay of its downstream, or an
+		// await opening a new generation, re-opens it. A generation
+		// grows only by an await, past every generation the member's
+		// edges name, and falls only to 0 with a replay.
 		for m, pg := range pf.Groups {
 			cg := cf.Groups[m]
+			if cg == nil {
+				continue
+			}
 			px, cx := prev.Execs[m], cur.Execs[m]
 			replayed := px != nil && cx != nil && cx.Snapshot.ReplayCount > px.Snapshot.ReplayCount
-			if cg != nil && pg.State != model.GroupWaiting && cg.State != pg.State && !replayed {
-				out = append(out, fmt.Sprintf("flow %v: the group of %v decided %v, then %v", id, m, pg.State, cg.State))
+			awaited := cg.Generation > pg.Generation
+			if pg.State != model.GroupWaiting && cg.State != pg.State && !replayed && !awaited {
+				out = append(out, fmt.Sprintf("flow %v: the group of %v decided %v, then %v (generation %d -> %d)",
+					id, m, pg.State, cg.State, pg.Generation, cg.Generation))
+			}
+			if cg.Generation < pg.Generation && (cg.Generation != 0 || !replayed) {
+				out = append(out, fmt.Sprintf("flow %v: the group of %v went from generation %d to %d without a replay",
+					id, m, pg.Generation, cg.Generation))
+			}
+			if awaited {
+				earlier := pg.Generation
+				for _, e := range pf.In[m] {
+					earlier = max(earlier, e.Generation)
+				}
+				if cg.Generation <= earlier {
+					out = append(out, fmt.Sprintf("flow %v: the group of %v opened generation %d, not above the earlier %d",
+						id, m, cg.Generation, earlier))
+				}
 			}
 		}
 	}

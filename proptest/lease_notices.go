@@ -22,8 +22,8 @@ import (
 //     longer a live lease of X at N after it;
 //   - complete: a live lease (ownership leased) that ends in a step (no
 //     longer live, or another epoch) without a call of its holder on the
-//     execution (a worker-sourced complete, fail, delay or cancel) got
-//     exactly one notice, to its holder;
+//     execution (a worker-sourced complete, fail, delay or cancel, or an
+//     await of children) got exactly one notice, to its holder;
 //   - the kind matches what happened (cancelled: cancelled; revoked:
 //     revoked; expired: marked expired; timed_out and overridden: released).
 //
@@ -178,6 +178,8 @@ func (m *machine) noteCall(p any) {
 		id, src = q.ID, q.Source
 	case *model.ExecutionCancelParams:
 		id, src = q.ID, q.Source
+	case *model.ExecutionAwaitChildrenParams:
+		id, src = q.ID, model.SourceWorker // the parent gives its lease up
 	default:
 		return
 	}

@@ -49,7 +49,11 @@ type machine struct {
 	seq   uint64
 	execs []*refExec
 	byID  map[model.ExecutionID]*refExec
-	idem  map[idemRef]idemVal
+	// awaitMade counts the executions the await actions made (children
+	// and the members they build, flow_await.go): Options.MaxExecutions
+	// does not cap them, maxAwaitExecutions does.
+	awaitMade int
+	idem      map[idemRef]idemVal
 	// flows are the flows the machine created (flow.go).
 	flows []*refFlow
 	// workers mirrors the registry from the stores' own answers.
@@ -76,6 +80,12 @@ type refExec struct {
 	id     model.ExecutionID
 	lane   model.LaneID
 	fences []heldFence // every fence a claim handed out, oldest first
+	// awaits counts the execution's accepted awaits of children (its
+	// group's generations so far), awaitFence is the fence of the latest,
+	// and awaitCall its parameters (a retry replays it).
+	awaits     int
+	awaitFence model.Fence
+	awaitCall  *model.ExecutionAwaitChildrenParams
 }
 
 type heldFence struct {

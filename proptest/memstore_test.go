@@ -1,6 +1,7 @@
 package proptest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -13,10 +14,16 @@ import (
 )
 
 // outcomeKey names a call's answer: the operation, then "ok" with the
-// result's outcome or claim, or the error code.
+// result's outcome or claim, or the error code (with "exists" for an
+// await's child id that exists).
 func outcomeKey(op string, res any, err error) string {
 	if err != nil {
-		return op + " " + string(model.CodeOf(err))
+		k := op + " " + string(model.CodeOf(err))
+		var e *model.Error
+		if errors.As(err, &e) && e.Detail == "exists" {
+			k += " exists" // an await's child id that exists, not a malformed one
+		}
+		return k
 	}
 	k := op + " ok"
 	v := reflect.ValueOf(res)
@@ -81,6 +88,10 @@ var wantOutcomes = []string{
 	"EdgeStage execution_not_in_flow", "EdgeGroupSet ok set", "EdgeGroupSet edge_group_fixed",
 	"FlowSeal ok sealed", "FlowSeal ok already_sealed", "EdgeStage flow_sealed", "EdgeStage downstream_not_held",
 	"FlowAddMember flow_sealed", "FlowCancel ok", "FlowCancel flow_already_terminal",
+	"ExecutionAwaitChildren ok", "ExecutionAwaitChildren ok replayed", "ExecutionAwaitChildren execution_not_in_flow",
+	"ExecutionAwaitChildren flow_not_sealed", "ExecutionAwaitChildren flow_already_terminal",
+	"ExecutionAwaitChildren invalid_input exists", "ExecutionAwaitChildren dependency_already_exists",
+	"ExecutionAwaitChildren invalid_input", "ExecutionAwaitChildren stale_lease",
 }
 
 // fencedAny is the outcome code of any fenced operation.

@@ -23,7 +23,9 @@ type Options struct {
 	// turns the steps a failure does not need into no-ops.
 	Steps int
 	// MaxExecutions caps the executions a sequence creates (default 6);
-	// further creates replay ids and idempotency keys instead.
+	// further creates replay ids and idempotency keys instead. The
+	// children of awaits (ExecutionAwaitChildren) are not counted; they
+	// stop at a few times the cap.
 	MaxExecutions int
 	// CompareEvery makes a differential run read the second store's full
 	// observation only every CompareEvery steps and after the last step
