@@ -32,9 +32,11 @@ type flowRec struct {
 	in             map[model.ExecutionID]map[model.ExecutionID]model.EdgeID // down → up → edge
 	groups         map[model.ExecutionID]model.EdgeGroupPolicy
 	sealed         bool
-	cancelPolicy   model.FlowCancelPolicy
-	cancelReason   string
-	cancelledAt    int64
+	// live counts the members that have not ended (F:core live).
+	live         int
+	cancelPolicy model.FlowCancelPolicy
+	cancelReason string
+	cancelledAt  int64
 	// gstate is each downstream's group record (F:gstate:<down>), made
 	// when its first edge is staged.
 	gstate map[model.ExecutionID]*groupRec
@@ -65,14 +67,34 @@ type edgeRec struct {
 
 func flowLess(a, b model.FlowID) bool { return model.CompareFlowIDs(a, b) < 0 }
 
-// flowIndex is the partition's flows (P:idx:{fp:N}:flows), in id order.
-func (s *Store) flowIndex(part int) *btree.BTreeG[model.FlowID] {
-	t := s.flowIdx[part]
+// flowIndex is the partition's live flows (P:idx:{fp:N}:flows), or its
+// finished ones (flows_done), in id order.
+func (s *Store) flowIndex(part int, finished bool) *btree.BTreeG[model.FlowID] {
+	m := s.flowIdx
+	if finished {
+		m = s.flowDone
+	}
+	t := m[part]
 	if t == nil {
 		t = btree.NewBTreeGOptions(flowLess, btree.Options{NoLocks: true, Degree: 32})
-		s.flowIdx[part] = t
+		m[part] = t
 	}
 	return t
+}
+
+// flowLive adds d to f's live members and files f as live or finished
+// (model.FlowListParams): finished once no member is live and it is sealed
+// or cancelled.
+func (s *Store) flowLive(f *flowRec, d int) {
+	f.live += d
+	part := s.cfg.FlowPartition(f.id)
+	finished := f.live == 0 && (f.sealed || f.state == model.FlowCancelled)
+	if finished {
+		s.flowIndex(part, false).Delete(f.id)
+		s.flowIndex(part, true).Set(f.id)
+	} else if _, ok := s.flowIndex(part, true).Delete(f.id); ok {
+		s.flowIndex(part, false).Set(f.id)
+	}
 }
 
 // flowLoad returns the flow, or ErrFlowNotFound.
@@ -228,6 +250,7 @@ func (s *Store) flowJoin(f *flowRec, e *execution, now int64) {
 	f.memberCount++
 	f.graphRevision++
 	f.lastMutationAt = now
+	s.flowLive(f, 1)
 }
 
 // flowLoadOpen returns the flow, refusing one that is missing or
@@ -350,7 +373,12 @@ func (s *Store) edgeResolve(f *flowRec, ed *edgeRec, u *execution) {
 // member, its pending outgoing edges resolve and their groups decide,
 // cascading through skips.
 func (s *Store) flowEnded(e *execution, now int64) {
-	if _, ok := s.flowOf[e.id]; !ok || s.flowCancelling {
+	fid, ok := s.flowOf[e.id]
+	if !ok {
+		return
+	}
+	s.flowLive(s.flows[fid], -1)
+	if s.flowCancelling {
 		return
 	}
 	s.flowQueue = append(s.flowQueue, e)
@@ -384,6 +412,7 @@ func (s *Store) flowReplayed(e *execution, now int64, as model.AttemptState) boo
 		return false
 	}
 	f := s.flows[fid]
+	s.flowLive(f, 1)
 	if f.state != model.FlowOpen {
 		return false // a cancelled flow decides nothing more
 	}

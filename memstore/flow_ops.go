@@ -31,7 +31,7 @@ func (s *Store) FlowCreate(ctx context.Context, p *model.FlowCreateParams) (*mod
 			f.tags = maps.Clone(p.Tags)
 		}
 		s.flows[p.Flow] = f
-		s.flowIndex(part).Set(p.Flow)
+		s.flowIndex(part, false).Set(p.Flow)
 		return &model.FlowCreateResult{Outcome: model.FlowCreated, Partition: part}, nil
 	})
 }
@@ -173,6 +173,7 @@ func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.F
 				s.releaseHeld(e, now)
 			}
 		})
+		s.flowLive(f, 0) // a flow whose members have all ended is finished
 		return &model.FlowSealResult{Outcome: model.FlowSealedNow, Released: s.tally.released, Skipped: s.tally.skipped}, nil
 	})
 }
@@ -195,6 +196,7 @@ func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*mod
 		f.cancelPolicy, f.cancelReason, f.cancelledAt = p.Policy, p.Reason, now
 		f.lastMutationAt = now
 		res := &model.FlowCancelResult{Cancelled: []model.ExecutionID{}}
+		defer s.flowLive(f, 0) // finished once its members have all ended
 		if p.Policy == model.CancelFlowOnly {
 			return res, nil
 		}
@@ -230,6 +232,9 @@ func (s *Store) FlowList(ctx context.Context, p *model.FlowListParams) (*model.F
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.FlowListResult, error) {
 		res := &model.FlowListResult{}
 		idx := s.flowIdx[p.Partition]
+		if p.Finished {
+			idx = s.flowDone[p.Partition]
+		}
 		if idx == nil {
 			return res, nil
 		}

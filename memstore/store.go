@@ -28,7 +28,9 @@ type Store struct {
 	// flows of each partition, and each member's flow.
 	flows   map[model.FlowID]*flowRec
 	flowIdx map[int]*btree.BTreeG[model.FlowID]
-	flowOf  map[model.ExecutionID]model.FlowID
+	// flowDone holds each partition's finished flows (flows_done).
+	flowDone map[int]*btree.BTreeG[model.FlowID]
+	flowOf   map[model.ExecutionID]model.FlowID
 	// flowQueue and flowDraining are flowEnded's work list; tally counts
 	// what a flow step released and skipped.
 	flowQueue    []*execution
@@ -73,6 +75,7 @@ func New(opts *Options) *Store {
 		workers:  make(map[model.Namespace]map[model.WorkerInstanceID]*workerRec),
 		flows:    make(map[model.FlowID]*flowRec),
 		flowIdx:  make(map[int]*btree.BTreeG[model.FlowID]),
+		flowDone: make(map[int]*btree.BTreeG[model.FlowID]),
 		flowOf:   make(map[model.ExecutionID]model.FlowID),
 		watchers: make(map[model.LaneID]map[int]func(int)),
 

@@ -93,6 +93,7 @@ const (
 	CodeFlowSealed             Code = "flow_sealed"
 	CodeDownstreamStarted      Code = "downstream_not_held"
 	CodeFlowNotSealed          Code = "flow_not_sealed"
+	CodeInvalidToken           Code = "invalid_token"
 
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
@@ -157,6 +158,7 @@ var codeClass = map[Code]Class{
 	CodeFlowSealed:             ClassTerminal,
 	CodeDownstreamStarted:      ClassTerminal,
 	CodeFlowNotSealed:          ClassTerminal,
+	CodeInvalidToken:           ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -322,6 +324,10 @@ var (
 	// ErrFlowNotSealed: the flow is still being built; a running member
 	// can await children only in a sealed flow.
 	ErrFlowNotSealed = &Error{Code: CodeFlowNotSealed}
+	// ErrInvalidToken: a waitpoint token was refused (malformed,
+	// tampered, forged, or signed by an unknown or retired key); the
+	// error says no more, on purpose.
+	ErrInvalidToken = &Error{Code: CodeInvalidToken}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}

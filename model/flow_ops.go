@@ -385,8 +385,14 @@ type FlowDescribeParams struct {
 func (p *FlowDescribeParams) Validate() error { return checkFlowID("Flow", p.Flow) }
 
 // FlowListParams pages through one partition's flows in id order (the
-// byte order of the UUIDs).
+// byte order of the UUIDs): the live ones, or with Finished the finished
+// ones. A flow is finished once every member has ended and it is sealed or
+// cancelled (it then takes nothing more, and nothing in it runs); it is
+// live otherwise, and again when a member is replayed. The stores move a
+// flow between the two lists in the step that changes it, so listing live
+// flows costs nothing for the flows that are done.
 type FlowListParams struct {
+	Finished  bool
 	Partition int
 	// After is an exclusive cursor (zero: from the start), a flow of
 	// Partition.

@@ -34,20 +34,24 @@ type FlowObservation struct {
 	Out, In map[model.ExecutionID][]model.EdgeSnapshot
 	// Groups are the members' edge groups.
 	Groups map[model.ExecutionID]*model.EdgeGroupSnapshot
+	// Finished: FlowList lists the flow among the finished ones.
+	Finished bool
 }
 
-// observeFlows lists every partition's flows (page by page) and reads
-// each; a store without model.FlowStore has none to observe.
+// observeFlows lists every partition's flows, live and finished (page by
+// page), and reads each; a store without model.FlowStore has none to
+// observe.
 func observeFlows(ctx context.Context, s model.Store, o *Observation, page int) error {
 	fs, ok := s.(model.FlowStore)
 	if !ok {
 		return nil
 	}
 	o.Flows = map[model.FlowID]*FlowObservation{}
-	for part := range o.Partitions.FlowPartitions {
+	for i := range 2 * o.Partitions.FlowPartitions {
+		part, finished := i/2, i%2 == 1
 		var after model.FlowID
 		for pages := 0; ; pages++ {
-			r, err := fs.FlowList(ctx, &model.FlowListParams{Partition: part, After: after, Limit: page})
+			r, err := fs.FlowList(ctx, &model.FlowListParams{Partition: part, After: after, Limit: page, Finished: finished})
 			if err != nil {
 				return fmt.Errorf("FlowList(p%d after %v): %w", part, after, err)
 			}
@@ -55,11 +59,14 @@ func observeFlows(ctx context.Context, s model.Store, o *Observation, page int) 
 				if o.Partitions.FlowPartition(id) != part {
 					return fmt.Errorf("FlowList(p%d) lists %v of partition %d", part, id, o.Partitions.FlowPartition(id))
 				}
+				if o.Flows[id] != nil {
+					return fmt.Errorf("FlowList(p%d) lists %v both live and finished", part, id)
+				}
 				snap, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: id})
 				if err != nil {
 					return fmt.Errorf("FlowDescribe(%v): %w", id, err)
 				}
-				o.Flows[id] = &FlowObservation{Snapshot: snap,
+				o.Flows[id] = &FlowObservation{Snapshot: snap, Finished: finished,
 					Out: map[model.ExecutionID][]model.EdgeSnapshot{}, In: map[model.ExecutionID][]model.EdgeSnapshot{},
 					Groups: map[model.ExecutionID]*model.EdgeGroupSnapshot{}}
 			}
@@ -153,6 +160,15 @@ func (o *Observation) flowViolations() []string {
 		}
 		if want := model.DeriveFlowState(stored, s.Sealed, counts); s.State != want {
 			bad("state %v, derived %v", s.State, want)
+		}
+		ended := 0
+		for st, n := range counts {
+			if st.IsTerminal() {
+				ended += n
+			}
+		}
+		if want := ended == len(fo.Members) && (s.Sealed || stored == model.FlowCancelled); fo.Finished != want {
+			bad("listed finished %v, want %v (%d of %d members ended, sealed %v, %v)", fo.Finished, want, ended, len(fo.Members), s.Sealed, stored)
 		}
 		members := map[model.ExecutionID]bool{}
 		for _, m := range fo.Members {

@@ -44,6 +44,7 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"AwaitChildren", flowAwaitChildren},
 		{"AwaitRoot", flowAwaitRoot},
 		{"AwaitRefused", flowAwaitRefused},
+		{"Finished", flowFinished},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

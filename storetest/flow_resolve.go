@@ -1061,3 +1061,94 @@ func flowDiamond(h *flowHarness) {
 	h.wantPayload(down, "payload")
 	h.settled()
 }
+
+// listed reports whether FlowList names f among the live flows and among
+// the finished ones.
+func (h *flowHarness) listed(f model.FlowID) (live, finished bool) {
+	h.t.Helper()
+	for _, fin := range []bool{false, true} {
+		var after model.FlowID
+		for {
+			page := call(h.fs.FlowList(h.ctx, &model.FlowListParams{Partition: h.cfg.FlowPartition(f), After: after, Limit: 100, Finished: fin})).must(h.t)
+			if slices.Contains(page.IDs, f) {
+				if fin {
+					finished = true
+				} else {
+					live = true
+				}
+			}
+			if page.Next.IsZero() {
+				break
+			}
+			after = page.Next
+		}
+	}
+	return live, finished
+}
+
+func (h *flowHarness) wantListed(f model.FlowID, finished bool, when string) {
+	h.t.Helper()
+	live, fin := h.listed(f)
+	if live == finished || fin != finished {
+		h.t.Fatalf("%s: listed live %v, finished %v; want finished %v", when, live, fin, finished)
+	}
+}
+
+// flowFinished (the projector's "a flow leaves the index"): a flow is
+// listed live until every member has ended and it is sealed or
+// cancelled, then finished; a replay makes it live again. An open flow
+// whose members have all ended is still live (it can take more), and a
+// cancelled one is finished only once its running members end.
+func flowFinished(h *flowHarness) {
+	f, up, down := h.sealedPair(false)
+	h.wantListed(f, false, "sealed pair")
+	h.succeed(up, nil, at(2*time.Second))
+	h.wantListed(f, false, "half done")
+	h.succeed(down, nil, at(3*time.Second))
+	h.wantListed(f, true, "both done")
+	h.replay(down, at(4*time.Second))
+	h.wantListed(f, false, "a member replayed")
+	h.succeed(down, nil, at(5*time.Second))
+	h.wantListed(f, true, "the replayed member done")
+
+	// skips count as ends: a failed upstream finishes the flow
+	g, x, _ := h.sealedPair(false)
+	h.failHard(x, at(2*time.Second))
+	h.wantListed(g, true, "failed and skipped")
+
+	// open: members that joined running and ended leave it live
+	k := h.newFlow(at(0), nil)
+	y, yc := h.activeMember(k, at(0))
+	h.completeWith(y, yc.Fence(), nil, at(time.Second))
+	h.wantListed(k, false, "open flow, its only member done")
+	h.seal(k, at(2*time.Second), 0, 0)
+	h.wantListed(k, true, "sealed after its members ended")
+
+	// cancelled with a running member: finished when it ends
+	c, a, b := h.sealedPair(false)
+	ac := h.claim(a, wA, at(2*time.Second))
+	h.cancelFlow(c, model.CancelPending, at(3*time.Second))
+	h.wantFlowCancelled(b)
+	h.wantListed(c, false, "cancelled, a member still running")
+	h.completeWith(a, ac.Fence(), nil, at(4*time.Second))
+	h.wantListed(c, true, "cancelled, all ended")
+
+	// cancel all: finished at once; an empty cancelled flow too
+	d, _, _ := h.sealedPair(false)
+	h.cancelFlow(d, model.CancelAll, at(2*time.Second))
+	h.wantListed(d, true, "cancel all")
+	empty := h.newFlow(at(0), nil)
+	h.wantListed(empty, false, "new flow")
+	h.cancelFlow(empty, model.CancelFlowOnly, at(time.Second))
+	h.wantListed(empty, true, "empty flow cancelled")
+
+	// awaiting children keeps it live until they and the parent end
+	w, parent := h.soloFlow()
+	pc := h.claim(parent, wA, at(2*time.Second))
+	p := h.awaitChildren(parent, pc.Fence(), 1, time.Time{}, at(3*time.Second))
+	h.awaitOK(p, w, 1)
+	h.succeed(p.Children[0].Create.ID, nil, at(4*time.Second))
+	h.wantListed(w, false, "parent released")
+	h.succeed(parent, nil, at(5*time.Second))
+	h.wantListed(w, true, "parent done")
+}

@@ -86,7 +86,7 @@ func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.F
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptFlowSeal, s.keys.flowKeys(s.cfg, p.Flow), args{"now": p.Now})
+	r, err := s.run(ctx, scriptFlowSeal, s.keys.flowKeys(s.cfg, p.Flow), args{"now": p.Now, "flow": p.Flow.String()})
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*mod
 		return nil, err
 	}
 	r, err := s.run(ctx, scriptFlowCancel, s.keys.flowKeys(s.cfg, p.Flow), args{
-		"now": p.Now, "policy": p.Policy, "reason": p.Reason,
+		"now": p.Now, "policy": p.Policy, "reason": p.Reason, "flow": p.Flow.String(),
 	})
 	if err != nil {
 		return nil, err
@@ -179,7 +179,11 @@ func (s *Store) FlowList(ctx context.Context, p *model.FlowListParams) (*model.F
 	if !p.After.IsZero() {
 		after = "(" + p.After.String()
 	}
-	r, err := s.run(ctx, scriptFlowList, map[string]string{"flows": s.keys.idx(p.Partition) + "flows"}, args{
+	index := "flows"
+	if p.Finished {
+		index = "flows_done"
+	}
+	r, err := s.run(ctx, scriptFlowList, map[string]string{"flows": s.keys.idx(p.Partition) + index}, args{
 		"after": after, "limit": p.Limit,
 	})
 	if err != nil {

@@ -1,9 +1,9 @@
 -- flow_cancel: cancel a flow and, by policy, its members that have not
 -- ended (cancel_all) or not started (cancel_pending), in member id order.
 -- The members cancelled here resolve no edge (model.FlowCancelParams), so
--- no flow_settle: what terminate listed is dropped.
+-- no flow_settle: what terminate listed only leaves the live count.
 -- KEYS: flow_core members lanes deadline attempt_timeout lease_expiry
--- ARGV: now policy reason
+-- ARGV: now policy reason flow
 
 local base = flow_base()
 local f = flow_load(base)
@@ -29,5 +29,6 @@ if A_policy ~= 'flow_only' then
     end
   end
 end
+flow_live(base, A_flow, -#ended)
 ended = {}
 return { 'cancelled', out }

@@ -2,7 +2,7 @@
 -- held members without incoming edges, decide every group that can be
 -- (flow_settle drains the skips' cascades).
 -- KEYS: flow_core members lanes deadline attempt_timeout lease_expiry
--- ARGV: now
+-- ARGV: now flow
 
 local base = flow_base()
 local f = flow_load(base)
@@ -35,4 +35,5 @@ for i = 1, #members do
   end
   flow_settle(now)
 end
+flow_live(base, A_flow, 0) -- a flow whose members have all ended is finished
 return { 'status', 'sealed', 'released', kit.tally.released, 'skipped', kit.tally.skipped }

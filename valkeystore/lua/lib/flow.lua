@@ -18,6 +18,24 @@ local function flow_base_of(fid)
   return ks().pfx .. ':flow:' .. ks().tag .. ':' .. fid
 end
 
+-- flow_live adds d to the live members of flow fid (base its keys' base)
+-- and files it as live (I:flows) or finished (I:flows_done): finished once
+-- no member is live and it is sealed or cancelled (model.FlowListParams).
+local function flow_live(base, fid, d)
+  local live = redis.call('HINCRBY', base .. ':core', 'live', S(d))
+  if live == 0 then
+    local c = redis.call('HMGET', base .. ':core', 'sealed', 'state')
+    if c[1] == '1' or c[2] == 'cancelled' then
+      redis.call('ZREM', ks().idx .. 'flows', fid)
+      redis.call('ZADD', ks().idx .. 'flows_done', '0', fid)
+      return
+    end
+  end
+  if d > 0 and redis.call('ZREM', ks().idx .. 'flows_done', fid) == 1 then
+    redis.call('ZADD', ks().idx .. 'flows', '0', fid)
+  end
+end
+
 -- flow_join records e as a member of flow fid (base its keys' base; e's
 -- hold is the caller's) and returns the flow's member count and graph
 -- revision.
@@ -27,6 +45,7 @@ local function flow_join(base, fid, e, now)
   local count = redis.call('HINCRBY', base .. ':core', 'member_count', 1)
   local rev = redis.call('HINCRBY', base .. ':core', 'graph_revision', 1)
   redis.call('HSET', base .. ':core', 'last_mutation_at', S(now))
+  flow_live(base, fid, 1)
   return count, rev
 end
 
@@ -287,6 +306,7 @@ local function flow_kit()
       local fid = redis.call('GET', e.k.base .. ':flow')
       if fid then
         local fbase = flow_base_of(fid)
+        flow_live(fbase, fid, -1)
         local sealed = redis.call('HGET', fbase .. ':core', 'sealed') == '1'
         local to, ubase = e.terminal_outcome, e.k.base
         local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
@@ -315,6 +335,7 @@ local function flow_kit()
     local fid = redis.call('GET', e.k.base .. ':flow')
     if not fid then return false end
     local fbase = flow_base_of(fid)
+    flow_live(fbase, fid, 1)
     local core = redis.call('HMGET', fbase .. ':core', 'sealed', 'state')
     -- a cancelled flow decides nothing more
     if core[2] ~= 'open' then return false end
