@@ -335,7 +335,10 @@ func (s *Store) groupDecide(f *flowRec, d model.ExecutionID, now int64) {
 		if st == model.GroupImpossible {
 			reason = model.ReasonSiblingImpossible
 		}
-		for up := range f.in[d] {
+		for up, id := range f.in[d] {
+			if f.edges[id].gen != g.gen {
+				continue // a child of an earlier await is not a sibling
+			}
 			if u := s.execs[up]; u != nil && u.lifecyclePhase != model.PhaseTerminal {
 				s.cancelExec(u, now, reason, model.CancelledByFlow, true)
 			}

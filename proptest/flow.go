@@ -452,7 +452,20 @@ func flowStepViolations(prev, cur *Observation) []string {
 				continue
 			}
 			for _, e := range cf.In[m] {
-				if u := cur.Execs[e.Upstream]; u != nil && u.Snapshot.State.LifecyclePhase != model.PhaseTerminal {
+				u := cur.Execs[e.Upstream]
+				if u == nil {
+					continue
+				}
+				if e.Generation != cg.Generation {
+					// a child of an earlier await is not a sibling
+					if pu := prev.Execs[e.Upstream]; pu != nil && pu.Snapshot.State.LifecyclePhase != model.PhaseTerminal &&
+						u.Snapshot.CancelledBy == model.CancelledByFlow {
+						out = append(out, fmt.Sprintf("flow %v: the group of %v (generation %d) cancelled %v, a child of generation %d",
+							id, m, cg.Generation, e.Upstream, e.Generation))
+					}
+					continue
+				}
+				if u.Snapshot.State.LifecyclePhase != model.PhaseTerminal {
 					out = append(out, fmt.Sprintf("flow %v: the group of %v decided %v (cancel remaining), yet its upstream %v is %v",
 						id, m, cg.State, e.Upstream, u.Snapshot.State))
 				}

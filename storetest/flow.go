@@ -44,6 +44,7 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"AwaitChildren", flowAwaitChildren},
 		{"AwaitRoot", flowAwaitRoot},
 		{"AwaitRefused", flowAwaitRefused},
+		{"AwaitNotSiblings", flowAwaitNotSiblings},
 		{"Finished", flowFinished},
 	} {
 		t.Run(c.name, func(t *testing.T) {

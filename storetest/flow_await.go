@@ -264,3 +264,29 @@ func flowAwaitRefused(h *flowHarness) {
 	})
 	h.settled()
 }
+
+// flowAwaitNotSiblings (a regression the property test raised): when a
+// replayed parent's own group (AnyOf, CancelRemaining) decides again,
+// it cancels its upstreams that still run, but not a child of an earlier
+// await: that child is no sibling.
+func flowAwaitNotSiblings(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	u1, u2, parent := h.member(f, at(0)), h.member(f, at(0)), h.member(f, at(0))
+	h.setGroup(f, parent, model.EdgeGroupPolicy{Kind: model.GroupAnyOf, OnSatisfied: model.SiblingsCancelRemaining}, at(0))
+	h.stage(f, u1, parent, at(0))
+	h.stage(f, u2, parent, at(0))
+	h.seal(f, at(time.Second), 2, 0)
+	h.succeed(u1, nil, at(2*time.Second))
+	h.wantSiblingCancelled(u2, model.ReasonSiblingSatisfied)
+	pc := h.claim(parent, wA, at(3*time.Second))
+	p := h.awaitChildren(parent, pc.Fence(), 1, time.Time{}, at(4*time.Second))
+	h.awaitOK(p, f, 1)
+	child := p.Children[0].Create.ID
+	h.claim(child, wA, at(5*time.Second))
+	h.cancelOp(parent, at(6*time.Second))
+	h.replay(parent, at(7*time.Second))
+	h.wantReleased(parent, model.AttemptPendingReplay)
+	h.wantGroup(f, parent, groupCount{Size: 2, Succeeded: 1, State: model.GroupSatisfied})
+	h.wantState(child, stActive)
+	h.settled()
+}

@@ -219,14 +219,16 @@ local function flow_kit()
   end
 
   -- cancel_siblings cancels down's upstreams that have not ended (the
-  -- group decided st with SiblingsCancelRemaining), telling their holders.
-  local function cancel_siblings(base, down, st, now)
+  -- group, of generation gen, decided st with SiblingsCancelRemaining),
+  -- telling their holders; a child of an earlier await is not a sibling.
+  local function cancel_siblings(base, down, gen, st, now)
     local reason = 'sibling_quorum_satisfied'
     if st == 'impossible' then reason = 'sibling_quorum_impossible' end
-    local ups = redis.call('HKEYS', base .. ':in:' .. down)
-    for i = 1, #ups do
+    local ups = redis.call('HGETALL', base .. ':in:' .. down)
+    for i = 1, #ups, 2 do
       local e = load_exec(exec_keys_of(ups[i]))
-      if e ~= nil and e.lifecycle_phase ~= 'terminal' then
+      if e ~= nil and e.lifecycle_phase ~= 'terminal'
+        and N(redis.call('HGET', base .. ':edge:' .. ups[i + 1], 'gen')) == gen then
         cancel_exec(e, now, reason, 'flow', true)
         save_exec(e)
       end
@@ -265,7 +267,7 @@ local function flow_kit()
       end
       save_exec(e)
     end
-    if cancel then cancel_siblings(base, down, st, now) end
+    if cancel then cancel_siblings(base, down, g.gen, st, now) end
   end
 
   -- edge_resolve resolves the pending edge edge (its id) into down from its
