@@ -51,6 +51,9 @@ var (
 	ErrFlowNotFound = model.ErrFlowNotFound
 	// ErrFlowSealed: the flow was submitted; its graph takes nothing more.
 	ErrFlowSealed = model.ErrFlowSealed
+	// ErrIdempotencyConflict: SubmitFlow's idempotency key names a flow
+	// stored with another graph.
+	ErrIdempotencyConflict = model.ErrIdempotencyConflict
 )
 
 // Flow is a graph of executions to submit with Engine.SubmitFlow. Build it
@@ -165,7 +168,8 @@ type FlowOpts struct {
 	// with the same key (in the engine's namespace) and the same graph
 	// returns the same flow and executions, and finishes a submission
 	// that stopped half-way (a crash, a lost connection). Until a
-	// submission finishes, none of its nodes runs.
+	// submission finishes, none of its nodes runs. The same key with
+	// another graph (other nodes or kinds) is ErrIdempotencyConflict.
 	IdempotencyKey string
 	// Tags label the flow ("team.owner" = "build").
 	Tags map[string]string
@@ -322,6 +326,9 @@ func (e *Engine) writeFlow(ctx context.Context, fs model.FlowStore, p *flowPlan)
 		if err != nil {
 			return err
 		}
+		if err := e.sameFlow(ctx, p, snap); err != nil {
+			return err
+		}
 		if snap.Sealed {
 			return nil // a submission with this key finished already
 		}
@@ -331,6 +338,39 @@ func (e *Engine) writeFlow(ctx context.Context, fs model.FlowStore, p *flowPlan)
 		return nil // another submission with this key finished it meanwhile
 	}
 	return err
+}
+
+// sameFlow refuses a submission whose key names a flow stored with
+// another graph (ErrIdempotencyConflict): a finished one must have the
+// plan's nodes (each with its kind) and edges, a half-written one no more
+// than the plan has. An await's children (members added later) are
+// members the plan does not name, so a flow that grew is compared on its
+// nodes only.
+func (e *Engine) sameFlow(ctx context.Context, p *flowPlan, snap *FlowSnapshot) error {
+	edges := 0
+	for _, n := range p.nodes {
+		edges += len(n.ups)
+	}
+	conflict := func(detail string) error {
+		return &model.Error{Code: model.CodeIdempotencyConflict, Field: "FlowOpts.IdempotencyKey", Detail: detail}
+	}
+	if snap.MemberCount < len(p.ids) && snap.Sealed || (!snap.Sealed && (snap.MemberCount > len(p.ids) || snap.EdgeCount > edges)) {
+		return conflict(fmt.Sprintf("the flow stored under this key has %d nodes and %d edges; this one %d and %d",
+			snap.MemberCount, snap.EdgeCount, len(p.ids), edges))
+	}
+	if !snap.Sealed {
+		return nil
+	}
+	for i, id := range p.ids {
+		s, err := e.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: id})
+		if errors.Is(err, model.ErrNotFound) || (err == nil && (s.Flow != p.id || s.Kind != p.params[i].Kind)) {
+			return conflict(fmt.Sprintf("node %d differs from the flow stored under this key", i))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finishFlow writes the nodes, groups and edges of a created flow and

@@ -287,6 +287,29 @@ func TestSubmitFlowIdempotent(t *testing.T) {
 	if got := log.order(); got != "a b" {
 		t.Fatalf("ran %q", got)
 	}
+
+	// The same key with another graph is refused, storing nothing: a
+	// third node, or a node of another kind.
+	for name, g := range map[string]func() *flowfabric.Flow{
+		"more nodes": func() *flowfabric.Flow {
+			f, _ := build()
+			f.Add(step{Name: "c"}, &flowfabric.SubmitOpts{Lane: flowLane})
+			return f
+		},
+		"other kind": func() *flowfabric.Flow {
+			f := flowfabric.NewFlow()
+			opts := &flowfabric.SubmitOpts{Lane: flowLane}
+			f.AddRaw("other", nil, opts).After(f.AddRaw("other", nil, opts))
+			return f
+		},
+	} {
+		if _, err := h.Engine.SubmitFlow(h.Ctx, g(), key); !errors.Is(err, flowfabric.ErrIdempotencyConflict) {
+			t.Fatalf("%s under a used key: %v, want ErrIdempotencyConflict", name, err)
+		}
+	}
+	if n := len(h.Executions()); n != 2 {
+		t.Fatalf("%d executions after conflicting submissions", n)
+	}
 }
 
 // TestCancelFlow: CancelAll ends a running node (its handler's context

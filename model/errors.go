@@ -94,6 +94,7 @@ const (
 	CodeDownstreamStarted      Code = "downstream_not_held"
 	CodeFlowNotSealed          Code = "flow_not_sealed"
 	CodeInvalidToken           Code = "invalid_token"
+	CodeIdempotencyConflict    Code = "idempotency_key_conflict"
 
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
@@ -159,6 +160,7 @@ var codeClass = map[Code]Class{
 	CodeDownstreamStarted:      ClassTerminal,
 	CodeFlowNotSealed:          ClassTerminal,
 	CodeInvalidToken:           ClassTerminal,
+	CodeIdempotencyConflict:    ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -328,6 +330,9 @@ var (
 	// tampered, forged, or signed by an unknown or retired key); the
 	// error says no more, on purpose.
 	ErrInvalidToken = &Error{Code: CodeInvalidToken}
+	// ErrIdempotencyConflict: an idempotency key was used again for a
+	// different request (a flow with another graph).
+	ErrIdempotencyConflict = &Error{Code: CodeIdempotencyConflict}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}
