@@ -730,7 +730,11 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 		if errors.As(err, &me) && (me.IsValidation() || awaitRefused(err)) && !refused {
 			// the store refuses this outcome as invalid: retrying would not
 			// help, so the attempt fails now instead of at lease expiry
-			w.log.Warn("task outcome refused by the store; failing the attempt", "execution", id.String(), "err", err)
+			level := slog.LevelWarn
+			if me.Code == model.CodeFlowAlreadyTerminal {
+				level = slog.LevelInfo // an operator cancelled the flow: expected, not a fault
+			}
+			w.log.Log(ctx, level, "task outcome refused by the store; failing the attempt", "execution", id.String(), "err", err)
 			herr, refused = invalidOutcome(fmt.Errorf("flowfabric: record outcome: %w", err)), true
 			next, quiet = nil, false
 			continue

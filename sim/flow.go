@@ -107,6 +107,9 @@ func (w *world) buildFlow() *simFlow {
 	var shape []string
 	for i := range n {
 		kind := pick(w, kinds)
+		if w.rng.IntN(5) == 0 {
+			kind = "fanout" // grows the flow while it runs
+		}
 		node := f.AddRaw(kind, []byte(`{}`), o)
 		var ups []string
 		for j := range i {

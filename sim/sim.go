@@ -356,7 +356,7 @@ func (w *world) startProcess(full bool, ns model.Namespace) *process {
 			cfg.MaxConcurrent = 4
 		}
 		sw := &simWorker{w: flowfabric.NewWorker(p.engine, cfg)}
-		for _, k := range kinds {
+		for _, k := range append(kinds[:len(kinds):len(kinds)], "fanout") {
 			if err := sw.w.HandleRaw(k, w.handler(k, cfg.LeaseTTL)); err != nil {
 				panic(err)
 			}

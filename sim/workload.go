@@ -23,6 +23,8 @@ import (
 //	            lease was lost must be refused
 //	hang        runs until its context ends (or 1–3 minutes)
 //	selfcancel  cancels its execution
+//	fanout      (flow nodes only) awaits 1–3 children of the kinds above,
+//	            then, resumed, reads them and succeeds
 func (w *world) handler(k model.Kind, lease time.Duration) func(ctx context.Context, info *flowfabric.TaskInfo) error {
 	return func(ctx context.Context, info *flowfabric.TaskInfo) error {
 		clock := w.sched
@@ -70,6 +72,24 @@ func (w *world) handler(k model.Kind, lease time.Duration) func(ctx context.Cont
 			return nil
 		case "selfcancel":
 			return flowfabric.Cancel(errors.New("not wanted"))
+		case "fanout":
+			if !info.Resumed {
+				var kids []flowfabric.Child
+				for range 1 + w.rng.IntN(3) {
+					kids = append(kids, flowfabric.NewRawChild(pick(w, kinds), []byte(`{}`), &flowfabric.SubmitOpts{Lane: "s"}))
+				}
+				return flowfabric.AwaitChildren(kids...)
+			}
+			kids, err := info.Children(ctx)
+			if err != nil {
+				return err
+			}
+			for _, k := range kids {
+				if !k.State.IsTerminal() {
+					return fmt.Errorf("resumed while child %s is %s", k.ID, k.State)
+				}
+			}
+			return nil
 		}
 		return fmt.Errorf("no behaviour for kind %q", k)
 	}
