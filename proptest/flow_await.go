@@ -347,7 +347,10 @@ func (m *machine) checkAwaited(t *rapid.T, p *model.ExecutionAwaitChildrenParams
 	t.Helper()
 	s := m.snap(p.ID)
 	fo := m.flowObs(res.Flow)
-	m.expect(t, s != nil && fo != nil, "after an await: parent %v or flow %v not observed", p.ID, res.Flow)
+	if s == nil || fo == nil {
+		m.fatalf(t, "after an await: parent %v or flow %v not observed", p.ID, res.Flow)
+		return
+	}
 	st := s.State
 	m.expect(t, st.LifecyclePhase == model.PhaseRunnable && st.EligibilityState == model.BlockedByDependencies &&
 		st.BlockingReason == model.WaitingForChildren && st.AttemptState == model.AttemptInterrupted && s.CurrentLease == nil,
