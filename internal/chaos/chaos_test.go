@@ -166,8 +166,9 @@ func (d *drain) stopWorker(name string) {
 }
 
 // submit submits n executions, every tenth of them as a node of a chain
-// of three on the spread flow lane; those the engine acknowledges must
-// complete (a flow's nodes when SubmitFlow returned). Submissions that
+// of three on the spread flow lane, whose middle node awaits two children
+// before it completes; those the engine acknowledges must complete (a
+// flow's nodes when SubmitFlow returned, and so their children). Submissions that
 // fail (the server is down) are counted but not expected.
 func (d *drain) submit(n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -177,7 +178,7 @@ func (d *drain) submit(n int) {
 			f := flowfabric.NewFlow()
 			var prev *flowfabric.FlowNode
 			for j := range 3 {
-				node := f.Add(job{N: i + j}, &flowfabric.SubmitOpts{Lane: flowLane})
+				node := f.Add(job{N: i + j, Fanout: j == 1}, &flowfabric.SubmitOpts{Lane: flowLane})
 				if prev != nil {
 					node.After(prev)
 				}

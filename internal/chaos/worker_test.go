@@ -36,6 +36,9 @@ const jobWork = 20 * time.Millisecond
 
 type job struct {
 	N int `json:"n"`
+	// Fanout: the job (a flow node) first awaits two child jobs, and
+	// completes only if both completed.
+	Fanout bool `json:"fanout,omitempty"`
 }
 
 func (job) Kind() string { return "job" }
@@ -117,6 +120,24 @@ func TestWorkerProcess(t *testing.T) {
 	})
 	flowfabric.AddHandler(w, flowfabric.HandlerFunc[job](func(ctx context.Context, task *flowfabric.Task[job]) error {
 		l.log("start", task.ID, task.LeaseEpoch)
+		if task.Args.Fanout {
+			if !task.Resumed {
+				kid := &flowfabric.SubmitOpts{Lane: flowLane}
+				return flowfabric.AwaitChildren(flowfabric.NewChild(job{N: -1}, kid), flowfabric.NewChild(job{N: -2}, kid))
+			}
+			kids, err := task.Children(ctx)
+			if err != nil {
+				return err
+			}
+			for _, k := range kids {
+				if k.State != model.PublicCompleted {
+					return flowfabric.Permanent(fmt.Errorf("child %s is %s", k.ID, k.State))
+				}
+			}
+			if len(kids) != 2 {
+				return flowfabric.Permanent(fmt.Errorf("%d children", len(kids)))
+			}
+		}
 		// the job's work takes a while, so faults land while handlers run
 		t := time.NewTimer(jobWork)
 		defer t.Stop()
