@@ -51,6 +51,9 @@ var (
 	ErrFlowNotFound = model.ErrFlowNotFound
 	// ErrFlowSealed: the flow was submitted; its graph takes nothing more.
 	ErrFlowSealed = model.ErrFlowSealed
+	// ErrFlowTerminal: the flow has ended (cancelled, or every node done):
+	// CancelFlow refuses it.
+	ErrFlowTerminal = model.ErrFlowTerminal
 	// ErrIdempotencyConflict: SubmitFlow's idempotency key names a flow
 	// stored with another graph.
 	ErrIdempotencyConflict = model.ErrIdempotencyConflict

@@ -353,7 +353,7 @@ func TestCancelFlow(t *testing.T) {
 	if err != nil || fs.State != model.FlowCancelled || fs.CancelPolicy != flowfabric.CancelAll {
 		t.Fatalf("DescribeFlow: %+v %v", fs, err)
 	}
-	if _, err := h.Engine.CancelFlow(h.Ctx, res.ID, flowfabric.CancelAll, "again"); !errors.Is(err, model.ErrFlowTerminal) {
+	if _, err := h.Engine.CancelFlow(h.Ctx, res.ID, flowfabric.CancelAll, "again"); !errors.Is(err, flowfabric.ErrFlowTerminal) {
 		t.Fatalf("second cancel: %v", err)
 	}
 	if got := log.order(); got != "long" {
