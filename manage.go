@@ -127,6 +127,30 @@ func (e *Engine) ChangePriority(ctx context.Context, id ExecutionID, priority in
 	return r.New, nil
 }
 
+// RetryNow makes an execution that waits for a time — a delayed
+// submission, a retry backoff, a snooze — eligible at once; the attempt
+// that was waiting is the one that runs (a retry stays a retry). An
+// execution not waiting for a time is ErrNotEligible (replay a terminal
+// one instead); an unknown one ErrNotFound.
+func (e *Engine) RetryNow(ctx context.Context, id ExecutionID) error {
+	s, err := e.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: id})
+	if err != nil {
+		return wrap("retry now", err)
+	}
+	r, err := e.store.ExecutionPromoteDelayed(ctx, &model.ExecutionPromoteDelayedParams{ID: id, Lane: s.Lane, Force: true, Now: e.clock.Now()})
+	if err != nil {
+		return wrap("retry now", err)
+	}
+	switch r.Outcome {
+	case model.PromotePromoted:
+		return nil
+	case model.PromoteNotFoundCleaned:
+		return wrap("retry now", model.ErrNotFound)
+	}
+	return wrap("retry now", &model.Error{Code: model.CodeExecutionNotEligible,
+		Detail: "not waiting for a time (" + s.PublicState.String() + ")"})
+}
+
 // RevokeLease takes the lease of a running execution away from its worker
 // (which is fenced from then on; its handler's context is cancelled with
 // cause ErrLeaseRevoked). The lease-expiry scanner then recovers

@@ -34,7 +34,7 @@ func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionP
 		case e.eligibilityState != model.NotEligibleUntilTime:
 			clean()
 			return status(model.PromoteNotDelayedCleaned)
-		case e.delayUntil > now:
+		case e.delayUntil > now && !p.Force:
 			return status(model.PromoteNotYetDue)
 		}
 		s.removeFromLane(e)

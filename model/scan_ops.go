@@ -14,11 +14,16 @@ type ScanStore interface {
 }
 
 // ExecutionPromoteDelayedParams makes a delayed execution eligible once its
-// time has come, and drops stale delayed-index entries.
+// time has come, and drops stale delayed-index entries. With Force (an
+// operator's "retry now") it makes it eligible whatever its time: a delay,
+// a retry backoff or a resume delay is cut short, and the attempt that
+// was waiting (a retry, a paused attempt) is the one that runs.
 type ExecutionPromoteDelayedParams struct {
 	ID   ExecutionID
 	Lane LaneID
-	Now  time.Time
+	// Force promotes an execution whose time has not come yet.
+	Force bool
+	Now   time.Time
 }
 
 // Validate checks every field.

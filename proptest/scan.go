@@ -113,7 +113,7 @@ func (m *machine) actPromote(t *rapid.T) {
 	if s := m.snap(id); s != nil && !chance(t, 10, "other_lane") {
 		lane = s.Lane
 	}
-	p := &model.ExecutionPromoteDelayedParams{ID: id, Lane: lane, Now: m.now()}
+	p := &model.ExecutionPromoteDelayedParams{ID: id, Lane: lane, Force: chance(t, 30, "force"), Now: m.now()}
 	bad := invalid(t, 1)
 	if bad == 0 {
 		p.Lane = "{fp:1}"
@@ -125,10 +125,12 @@ func (m *machine) actPromote(t *rapid.T) {
 		return
 	}
 	m.expect(t, err == nil, "ExecutionPromoteDelayed failed: %v", err)
-	m.checkPromote(t, prev, res)
+	m.checkPromote(t, prev, res, p.Force)
 }
 
-func (m *machine) checkPromote(t *rapid.T, prev *model.ExecutionSnapshot, res *model.ExecutionPromoteDelayedResult) {
+// checkPromote checks a promotion's outcome against the execution before
+// it; a forced one (retry now) does not wait for the execution's time.
+func (m *machine) checkPromote(t *rapid.T, prev *model.ExecutionSnapshot, res *model.ExecutionPromoteDelayedResult, force bool) {
 	t.Helper()
 	var want model.PromoteOutcome
 	switch {
@@ -138,7 +140,7 @@ func (m *machine) checkPromote(t *rapid.T, prev *model.ExecutionSnapshot, res *m
 		want = model.PromoteNotRunnableCleaned
 	case prev.State.EligibilityState != model.NotEligibleUntilTime:
 		want = model.PromoteNotDelayedCleaned
-	case prev.DelayUntil.After(m.now()):
+	case prev.DelayUntil.After(m.now()) && !force:
 		want = model.PromoteNotYetDue
 	default:
 		want = model.PromotePromoted
@@ -198,7 +200,7 @@ func (m *machine) actScanner(t *rapid.T) {
 		case model.IndexDelayed:
 			r, err := call(m, t, "ExecutionPromoteDelayed", &model.ExecutionPromoteDelayedParams{ID: it.ID, Lane: it.Lane, Now: m.now()}, model.Store.ExecutionPromoteDelayed)
 			m.expect(t, err == nil, "ExecutionPromoteDelayed failed: %v", err)
-			m.checkPromote(t, prev, r)
+			m.checkPromote(t, prev, r, false)
 		}
 		m.observeQuiet(t)
 	}

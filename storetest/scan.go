@@ -35,6 +35,28 @@ func testScan(t *testing.T, newStore NewStoreFunc) {
 		h.wantSnapshot(want)
 		h.wantIndexes(id, ixAll, ixLane(laneA, "eligible"))
 
+		// Forced (an operator's retry now): eligible before its time, a
+		// retry backoff cut short with its retry still pending.
+		early := h.create(at(0), withDelay(at(time.Hour)))
+		res := call(h.s.ExecutionPromoteDelayed(h.ctx, &model.ExecutionPromoteDelayedParams{ID: early, Lane: laneA, Force: true, Now: at(time.Second)})).must(t)
+		if res.Outcome != model.PromotePromoted {
+			t.Fatalf("forced before its time: %q", res.Outcome)
+		}
+		h.wantState(early, stEligible(model.AttemptPendingFirst))
+		h.wantIndexes(early, ixAll, ixLane(laneA, "eligible"))
+		retrying, rc := h.active(at(0), withRetry(model.RetryPolicy{MaxRetries: 1, Backoff: model.BackoffFixed, Delay: time.Hour}))
+		if fr := h.fail(retrying, rc.Fence(), model.FailureTransient, at(time.Second)); fr.Outcome != model.FailRetryScheduled {
+			t.Fatalf("fail with a retry left: %+v", fr)
+		}
+		res = call(h.s.ExecutionPromoteDelayed(h.ctx, &model.ExecutionPromoteDelayedParams{ID: retrying, Lane: laneA, Force: true, Now: at(2 * time.Second)})).must(t)
+		if res.Outcome != model.PromotePromoted {
+			t.Fatalf("forced retry: %q", res.Outcome)
+		}
+		h.wantState(retrying, stEligible(model.AttemptPendingRetry))
+		if cr := h.claim(retrying, wA, at(3*time.Second)); cr.AttemptType != model.AttemptRetry {
+			t.Fatalf("the forced retry claimed as %v", cr.AttemptType)
+		}
+
 		blocked := h.create(at(0))
 		h.block(blocked, model.PausedByOperator, at(0))
 		active, _ := h.active(at(0))

@@ -17,7 +17,7 @@ func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionP
 		return nil, err
 	}
 	r, err := s.run(ctx, scriptExecutionPromoteDelayed, s.keys.execKeys(p.ID), args{
-		"now": p.Now, "id": p.ID, "lane": p.Lane,
+		"now": p.Now, "id": p.ID, "lane": p.Lane, "force": p.Force,
 	})
 	if err != nil {
 		return nil, err

@@ -1,7 +1,8 @@
 -- execution_promote_delayed: make a delayed execution eligible once its time
--- has come; drop stale delayed-index entries of the given lane.
+-- has come (or at once, forced); drop stale delayed-index entries of the
+-- given lane.
 -- KEYS: core lanes
--- ARGV: now id lane
+-- ARGV: now id lane force
 
 local now = now_ms()
 local function status(s) return { 'status', s } end
@@ -19,7 +20,7 @@ if e.eligibility_state ~= 'not_eligible_until_time' then
   clean()
   return status('not_delayed_cleaned')
 end
-if e.delay_until > now then return status('not_yet_due') end
+if e.delay_until > now and A_force ~= '1' then return status('not_yet_due') end
 remove_from_lane(e)
 e.delay_until = 0
 set_state(e, now, 'runnable', 'unowned', 'eligible_now', 'waiting_for_worker', 'none', e.attempt_state)
