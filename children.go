@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -77,7 +78,7 @@ func (e *Engine) awaitParams(ctx context.Context, id ExecutionID, fence Fence, c
 			return nil, err
 		}
 		cp.ID = model.NewExecutionID(id.Partition(), derivedUUID(id.String(), "child", epoch, strconv.Itoa(i)))
-		cp.Now = e.clock.Now()
+		cp.Now = time.Time{} // the await's Now applies
 		// The edge id starts with the child's index, so the edges (listed
 		// in id order) come back in the order the children were given.
 		edge := derivedUUID(id.String(), "child-edge", epoch, strconv.Itoa(i))
@@ -105,9 +106,6 @@ func (w *Worker) await(ctx context.Context, id ExecutionID, fence Fence, info *T
 		return err
 	}
 	p.Now = e.clock.Now()
-	for i := range p.Children {
-		p.Children[i].Create.Now = p.Now
-	}
 	fs, err := e.flowStore()
 	if err != nil {
 		return err
