@@ -211,7 +211,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 33).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 41).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -318,6 +318,8 @@ func (m *machine) actHostile(t *rapid.T) {
 		hostile(m, t, "RouteUnblock", p, func(p *model.RouteUnblockParams) error { return p.Validate(cfg) }, model.Store.RouteUnblock)
 	case 24, 25, 26, 27, 28:
 		m.hostileWorker(t, op, now)
+	case 34, 35, 36, 37, 38, 39, 40, 41:
+		m.hostileFlow(t, op, id, now)
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {
@@ -375,5 +377,83 @@ func (m *machine) hostileWorker(t *rapid.T, op int, now time.Time) {
 	default:
 		p := &model.WorkerListParams{Namespace: ns, Now: now}
 		hostile(m, t, "WorkerList", p, func(p *model.WorkerListParams) error { return p.Validate() }, model.Store.WorkerList)
+	}
+}
+
+// hFlow is a flow id: one the machine made, a zero one, or a fresh one.
+func (m *machine) hFlow(t *rapid.T) model.FlowID {
+	switch rapid.IntRange(0, 2).Draw(t, "flow_kind") {
+	case 0:
+		if len(m.flows) > 0 {
+			return drawFrom(t, m.flows, "flow").id
+		}
+	case 1:
+		return model.FlowID{}
+	}
+	return model.FlowID(m.nextUUID(t, "flow_id"))
+}
+
+// hostileFlow makes one flow call with hostile parameters.
+func (m *machine) hostileFlow(t *rapid.T, op int, id model.ExecutionID, now time.Time) {
+	cfg := m.cfg
+	f := m.hFlow(t)
+	edge := func(label string) model.EdgeID {
+		if genBool.Draw(t, label+"_zero") {
+			return model.EdgeID{}
+		}
+		return model.EdgeID(m.nextUUID(t, label))
+	}
+	policy := func() model.EdgeGroupPolicy {
+		return model.EdgeGroupPolicy{Kind: hEnum[model.EdgeGroupKind](t, "group_kind", 4),
+			Quorum: plausibleOr(t, "quorum", genOddInt, 0, 1, 2), OnSatisfied: hEnum[model.SiblingPolicy](t, "siblings", 3)}
+	}
+	switch op {
+	case 34:
+		p := &model.FlowCreateParams{Flow: f, Tags: hTags(t), Now: now}
+		hostile(m, t, "FlowCreate", p, func(p *model.FlowCreateParams) error { return p.Validate() }, flowOp(model.FlowStore.FlowCreate))
+	case 35:
+		p := &model.FlowAddMemberParams{Flow: f, Execution: id, Now: now}
+		hostile(m, t, "FlowAddMember", p, func(p *model.FlowAddMemberParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.FlowAddMember))
+	case 36:
+		p := &model.EdgeStageParams{Flow: f, Edge: edge("edge"), Upstream: id, Downstream: m.hID(t),
+			ExpectedGraphRevision: rapid.Uint64Range(0, 8).Draw(t, "revision"), PassResult: genBool.Draw(t, "pass"),
+			MaxSearchEdges: plausibleOr(t, "max_search", genOddInt, 0, 10), Now: now}
+		hostile(m, t, "EdgeStage", p, func(p *model.EdgeStageParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.EdgeStage))
+	case 37:
+		p := &model.EdgeGroupSetParams{Flow: f, Downstream: id, Policy: policy(), Now: now}
+		hostile(m, t, "EdgeGroupSet", p, func(p *model.EdgeGroupSetParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.EdgeGroupSet))
+	case 38:
+		p := &model.FlowSealParams{Flow: f, Now: now}
+		hostile(m, t, "FlowSeal", p, func(p *model.FlowSealParams) error { return p.Validate() }, flowOp(model.FlowStore.FlowSeal))
+	case 39:
+		p := &model.FlowCancelParams{Flow: f, Policy: hEnum[model.FlowCancelPolicy](t, "cancel_policy", 4),
+			Reason: hStr(t, "reason", reasons...), Now: now}
+		hostile(m, t, "FlowCancel", p, func(p *model.FlowCancelParams) error { return p.Validate() }, flowOp(model.FlowStore.FlowCancel))
+	case 40:
+		p := &model.ExecutionAwaitChildrenParams{ID: id, Fence: m.hFence(t, id), Now: now}
+		for i := range rapid.IntRange(0, 3).Draw(t, "children") {
+			c := model.ExecutionCreateParams{ID: m.hID(t), Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
+				Kind: hStr(t, "kind", kinds...), Payload: hBytes(t, "payload", model.MaxPayloadBytes), Tags: hTags(t),
+				RetryPolicy: hPolicy(t), DelayUntil: m.hTime(t, "delay_until")}
+			if chance(t, 10, "child_flow") {
+				c.Flow = f
+			}
+			if i == 0 && chance(t, 20, "same_id_as_parent") {
+				c.ID = id
+			}
+			p.Children = append(p.Children, model.AwaitChild{Create: c, Edge: edge("child_edge")})
+		}
+		hostile(m, t, "ExecutionAwaitChildren", p, func(p *model.ExecutionAwaitChildrenParams) error { return p.Validate(cfg) },
+			flowOp(model.FlowStore.ExecutionAwaitChildren))
+	default:
+		hostile(m, t, "FlowList", &model.FlowListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), After: m.hFlow(t),
+			Limit: plausibleOr(t, "limit", genOddInt, 1, 2), Finished: genBool.Draw(t, "finished")},
+			func(p *model.FlowListParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.FlowList))
+		hostile(m, t, "EdgeDescribe", &model.EdgeDescribeParams{Flow: f, Edge: edge("edge")},
+			func(p *model.EdgeDescribeParams) error { return p.Validate() }, flowOp(model.FlowStore.EdgeDescribe))
+		hostile(m, t, "EdgeGroupDescribe", &model.EdgeGroupDescribeParams{Flow: f, Downstream: id},
+			func(p *model.EdgeGroupDescribeParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.EdgeGroupDescribe))
+		hostile(m, t, "EdgeListIncoming", &model.EdgeListParams{Execution: id},
+			func(p *model.EdgeListParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.EdgeListIncoming))
 	}
 }
