@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -555,6 +556,19 @@ type Upstream struct {
 	// Result is what the upstream's handler stored: nil unless it
 	// completed with a result.
 	Result []byte
+}
+
+// Decode unmarshals the upstream's JSON result into v (what its handler
+// stored with SetResultJSON). An upstream that did not complete, or
+// completed without a result, is ErrResultNotFound.
+func (u Upstream) Decode(v any) error {
+	if u.State != PublicCompleted || u.Result == nil {
+		return fmt.Errorf("flowfabric: upstream %s (%s): %w", u.ID, u.State, model.ErrResultNotFound)
+	}
+	if err := json.Unmarshal(u.Result, v); err != nil {
+		return fmt.Errorf("flowfabric: upstream %s: decode result: %w", u.ID, err)
+	}
+	return nil
 }
 
 // Upstreams returns the task's upstreams in its flow, in edge order (none
