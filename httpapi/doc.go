@@ -1,0 +1,68 @@
+// Package httpapi is a JSON HTTP surface over a *flowfabric.Engine: an
+// http.Handler the host mounts where it likes (there is no server of ours
+// to run), following FlowFabric's REST surface (engine.md §5).
+//
+//	engine := flowfabric.New(store, nil)
+//	mux := http.NewServeMux()
+//	mux.Handle("/flowfabric/", http.StripPrefix("/flowfabric", httpapi.New(engine, &httpapi.Options{Token: secret})))
+//
+// # Routes
+//
+//	GET  /healthz                                 {"ok":true}, never authenticated
+//	POST /v1/executions                           submit (201, or 200 with "duplicate":true)
+//	GET  /v1/executions?partition=&after=&limit=  one page of a partition's ids
+//	GET  /v1/executions/{id}                      the execution (a stable JSON view)
+//	GET  /v1/executions/{id}/state                {"id","state"}
+//	GET  /v1/executions/{id}/payload              raw payload bytes
+//	GET  /v1/executions/{id}/result               raw result bytes (404 until there is one)
+//	GET  /v1/executions/{id}/attempts             every attempt, oldest first
+//	GET  /v1/executions/{id}/lease-history?after=&limit=
+//	POST /v1/executions/{id}/cancel               {"reason"}
+//	POST /v1/executions/{id}/replay               {"reason","requested_by"}
+//	POST /v1/executions/{id}/revoke-lease         {"reason"}
+//	POST /v1/executions/{id}/reclaim              (no body needed)
+//	PUT  /v1/executions/{id}/priority             {"priority"}
+//	POST /v1/flows                                submit a flow (201)
+//	GET  /v1/flows/{id}                           the flow
+//	POST /v1/flows/{id}/cancel                    {"policy","reason"}
+//
+// # Contract
+//
+// Requests and responses are JSON (application/json), except the raw
+// payload and result endpoints, which answer application/octet-stream
+// with the bytes exactly as stored. Execution ids travel in their
+// canonical form "{fp:N}:<uuid>" (percent-encode the braces in a path or
+// not: both are accepted), flow ids as UUIDs, times as RFC 3339 in UTC
+// with milliseconds, durations as Go duration strings ("1.5s").
+//
+// A submission's "payload" is any JSON value, stored as its JSON bytes
+// (absent or null: an empty payload); "payload_base64" (standard
+// encoding) carries binary payloads instead. Responses never inline
+// payloads or results: read them from the raw endpoints.
+//
+// Request bodies are decoded strictly: an unknown field, a second JSON
+// value or a wrong type is refused (400), so a typo is never silently
+// ignored. An operator action's body may repeat the execution's (or the
+// flow's) "id"; one that names another id than the path is refused (400).
+// Submission bodies are capped at Options.MaxBodyBytes (1 MiB) and
+// operator actions at Options.MaxControlBodyBytes (64 KiB); a larger body
+// is refused with 413.
+//
+// With Options.Token set, every route but /healthz requires
+// "Authorization: Bearer <token>" (compared in constant time) and answers
+// 401 otherwise, before any routing, so unknown paths are not revealed.
+//
+// Every error is {"error": message, "kind": kind, "retryable": bool}.
+// kind is the engine's error code (model.Code, such as
+// "execution_not_found" or "invalid_input") or, for conditions of the
+// HTTP layer, one of "bad_request", "unauthorized", "not_found",
+// "method_not_allowed", "body_too_large" and "unavailable". The status
+// follows engine.md §5: 404 for what does not exist (an execution, a
+// flow, a result not yet produced), 400 for invalid input, 409 for a
+// state that refuses the operation (not active, not terminal, not
+// eligible, a terminal or sealed flow, an idempotency conflict, a cycle),
+// 429 for capacity and rate limits, 503 when the store could not answer
+// (a connection error, a deadline; retryable), 500 for a broken
+// invariant or a corrupt record, 413 for an oversized body. retryable is
+// true when repeating the same request may succeed.
+package httpapi

@@ -1,0 +1,247 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/flowfabric/flowfabric"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Default body caps (engine.md §5).
+const (
+	DefaultMaxBodyBytes        = 1 << 20  // submissions
+	DefaultMaxControlBodyBytes = 64 << 10 // operator actions
+)
+
+// Options configures the handler. The zero value (or nil) means the
+// defaults.
+type Options struct {
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every route but /healthz (compared in constant time; 401
+	// otherwise). Empty: no authentication (put the handler behind the
+	// host's own).
+	Token string
+	// MaxBodyBytes caps the body of a submission (POST /v1/executions,
+	// POST /v1/flows) (default 1 MiB). A binary payload sent as
+	// payload_base64 grows by a third on the wire.
+	MaxBodyBytes int64
+	// MaxControlBodyBytes caps the body of an operator action (cancel,
+	// replay, revoke-lease, reclaim, priority, flow cancel) (default
+	// 64 KiB).
+	MaxControlBodyBytes int64
+	// Logger receives a line per failed request: 5xx at error level
+	// (with the store's error, which the client is not shown), others at
+	// debug (nil: discarded).
+	Logger *slog.Logger
+}
+
+// api serves one engine.
+type api struct {
+	e          *flowfabric.Engine
+	token      [sha256.Size]byte
+	auth       bool
+	maxBody    int64
+	maxControl int64
+	log        *slog.Logger
+	mux        *http.ServeMux
+}
+
+// New returns the HTTP handler over e. It panics when e is nil, a
+// programming error.
+func New(e *flowfabric.Engine, opts *Options) http.Handler {
+	if e == nil {
+		panic("httpapi: New with a nil engine")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	a := &api{
+		e: e, maxBody: o.MaxBodyBytes, maxControl: o.MaxControlBodyBytes, log: o.Logger,
+		mux: http.NewServeMux(),
+	}
+	if a.maxBody <= 0 {
+		a.maxBody = DefaultMaxBodyBytes
+	}
+	if a.maxControl <= 0 {
+		a.maxControl = DefaultMaxControlBodyBytes
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if o.Token != "" {
+		a.auth, a.token = true, sha256.Sum256([]byte(o.Token))
+	}
+	routes := []struct {
+		pattern string
+		h       func(http.ResponseWriter, *http.Request) error
+	}{
+		{"GET /healthz", a.healthz},
+		{"POST /v1/executions", a.submit},
+		{"GET /v1/executions", a.list},
+		{"GET /v1/executions/{id}", a.describe},
+		{"GET /v1/executions/{id}/state", a.state},
+		{"GET /v1/executions/{id}/payload", a.payload},
+		{"GET /v1/executions/{id}/result", a.result},
+		{"GET /v1/executions/{id}/attempts", a.attempts},
+		{"GET /v1/executions/{id}/lease-history", a.leaseHistory},
+		{"POST /v1/executions/{id}/cancel", a.cancel},
+		{"POST /v1/executions/{id}/replay", a.replay},
+		{"POST /v1/executions/{id}/revoke-lease", a.revokeLease},
+		{"POST /v1/executions/{id}/reclaim", a.reclaim},
+		{"PUT /v1/executions/{id}/priority", a.priority},
+		{"POST /v1/flows", a.submitFlow},
+		{"GET /v1/flows/{id}", a.describeFlow},
+		{"POST /v1/flows/{id}/cancel", a.cancelFlow},
+	}
+	for _, rt := range routes {
+		a.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := rt.h(w, r); err != nil {
+				a.writeError(w, r, err)
+			}
+		})
+	}
+	return a
+}
+
+// ServeHTTP authenticates (every route but /healthz), then routes; an
+// unknown path or method gets a JSON 404 or 405 like every other error.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
+		a.writeError(w, r, &httpError{status: http.StatusUnauthorized, kind: kindUnauthorized,
+			msg: "missing or wrong bearer token"})
+		return
+	}
+	if _, pattern := a.mux.Handler(r); pattern == "" {
+		a.unrouted(w, r)
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// authorized compares the bearer token in constant time: both sides are
+// hashed first, so not even the length leaks.
+func (a *api) authorized(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], a.token[:]) == 1
+}
+
+// unrouted answers a request no route matched: 405 (with Allow) when the
+// path exists with other methods, 404 otherwise.
+func (a *api) unrouted(w http.ResponseWriter, r *http.Request) {
+	h, _ := a.mux.Handler(r)
+	probe := &statusProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		a.writeError(w, r, &httpError{status: http.StatusMethodNotAllowed, kind: kindMethodNotAllowed,
+			msg: r.Method + " is not allowed on " + r.URL.Path})
+		return
+	}
+	a.writeError(w, r, &httpError{status: http.StatusNotFound, kind: kindNotFound, msg: "no route for " + r.URL.Path})
+}
+
+// statusProbe records what the mux's own not-found or
+// method-not-allowed handler would answer, discarding its text body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header { return p.header }
+
+func (p *statusProbe) Write(b []byte) (int, error) {
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	return len(b), nil
+}
+
+func (p *statusProbe) WriteHeader(status int) {
+	if p.status == 0 {
+		p.status = status
+	}
+}
+
+func (a *api) healthz(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return nil
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// every response type marshals; this is a programming error
+		status, b = http.StatusInternalServerError,
+			[]byte(`{"error":"encoding the response failed","kind":"`+kindInternal+`","retryable":false}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeRaw answers bytes as they are stored.
+func writeRaw(w http.ResponseWriter, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// decodeBody decodes the request body into v strictly (no unknown
+// fields, one JSON value) under limit. An empty body is an error when
+// required, and leaves v as it is otherwise.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, required bool) error {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			if required {
+				return badRequest("a JSON body is required")
+			}
+			return nil
+		}
+		return bodyError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return bodyError(err)
+		}
+		return badRequest("malformed JSON body: more than one JSON value")
+	}
+	return nil
+}
+
+// bodyError keeps the errors classify knows (an oversized body, the
+// engine's validation of a field such as retry_policy) and turns the
+// others into a 400 that quotes the decoder.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	var me *model.Error
+	if errors.As(err, &mbe) || errors.As(err, &me) {
+		return err
+	}
+	return badRequest("malformed JSON body: " + strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
