@@ -21,6 +21,7 @@
 //	POST /v1/executions/{id}/replay               {"reason","requested_by"}
 //	POST /v1/executions/{id}/revoke-lease         {"reason"}
 //	POST /v1/executions/{id}/reclaim              (no body needed)
+//	POST /v1/executions/{id}/retry-now            (no body needed) a delayed or retry-waiting one runs now
 //	PUT  /v1/executions/{id}/priority             {"priority"}
 //	POST /v1/flows                                submit a flow (201)
 //	GET  /v1/flows/{id}                           the flow

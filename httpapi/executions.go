@@ -440,6 +440,18 @@ func (a *api) reclaim(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (a *api) retryNow(w http.ResponseWriter, r *http.Request) error {
+	id, _, err := a.control(w, r)
+	if err != nil {
+		return err
+	}
+	if err := a.e.RetryNow(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, actionResponse{ID: id.String()})
+	return nil
+}
+
 func (a *api) priority(w http.ResponseWriter, r *http.Request) error {
 	id, req, err := a.control(w, r, "priority")
 	if err != nil {

@@ -97,6 +97,7 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/executions/{id}/replay", a.replay},
 		{"POST /v1/executions/{id}/revoke-lease", a.revokeLease},
 		{"POST /v1/executions/{id}/reclaim", a.reclaim},
+		{"POST /v1/executions/{id}/retry-now", a.retryNow},
 		{"PUT /v1/executions/{id}/priority", a.priority},
 		{"POST /v1/flows", a.submitFlow},
 		{"GET /v1/flows/{id}", a.describeFlow},

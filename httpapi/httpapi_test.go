@@ -369,7 +369,7 @@ func TestNotFoundAndMalformedIDs(t *testing.T) {
 		{"GET", "", ""}, {"GET", "/state", ""}, {"GET", "/payload", ""}, {"GET", "/result", ""},
 		{"GET", "/attempts", ""}, {"GET", "/lease-history", ""},
 		{"POST", "/cancel", ""}, {"POST", "/replay", `{}`}, {"POST", "/revoke-lease", ""},
-		{"POST", "/reclaim", ""}, {"PUT", "/priority", `{"priority":1}`},
+		{"POST", "/reclaim", ""}, {"PUT", "/priority", `{"priority":1}`}, {"POST", "/retry-now", ""},
 	} {
 		c.fails(http.StatusNotFound, "execution_not_found", r.method, ep(unknown, r.path), r.body)
 		for _, bad := range []string{"nope", "{fp:1}:not-a-uuid", "{fp:99999}:" + u.String()} {
@@ -423,6 +423,14 @@ func TestOperatorActions(t *testing.T) {
 	// one nobody holds.
 	c.fails(http.StatusConflict, "execution_not_terminal", "POST", ep(s.ID, "/replay"), "")
 	c.fails(http.StatusConflict, "execution_not_reclaimable", "POST", ep(s.ID, "/reclaim"), "")
+	// Retry now: a waiting execution is not waiting for a time; a delayed
+	// one becomes eligible at once.
+	c.fails(http.StatusConflict, "execution_not_eligible", "POST", ep(s.ID, "/retry-now"), "")
+	later := ok[submitted](c, http.StatusCreated, "POST", "/v1/executions", `{"kind":"k","delay":"1h"}`)
+	ok[map[string]any](c, http.StatusOK, "POST", ep(later.ID, "/retry-now"), "")
+	if st := ok[map[string]any](c, http.StatusOK, "GET", ep(later.ID, "/state"), ""); st["state"] != "waiting" {
+		t.Fatalf("after retry-now: %v", st)
+	}
 	e := c.fails(http.StatusConflict, "execution_not_active", "POST", ep(s.ID, "/revoke-lease"), `{"reason":"x"}`)
 	if e.Retryable {
 		t.Fatalf("revoke without a lease: retryable")
