@@ -131,8 +131,19 @@ type Submission struct {
 // amend it (add tags, pick a lane, set a retry policy) or refuse it by
 // returning an error, which the submitting call returns wrapped (nothing
 // is stored; for SubmitMany and SubmitFlow, nothing of the batch or the
-// flow).
+// flow): errors.Is matches both the hook's error and ErrSubmissionRefused.
 type SubmitHook func(ctx context.Context, s *Submission) error
+
+// hookRefusal is a submit hook's refusal.
+type hookRefusal struct{ err error }
+
+func (h *hookRefusal) Error() string { return "hook: " + h.err.Error() }
+
+// Unwrap gives the hook's error first (a hook that refuses with a
+// *model.Error keeps its code), then ErrSubmissionRefused's code.
+func (h *hookRefusal) Unwrap() []error {
+	return []error{h.err, &model.Error{Code: model.CodeSubmissionRefused, Detail: h.err.Error()}}
+}
 
 // hooked runs the engine's submit hooks on one submission.
 func (e *Engine) hooked(ctx context.Context, kind Kind, payload []byte, opts SubmitOpts) (Kind, []byte, SubmitOpts, error) {
@@ -142,7 +153,7 @@ func (e *Engine) hooked(ctx context.Context, kind Kind, payload []byte, opts Sub
 	s := &Submission{Kind: kind, Payload: payload, Opts: &opts}
 	for _, h := range e.cfg.SubmitHooks {
 		if err := h(ctx, s); err != nil {
-			return "", nil, SubmitOpts{}, fmt.Errorf("hook: %w", err)
+			return "", nil, SubmitOpts{}, &hookRefusal{err: err}
 		}
 	}
 	if s.Opts == nil {

@@ -161,10 +161,13 @@ var (
 	ErrLeaseRevoked        = model.ErrLeaseRevoked
 	ErrMaxReplaysExhausted = model.ErrMaxReplaysExhausted
 	ErrResultNotFound      = model.ErrResultNotFound
-	ErrDuplicateWorker     = model.ErrDuplicateWorker
-	ErrCapabilityMismatch  = model.ErrCapabilityMismatch
-	ErrInvalidClaimGrant   = model.ErrInvalidClaimGrant
-	ErrClaimGrantExpired   = model.ErrClaimGrantExpired
+	// ErrSubmissionRefused: a submit hook (Config.SubmitHooks) refused the
+	// submission; errors.Is matches the hook's own error too.
+	ErrSubmissionRefused  = model.ErrSubmissionRefused
+	ErrDuplicateWorker    = model.ErrDuplicateWorker
+	ErrCapabilityMismatch = model.ErrCapabilityMismatch
+	ErrInvalidClaimGrant  = model.ErrInvalidClaimGrant
+	ErrClaimGrantExpired  = model.ErrClaimGrantExpired
 
 	// ErrWorkerAtCapacity: the worker holds MaxConcurrent tasks; a grant
 	// offered to it is left untouched.

@@ -80,6 +80,9 @@ var codeStatus = map[model.Code]int{
 	model.CodeFlowNotSealed:          http.StatusConflict,
 	model.CodeIdempotencyConflict:    http.StatusConflict,
 
+	// A submit hook refused the submission (the host's policy).
+	model.CodeSubmissionRefused: http.StatusUnprocessableEntity,
+
 	// A waitpoint token was refused: the token is the credential.
 	model.CodeInvalidToken: http.StatusForbidden,
 

@@ -610,3 +610,29 @@ func TestStoreUnavailable(t *testing.T) {
 		t.Fatalf("the store's error was not logged: %s", logs.String())
 	}
 }
+
+// TestSubmitHookRefusal: a submission a submit hook refuses is 422
+// submission_refused (the host's policy), not a server error, and a hook
+// that refuses with a validation error keeps its 400.
+func TestSubmitHookRefusal(t *testing.T) {
+	errForbidden := errors.New("kind not allowed here")
+	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true, Engine: &flowfabric.Config{
+		SubmitHooks: []flowfabric.SubmitHook{func(ctx context.Context, s *flowfabric.Submission) error {
+			switch s.Kind {
+			case "forbidden":
+				return errForbidden
+			case "malformed":
+				return model.InvalidField("Kind", "malformed")
+			}
+			return nil
+		}},
+	}})
+	c := newClient(t, h.Engine, nil)
+	c.fails(http.StatusUnprocessableEntity, "submission_refused", "POST", "/v1/executions", `{"kind":"forbidden"}`)
+	c.fails(http.StatusBadRequest, "invalid_input", "POST", "/v1/executions", `{"kind":"malformed"}`)
+	ok[submitted](c, http.StatusCreated, "POST", "/v1/executions", `{"kind":"fine"}`)
+	_, err := h.Engine.SubmitRaw(h.Ctx, "forbidden", nil, nil)
+	if !errors.Is(err, flowfabric.ErrSubmissionRefused) || !errors.Is(err, errForbidden) {
+		t.Fatalf("a refused submission: %v", err)
+	}
+}

@@ -95,6 +95,7 @@ const (
 	CodeFlowNotSealed          Code = "flow_not_sealed"
 	CodeInvalidToken           Code = "invalid_token"
 	CodeIdempotencyConflict    Code = "idempotency_key_conflict"
+	CodeSubmissionRefused      Code = "submission_refused"
 
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
@@ -161,6 +162,7 @@ var codeClass = map[Code]Class{
 	CodeFlowNotSealed:          ClassTerminal,
 	CodeInvalidToken:           ClassTerminal,
 	CodeIdempotencyConflict:    ClassTerminal,
+	CodeSubmissionRefused:      ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -333,6 +335,8 @@ var (
 	// ErrIdempotencyConflict: an idempotency key was used again for a
 	// different request (a flow with another graph).
 	ErrIdempotencyConflict = &Error{Code: CodeIdempotencyConflict}
+	// ErrSubmissionRefused: a submit hook refused the submission.
+	ErrSubmissionRefused = &Error{Code: CodeSubmissionRefused}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}
