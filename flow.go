@@ -182,6 +182,10 @@ type FlowOpts struct {
 // FlowResult reports a submitted flow.
 type FlowResult struct {
 	ID FlowID
+	// Duplicate is true when FlowOpts.IdempotencyKey named a flow
+	// submitted before (this call returned it, finishing it if it had
+	// been cut off).
+	Duplicate bool
 	// Executions are the nodes' executions, in the order the nodes were
 	// added.
 	Executions []ExecutionID
@@ -218,10 +222,11 @@ func (e *Engine) SubmitFlow(ctx context.Context, f *Flow, opts *FlowOpts) (*Flow
 	if err != nil {
 		return nil, wrap("submit flow", err)
 	}
-	if err := e.writeFlow(ctx, fs, plan); err != nil {
+	dup, err := e.writeFlow(ctx, fs, plan)
+	if err != nil {
 		return nil, wrap("submit flow", err)
 	}
-	return &FlowResult{ID: plan.id, Executions: plan.ids}, nil
+	return &FlowResult{ID: plan.id, Executions: plan.ids, Duplicate: dup}, nil
 }
 
 // flowPlan is a validated flow with its ids.
@@ -318,30 +323,32 @@ func (e *Engine) memberParams(ctx context.Context, field string, args Args, kind
 }
 
 // writeFlow writes a planned flow; every step is idempotent, so a repeated
-// submission finishes a half-written one.
-func (e *Engine) writeFlow(ctx context.Context, fs model.FlowStore, p *flowPlan) error {
+// submission finishes a half-written one. It reports whether the flow
+// existed already.
+func (e *Engine) writeFlow(ctx context.Context, fs model.FlowStore, p *flowPlan) (dup bool, err error) {
 	now := e.clock.Now()
 	cr, err := fs.FlowCreate(ctx, &model.FlowCreateParams{Flow: p.id, Tags: p.tags, Now: now})
 	if err != nil {
-		return err
+		return false, err
 	}
-	if cr.Outcome == model.FlowAlreadyExists {
+	dup = cr.Outcome == model.FlowAlreadyExists
+	if dup {
 		snap, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: p.id})
 		if err != nil {
-			return err
+			return dup, err
 		}
 		if err := e.sameFlow(ctx, p, snap); err != nil {
-			return err
+			return dup, err
 		}
 		if snap.Sealed {
-			return nil // a submission with this key finished already
+			return dup, nil // a submission with this key finished already
 		}
 	}
 	err = e.finishFlow(ctx, fs, p)
 	if errors.Is(err, model.ErrFlowSealed) {
-		return nil // another submission with this key finished it meanwhile
+		return dup, nil // another submission with this key finished it meanwhile
 	}
-	return err
+	return dup, err
 }
 
 // sameFlow refuses a submission whose key names a flow stored with

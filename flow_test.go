@@ -278,8 +278,8 @@ func TestSubmitFlowIdempotent(t *testing.T) {
 	}
 	f3, _ := build()
 	again, err := h.Engine.SubmitFlow(h.Ctx, f3, key)
-	if err != nil || again.ID != res.ID || again.Of(b) != res.Of(b2) {
-		t.Fatalf("repeat: %+v %v, want %+v", again, err, res)
+	if err != nil || again.ID != res.ID || again.Of(b) != res.Of(b2) || !again.Duplicate || !res.Duplicate {
+		t.Fatalf("repeat: %+v %v, want %+v, both duplicates of the cut-off first", again, err, res)
 	}
 	if n := len(h.Executions()); n != 2 {
 		t.Fatalf("%d executions after three submissions of one flow", n)

@@ -127,6 +127,12 @@ func (e *Engine) ChangePriority(ctx context.Context, id ExecutionID, priority in
 	return r.New, nil
 }
 
+// Ping checks that the store answers (one cheap read).
+func (e *Engine) Ping(ctx context.Context) error {
+	_, err := e.store.ExecutionList(ctx, &model.ExecutionListParams{Partition: 0, Limit: 1})
+	return wrap("ping", err)
+}
+
 // RetryNow makes an execution that waits for a time — a delayed
 // submission, a retry backoff, a snooze — eligible at once; the attempt
 // that was waiting is the one that runs (a retry stays a retry). An

@@ -8,7 +8,7 @@
 //
 // # Routes
 //
-//	GET  /healthz                                 {"ok":true}, never authenticated
+//	GET  /healthz                                 {"ok":true} once the store answers (503 if not), never authenticated
 //	POST /v1/executions                           submit (201, or 200 with "duplicate":true)
 //	GET  /v1/executions?partition=&after=&limit=  one page of a partition's ids
 //	GET  /v1/executions/{id}                      the execution (a stable JSON view)
@@ -23,7 +23,7 @@
 //	POST /v1/executions/{id}/reclaim              (no body needed)
 //	POST /v1/executions/{id}/retry-now            (no body needed) a delayed or retry-waiting one runs now
 //	PUT  /v1/executions/{id}/priority             {"priority"}
-//	POST /v1/flows                                submit a flow (201)
+//	POST /v1/flows                                submit a flow (201; 200 with "duplicate":true for a repeated key)
 //	GET  /v1/flows/{id}                           the flow
 //	POST /v1/flows/{id}/cancel                    {"policy","reason"}
 //

@@ -68,6 +68,8 @@ func (l *indexList) UnmarshalJSON(b []byte) error {
 type flowResponse struct {
 	ID         string   `json:"id"`
 	Executions []string `json:"executions"`
+	// Duplicate: the idempotency key named a flow submitted before.
+	Duplicate bool `json:"duplicate"`
 }
 
 func (a *api) submitFlow(w http.ResponseWriter, r *http.Request) error {
@@ -83,11 +85,15 @@ func (a *api) submitFlow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := flowResponse{ID: res.ID.String(), Executions: make([]string, len(res.Executions))}
+	out := flowResponse{ID: res.ID.String(), Executions: make([]string, len(res.Executions)), Duplicate: res.Duplicate}
 	for i, id := range res.Executions {
 		out.Executions[i] = id.String()
 	}
-	writeJSON(w, http.StatusCreated, out)
+	status := http.StatusCreated
+	if res.Duplicate {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, out)
 	return nil
 }
 

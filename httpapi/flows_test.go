@@ -18,6 +18,7 @@ import (
 type flowCreated struct {
 	ID         string   `json:"id"`
 	Executions []string `json:"executions"`
+	Duplicate  bool     `json:"duplicate"`
 }
 
 type flowDescribed struct {
@@ -70,9 +71,10 @@ func TestFlowRunsToCompletion(t *testing.T) {
 	if len(f.Executions) != 4 || f.ID == "" {
 		t.Fatalf("submit flow: %+v", f)
 	}
-	// The same key and graph: the same flow.
-	if again := ok[flowCreated](c, http.StatusCreated, "POST", "/v1/flows", body); again.ID != f.ID || !slices.Equal(again.Executions, f.Executions) {
-		t.Fatalf("repeated flow: %+v, want %+v", again, f)
+	// The same key and graph: the same flow, 200 and a duplicate.
+	if again := ok[flowCreated](c, http.StatusOK, "POST", "/v1/flows", body); again.ID != f.ID || !slices.Equal(again.Executions, f.Executions) ||
+		!again.Duplicate || f.Duplicate {
+		t.Fatalf("repeated flow: %+v, want %+v as a duplicate", again, f)
 	}
 	for _, id := range f.Executions {
 		if s := h.WaitTerminal(model.MustParseExecutionID(id)); s.PublicState != flowfabric.PublicCompleted {

@@ -176,7 +176,10 @@ func (p *statusProbe) WriteHeader(status int) {
 	}
 }
 
-func (a *api) healthz(w http.ResponseWriter, _ *http.Request) error {
+func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
+	if err := a.e.Ping(r.Context()); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	return nil
 }

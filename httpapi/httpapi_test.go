@@ -596,6 +596,10 @@ func (downStore) ExecutionDescribe(context.Context, *model.ExecutionDescribePara
 	return nil, errors.New("dial tcp 10.0.0.5:6379: connect: connection refused")
 }
 
+func (downStore) ExecutionList(context.Context, *model.ExecutionListParams) (*model.ExecutionListResult, error) {
+	return nil, errors.New("dial tcp 10.0.0.5:6379: connect: connection refused")
+}
+
 func TestStoreUnavailable(t *testing.T) {
 	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true,
 		WrapStore: func(s *memstore.Store) model.Store { return downStore{s} }})
@@ -609,6 +613,8 @@ func TestStoreUnavailable(t *testing.T) {
 	if !strings.Contains(logs.String(), "connection refused") || !strings.Contains(logs.String(), "status=503") {
 		t.Fatalf("the store's error was not logged: %s", logs.String())
 	}
+	// /healthz asks the store, so it says the store is down too.
+	c.fails(http.StatusServiceUnavailable, "unavailable", "GET", "/healthz", "")
 }
 
 // TestSubmitHookRefusal: a submission a submit hook refuses is 422
