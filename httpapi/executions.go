@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -245,30 +246,21 @@ func (a *api) state(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *api) payload(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
+// raw answers the bytes read returns for the path's execution (its
+// payload or its result).
+func raw(read func(context.Context, flowfabric.ExecutionID) ([]byte, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r)
+		if err != nil {
+			return err
+		}
+		b, err := read(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		writeRaw(w, b)
+		return nil
 	}
-	b, err := a.e.Payload(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeRaw(w, b)
-	return nil
-}
-
-func (a *api) result(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	b, err := a.e.Result(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeRaw(w, b)
-	return nil
 }
 
 func (a *api) attempts(w http.ResponseWriter, r *http.Request) error {
