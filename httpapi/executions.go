@@ -382,16 +382,20 @@ type actionResponse struct {
 	Priority *int `json:"priority,omitempty"`
 }
 
-func (a *api) cancel(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := a.control(w, r, "reason")
-	if err != nil {
-		return err
+// reasonAction is an operator action that takes only a reason (cancel,
+// revoke-lease).
+func (a *api) reasonAction(act func(context.Context, flowfabric.ExecutionID, string) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, req, err := a.control(w, r, "reason")
+		if err != nil {
+			return err
+		}
+		if err := act(r.Context(), id, deref(req.Reason)); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, actionResponse{ID: id.String()})
+		return nil
 	}
-	if err := a.e.Cancel(r.Context(), id, deref(req.Reason)); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, actionResponse{ID: id.String()})
-	return nil
 }
 
 func (a *api) replay(w http.ResponseWriter, r *http.Request) error {
@@ -401,18 +405,6 @@ func (a *api) replay(w http.ResponseWriter, r *http.Request) error {
 	}
 	opts := &flowfabric.ReplayOpts{Reason: deref(req.Reason), RequestedBy: deref(req.RequestedBy)}
 	if err := a.e.Replay(r.Context(), id, opts); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, actionResponse{ID: id.String()})
-	return nil
-}
-
-func (a *api) revokeLease(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := a.control(w, r, "reason")
-	if err != nil {
-		return err
-	}
-	if err := a.e.RevokeLease(r.Context(), id, deref(req.Reason)); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, actionResponse{ID: id.String()})
