@@ -97,6 +97,14 @@ const (
 	CodeIdempotencyConflict    Code = "idempotency_key_conflict"
 	CodeSubmissionRefused      Code = "submission_refused"
 
+	CodeExecutionNotSuspended Code = "execution_not_suspended"
+	CodeSuspensionNotFound    Code = "suspension_not_found"
+	CodeWaitpointNotFound     Code = "waitpoint_not_found"
+	CodeWaitpointClosed       Code = "waitpoint_closed"
+	CodeWaitpointNotPending   Code = "waitpoint_not_pending"
+	CodeWaitpointLimit        Code = "waitpoint_limit_exceeded"
+	CodeSignalLimit           Code = "signal_limit_exceeded"
+
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
 	CodeWorkerHasNoHandlers      Code = "worker_has_no_handlers"
@@ -163,6 +171,14 @@ var codeClass = map[Code]Class{
 	CodeInvalidToken:           ClassTerminal,
 	CodeIdempotencyConflict:    ClassTerminal,
 	CodeSubmissionRefused:      ClassTerminal,
+
+	CodeExecutionNotSuspended: ClassInformational,
+	CodeSuspensionNotFound:    ClassInformational,
+	CodeWaitpointNotFound:     ClassTerminal,
+	CodeWaitpointClosed:       ClassInformational,
+	CodeWaitpointNotPending:   ClassTerminal,
+	CodeWaitpointLimit:        ClassTerminal,
+	CodeSignalLimit:           ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -337,6 +353,24 @@ var (
 	ErrIdempotencyConflict = &Error{Code: CodeIdempotencyConflict}
 	// ErrSubmissionRefused: a submit hook refused the submission.
 	ErrSubmissionRefused = &Error{Code: CodeSubmissionRefused}
+	// ErrNotSuspended: the execution has no open suspension to resume.
+	ErrNotSuspended = &Error{Code: CodeExecutionNotSuspended}
+	// ErrSuspensionNotFound: the execution has never suspended (or its
+	// last suspension was dropped).
+	ErrSuspensionNotFound = &Error{Code: CodeSuspensionNotFound}
+	// ErrWaitpointNotFound: the execution has no such waitpoint.
+	ErrWaitpointNotFound = &Error{Code: CodeWaitpointNotFound}
+	// ErrWaitpointClosed: the waitpoint is closed (its suspension ended,
+	// it expired, or its execution ended) and takes no more signals.
+	ErrWaitpointClosed = &Error{Code: CodeWaitpointClosed}
+	// ErrWaitpointNotPending: a suspension can bind only a pending
+	// waitpoint of its own execution.
+	ErrWaitpointNotPending = &Error{Code: CodeWaitpointNotPending}
+	// ErrWaitpointLimit: the execution already has MaxOpenWaitpoints open
+	// waitpoints.
+	ErrWaitpointLimit = &Error{Code: CodeWaitpointLimit}
+	// ErrSignalLimit: the waitpoint already holds its SignalLimit signals.
+	ErrSignalLimit = &Error{Code: CodeSignalLimit}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}

@@ -240,9 +240,19 @@ const (
 	IndexAttemptTimeout
 	IndexExecutionDeadline
 	IndexDelayed // per lane; a scan covers every lane of the partition
+	// IndexSuspensionTimeout holds each suspended execution whose
+	// suspension has a timeout, scored by it (scanner 5).
+	IndexSuspensionTimeout
+	// IndexWaitpointExpiry holds each execution with a pending
+	// waitpoint, scored by the earliest pending waitpoint's expiry
+	// (scanner 6).
+	IndexWaitpointExpiry
 )
 
-var indexKindNames = enumNames{"lease_expiry", "attempt_timeout", "execution_deadline", "delayed"}
+var indexKindNames = enumNames{
+	"lease_expiry", "attempt_timeout", "execution_deadline", "delayed",
+	"suspension_timeout", "pending_waitpoint_expiry",
+}
 
 func (k IndexKind) String() string { return indexKindNames.name(uint8(k)) }
 

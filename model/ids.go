@@ -209,18 +209,44 @@ type FlowID uuidID
 // WaitpointID identifies a waitpoint.
 type WaitpointID uuidID
 
+// SuspensionID identifies one suspension of an execution.
+type SuspensionID uuidID
+
+// SignalID identifies one delivered signal.
+type SignalID uuidID
+
 // BudgetID identifies a budget.
 type BudgetID uuidID
 
 // QuotaID identifies a quota policy.
 type QuotaID uuidID
 
-func (id AttemptID) String() string   { return UUID(id).String() }
-func (id LeaseID) String() string     { return UUID(id).String() }
-func (id FlowID) String() string      { return UUID(id).String() }
-func (id WaitpointID) String() string { return UUID(id).String() }
-func (id BudgetID) String() string    { return UUID(id).String() }
-func (id QuotaID) String() string     { return UUID(id).String() }
+func (id AttemptID) String() string    { return UUID(id).String() }
+func (id LeaseID) String() string      { return UUID(id).String() }
+func (id FlowID) String() string       { return UUID(id).String() }
+func (id WaitpointID) String() string  { return UUID(id).String() }
+func (id BudgetID) String() string     { return UUID(id).String() }
+func (id SuspensionID) String() string { return UUID(id).String() }
+func (id SignalID) String() string     { return UUID(id).String() }
+
+// IsZero reports whether the id is unset.
+func (id WaitpointID) IsZero() bool { return UUID(id).IsZero() }
+
+// IsZero reports whether the id is unset.
+func (id SuspensionID) IsZero() bool { return UUID(id).IsZero() }
+
+// IsZero reports whether the id is unset.
+func (id SignalID) IsZero() bool { return UUID(id).IsZero() }
+
+// MarshalText implements encoding.TextMarshaler.
+func (id WaitpointID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// MarshalText implements encoding.TextMarshaler.
+func (id SuspensionID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// MarshalText implements encoding.TextMarshaler.
+func (id SignalID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+func (id QuotaID) String() string                { return UUID(id).String() }
 
 // IsZero reports whether the id is unset.
 func (id AttemptID) IsZero() bool { return UUID(id).IsZero() }
@@ -267,6 +293,18 @@ func ParseFlowID(s string) (FlowID, error) {
 func ParseWaitpointID(s string) (WaitpointID, error) {
 	u, err := parseUUIDField("waitpoint_id", s)
 	return WaitpointID(u), err
+}
+
+// ParseSuspensionID parses a canonical UUID.
+func ParseSuspensionID(s string) (SuspensionID, error) {
+	u, err := parseUUIDField("suspension_id", s)
+	return SuspensionID(u), err
+}
+
+// ParseSignalID parses a canonical UUID.
+func ParseSignalID(s string) (SignalID, error) {
+	u, err := parseUUIDField("signal_id", s)
+	return SignalID(u), err
 }
 
 // ParseBudgetID parses a canonical UUID.

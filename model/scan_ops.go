@@ -90,7 +90,7 @@ func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
 	if err := checkPartition(cfg, p.Partition); err != nil {
 		return err
 	}
-	if p.Index < IndexLeaseExpiry || p.Index > IndexDelayed {
+	if p.Index < IndexLeaseExpiry || p.Index > IndexWaitpointExpiry {
 		return invalidField("Index", "unknown")
 	}
 	if err := checkLimit("Limit", p.Limit); err != nil {
@@ -144,6 +144,8 @@ type PartitionDueResult struct {
 	AttemptTimeout    time.Time
 	ExecutionDeadline time.Time
 	Delayed           time.Time // earliest over every lane
+	SuspensionTimeout time.Time
+	WaitpointExpiry   time.Time
 	RouteBlocked      bool
 	Executions        int
 }
@@ -159,6 +161,10 @@ func (r *PartitionDueResult) Due(k IndexKind) time.Time {
 		return r.ExecutionDeadline
 	case IndexDelayed:
 		return r.Delayed
+	case IndexSuspensionTimeout:
+		return r.SuspensionTimeout
+	case IndexWaitpointExpiry:
+		return r.WaitpointExpiry
 	}
 	return time.Time{}
 }

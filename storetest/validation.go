@@ -691,7 +691,7 @@ func (f *fixture) scanCases() []badInput {
 	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
 	cs = append(cs,
 		mk("index_zero", "Index", model.ErrInvalidInput, func(p *P) { p.Index = 0 }),
-		mk("index_unknown", "Index", model.ErrInvalidInput, func(p *P) { p.Index = model.IndexDelayed + 1 }),
+		mk("index_unknown", "Index", model.ErrInvalidInput, func(p *P) { p.Index = model.IndexWaitpointExpiry + 1 }),
 		mk("after_id_zero", "After.ID", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now} }),
 		mk("after_id_partition_out_of_range", "After.ID", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now, ID: f.out} }),
 	)
