@@ -582,6 +582,10 @@ type SignalDeliverResult struct {
 	IgnoredReason string
 	// State is the execution's public state after the delivery.
 	State PublicState
+	// DelayUntil is set when the signal resumed the execution into the
+	// delayed index (ResumePolicy.Delay), so the caller can schedule its
+	// promotion.
+	DelayUntil time.Time
 }
 
 // SignalRecord is one delivered signal as stored.
@@ -623,6 +627,9 @@ type ExecutionResumeResult struct {
 	// State is the execution's public state after it (waiting, or
 	// delayed by the policy's Delay).
 	State PublicState
+	// DelayUntil is when a delayed resume becomes eligible (zero: it is
+	// eligible now).
+	DelayUntil time.Time
 }
 
 // SuspensionExpireOutcome is what SuspensionExpire did.
@@ -676,6 +683,9 @@ func (p *SuspensionExpireParams) Validate(cfg PartitionConfig) error {
 // SuspensionExpireResult reports a suspension timeout.
 type SuspensionExpireResult struct {
 	Outcome SuspensionExpireOutcome
+	// DelayUntil is set when an auto-resume held the execution delayed
+	// (ResumePolicy.Delay).
+	DelayUntil time.Time
 }
 
 // WaitpointExpireParams closes the pending waitpoints of an execution
