@@ -33,6 +33,19 @@ type Exec struct {
 	// HasResult says whether ExecutionResult found a result; nil when the
 	// caller did not read it.
 	HasResult *bool
+	// Suspend is what model.SuspendStore's reads show of the execution;
+	// nil when the store lacks the interface (or the caller did not read
+	// it), and the suspension rules are then skipped.
+	Suspend *SuspendView
+}
+
+// SuspendView is what model.SuspendStore's reads show of one execution.
+type SuspendView struct {
+	// Suspension is SuspensionDescribe's answer: the open suspension or
+	// the last one; nil for ErrSuspensionNotFound.
+	Suspension *model.SuspensionSnapshot
+	// Waitpoints is WaitpointList's answer.
+	Waitpoints []model.WaitpointSnapshot
 }
 
 // A Rule checks one invariant of x (whose Snapshot is not nil).
@@ -50,6 +63,8 @@ var Rules = []Rule{
 	Grant,
 	Attempts,
 	LeaseHistory,
+	Suspension,
+	Waitpoints,
 }
 
 // Violations applies every rule to x.
@@ -104,7 +119,9 @@ func BlockingReason(x *Exec) []string {
 				r.bad("eligible_now with blocking reason %v", v.BlockingReason)
 			}
 		case model.NotEligibleUntilTime:
-			if v.BlockingReason != model.WaitingForDelay && v.BlockingReason != model.WaitingForRetryBackoff {
+			switch v.BlockingReason {
+			case model.WaitingForDelay, model.WaitingForRetryBackoff, model.WaitingForResumeDelay:
+			default:
 				r.bad("not_eligible_until_time with blocking reason %v", v.BlockingReason)
 			}
 			if s.DelayUntil.IsZero() {
@@ -128,6 +145,14 @@ func BlockingReason(x *Exec) []string {
 		}
 		if v.BlockingReason != want {
 			r.bad("active/%v with blocking reason %v, want %v", v.OwnershipState, v.BlockingReason, want)
+		}
+	case model.PhaseSuspended:
+		// what a suspension waits for (model.SuspendReason.BlockingReason)
+		switch v.BlockingReason {
+		case model.WaitingForSignal, model.WaitingForApproval, model.WaitingForCallback,
+			model.WaitingForToolResult, model.PausedByOperator:
+		default:
+			r.bad("suspended with blocking reason %v", v.BlockingReason)
 		}
 	case model.PhaseTerminal:
 		if v.BlockingReason != model.BlockingNone {
@@ -160,6 +185,7 @@ func RecordFields(x *Exec) []string {
 // partitionIndexes are the per-partition indexes ExecutionIndexes names.
 var partitionIndexes = map[string]bool{
 	"all_executions": true, "lease_expiry": true, "attempt_timeout": true, "execution_deadline": true,
+	"suspended": true, "suspension_timeout": true, "pending_waitpoint_expiry": true,
 }
 
 func lanesAndWorkers(x *Exec, r *report) (lanes, workers []string) {
@@ -391,6 +417,14 @@ func Attempts(x *Exec) []string {
 		if as != want {
 			r.bad("terminal with %d attempts in attempt state %v, want %v", len(atts), as, want)
 		}
+	case model.PhaseSuspended:
+		// issue 11: the suspended attempt is paused, not ended
+		if open < 0 || open != last || atts[open].Status != model.AttemptSuspended {
+			r.bad("suspended without a paused (suspended) current attempt")
+		}
+		if as != model.AttemptInterrupted {
+			r.bad("suspended with attempt state %v, want attempt_interrupted", as)
+		}
 	default:
 		if open >= 0 {
 			r.bad("%v with open attempt %d (%v)", lp, open, atts[open].Status)
@@ -441,6 +475,98 @@ func LeaseHistory(x *Exec) []string {
 		if ev.LeaseEpoch > s.LeaseEpoch {
 			r.bad("history epoch %d above the execution's %d", ev.LeaseEpoch, s.LeaseEpoch)
 		}
+	}
+	return r
+}
+
+// Suspension is the suspension part of §6.8 (issue 11, model.SuspendStore):
+// a suspended execution is in the partition's "suspended" set (and, by
+// LaneIndex, in its lane's suspended index and no other lane index), any
+// other is in neither; it has an open suspension (SuspensionDescribe's
+// ClosedAt zero) exactly when it is suspended, the one it describes, with
+// the blocking reason of its reason, pausing its current attempt; it is
+// in suspension_timeout exactly when that suspension has a timeout.
+// Skipped when the store lacks model.SuspendStore.
+func Suspension(x *Exec) []string {
+	if x.Suspend == nil {
+		return nil
+	}
+	var r report
+	s, sp := x.Snapshot, x.Suspend.Suspension
+	suspended := s.State.LifecyclePhase == model.PhaseSuspended
+	if in := has(x, "suspended"); in != suspended {
+		r.bad("phase %v but in the partition's suspended set = %v", s.State.LifecyclePhase, in)
+	}
+	open := sp != nil && sp.ClosedAt.IsZero()
+	if open != suspended {
+		r.bad("phase %v but an open suspension = %v", s.State.LifecyclePhase, open)
+	}
+	if sp != nil && sp.Execution != x.ID {
+		r.bad("its suspension %v names execution %v", sp.ID, sp.Execution)
+	}
+	if sp != nil && !sp.ClosedAt.IsZero() && sp.ClosedBy == 0 {
+		r.bad("suspension %v closed at %v without a close reason", sp.ID, sp.ClosedAt)
+	}
+	timed := open && suspended && !sp.TimeoutAt.IsZero()
+	if in := has(x, "suspension_timeout"); in != timed {
+		r.bad("phase %v, open suspension with a timeout = %v, but in suspension_timeout = %v", s.State.LifecyclePhase, timed, in)
+	}
+	if open && suspended {
+		if want := sp.Reason.BlockingReason(); s.State.BlockingReason != want {
+			r.bad("suspended for %v with blocking reason %v, want %v", sp.Reason, s.State.BlockingReason, want)
+		}
+		if c := s.CurrentAttempt; c == nil || c.Index != sp.AttemptIndex {
+			r.bad("suspension %v pauses attempt %d, current attempt %+v", sp.ID, sp.AttemptIndex, c)
+		}
+	}
+	return r
+}
+
+// Waitpoints is the waitpoint part of §6.8 (issue 11, model.SuspendStore):
+// a terminal execution has no open (pending or active) waitpoint; it has a
+// pending waitpoint exactly when it is in pending_waitpoint_expiry; an
+// active waitpoint is bound by its open suspension; a closed one says when
+// and why; at most model.MaxOpenWaitpoints are open. Skipped when the
+// store lacks model.SuspendStore.
+func Waitpoints(x *Exec) []string {
+	if x.Suspend == nil {
+		return nil
+	}
+	var r report
+	s, sp := x.Snapshot, x.Suspend.Suspension
+	pending, open := 0, 0
+	for _, w := range x.Suspend.Waitpoints {
+		if w.Execution != x.ID {
+			r.bad("waitpoint %v names execution %v", w.ID, w.Execution)
+		}
+		switch w.State {
+		case model.WaitpointPending:
+			pending++
+			open++
+			if w.ExpiresAt.IsZero() {
+				r.bad("pending waitpoint %v without an expiry", w.ID)
+			}
+		case model.WaitpointActive:
+			open++
+			if sp == nil || !sp.ClosedAt.IsZero() || w.Suspension != sp.ID {
+				r.bad("active waitpoint %v not bound by an open suspension", w.ID)
+			}
+		case model.WaitpointClosed:
+			if w.ClosedAt.IsZero() || w.ClosedBy == 0 {
+				r.bad("closed waitpoint %v without closed_at or close reason", w.ID)
+			}
+		default:
+			r.bad("waitpoint %v in unknown state %d", w.ID, w.State)
+		}
+	}
+	if s.State.LifecyclePhase == model.PhaseTerminal && open > 0 {
+		r.bad("terminal with %d open waitpoints", open)
+	}
+	if in := has(x, "pending_waitpoint_expiry"); in != (pending > 0) {
+		r.bad("%d pending waitpoints but in pending_waitpoint_expiry = %v", pending, in)
+	}
+	if open > model.MaxOpenWaitpoints {
+		r.bad("%d open waitpoints, more than %d", open, model.MaxOpenWaitpoints)
 	}
 	return r
 }

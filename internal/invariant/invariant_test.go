@@ -70,3 +70,80 @@ func TestRules(t *testing.T) {
 		}
 	}
 }
+
+// suspended is a consistent suspended execution (issue 11): its attempt
+// paused, an open suspension with a timeout binding one active waitpoint,
+// and a second waitpoint still pending.
+func suspended() *Exec {
+	x := active()
+	s := x.Snapshot
+	s.State = model.StateVector{
+		LifecyclePhase: model.PhaseSuspended, OwnershipState: model.OwnershipUnowned,
+		EligibilityState: model.NotApplicable, BlockingReason: model.WaitingForApproval,
+		TerminalOutcome: model.OutcomeNone, AttemptState: model.AttemptInterrupted,
+	}
+	s.PublicState = s.State.PublicState()
+	s.CurrentLease = nil
+	x.Attempts[0].Status = model.AttemptSuspended
+	x.Indexes = []string{"all_executions", "lane:l:suspended", "pending_waitpoint_expiry", "suspended", "suspension_timeout"}
+	sp := model.SuspensionID(model.NewUUIDv4([16]byte{4}))
+	w1, w2 := model.WaitpointID(model.NewUUIDv4([16]byte{5})), model.WaitpointID(model.NewUUIDv4([16]byte{6}))
+	x.Suspend = &SuspendView{
+		Suspension: &model.SuspensionSnapshot{ID: sp, Execution: x.ID, Reason: model.SuspendForApproval,
+			Waitpoint: w1, Waitpoints: []model.WaitpointID{w1}, SuspendedAt: t0, TimeoutAt: t0.Add(time.Hour)},
+		Waitpoints: []model.WaitpointSnapshot{
+			{ID: w1, Execution: x.ID, State: model.WaitpointActive, CreatedAt: t0, Suspension: sp},
+			{ID: w2, Execution: x.ID, State: model.WaitpointPending, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		},
+	}
+	return x
+}
+
+// TestSuspendRules does the same for the suspension rules, and checks
+// that they are skipped for a store without model.SuspendStore.
+func TestSuspendRules(t *testing.T) {
+	if v := Violations(suspended()); len(v) > 0 {
+		t.Fatalf("consistent suspended execution: %q", v)
+	}
+	for _, tc := range []struct {
+		name   string
+		rule   Rule
+		mutate func(x *Exec)
+		want   string
+	}{
+		{"not in suspended set", Suspension, func(x *Exec) {
+			x.Indexes = []string{"all_executions", "lane:l:suspended", "pending_waitpoint_expiry", "suspension_timeout"}
+		}, "suspended set"},
+		{"closed suspension", Suspension, func(x *Exec) {
+			x.Suspend.Suspension.ClosedAt, x.Suspend.Suspension.ClosedBy = t0, model.ClosedBySignal
+		}, "open suspension"},
+		{"no suspension", Suspension, func(x *Exec) { x.Suspend.Suspension = nil }, "open suspension"},
+		{"timeout index", Suspension, func(x *Exec) { x.Suspend.Suspension.TimeoutAt = time.Time{} }, "suspension_timeout"},
+		{"reason", Suspension, func(x *Exec) { x.Suspend.Suspension.Reason = model.SuspendForCallback }, "blocking reason"},
+		{"suspended blocking reason", BlockingReason, func(x *Exec) { x.Snapshot.State.BlockingReason = model.WaitingForWorker }, "suspended with blocking reason"},
+		{"attempt not paused", Attempts, func(x *Exec) { x.Attempts[0].Status = model.AttemptStarted }, "paused"},
+		{"pending index", Waitpoints, func(x *Exec) {
+			x.Suspend.Waitpoints[1].State, x.Suspend.Waitpoints[1].ClosedAt, x.Suspend.Waitpoints[1].ClosedBy =
+				model.WaitpointClosed, t0, model.ClosedWaitpointTTL
+		}, "pending_waitpoint_expiry"},
+		{"active unbound", Waitpoints, func(x *Exec) { x.Suspend.Waitpoints[0].Suspension = model.SuspensionID{} }, "not bound"},
+		{"terminal open waitpoint", Waitpoints, func(x *Exec) {
+			x.Snapshot.State = model.StateVector{LifecyclePhase: model.PhaseTerminal, OwnershipState: model.OwnershipUnowned,
+				EligibilityState: model.NotApplicable, BlockingReason: model.BlockingNone,
+				TerminalOutcome: model.OutcomeCancelled, AttemptState: model.AttemptTerminal}
+		}, "terminal with 2 open waitpoints"},
+	} {
+		x := suspended()
+		tc.mutate(x)
+		got := strings.Join(tc.rule(x), "; ")
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s: rule says %q, want it to mention %q", tc.name, got, tc.want)
+		}
+	}
+	x := suspended()
+	x.Suspend = nil
+	x.Indexes = []string{"all_executions", "lane:l:suspended"}
+	if v := Violations(x); len(v) > 0 {
+		t.Fatalf("without model.SuspendStore the suspension rules must be skipped: %q", v)
+	}
+}
