@@ -48,6 +48,13 @@ type Config struct {
 	// OnActivity, if set, is called after this engine's workers or scanners
 	// change an execution. It must not block. flowfabrictest uses it.
 	OnActivity func()
+	// WaitpointKeys signs and verifies waitpoint tokens (TaskInfo.CreateWaitpoint,
+	// Engine.DeliverSignal, Engine.Waitpoints). Every process sharing a
+	// store must be given the same ring; rotate by giving every process a
+	// new ring whose first key is the new one and whose old key retires
+	// later. nil: those calls fail naming this field (a handler can still
+	// suspend; nothing can deliver it a signal by token).
+	WaitpointKeys *KeyRing
 	// SubmitHooks see every submission before anything is stored
 	// (Submit, SubmitRaw, each entry of SubmitMany and each node of
 	// SubmitFlow), in order, and may amend it or refuse it (see
@@ -100,6 +107,10 @@ type ScannerConfig struct {
 	DelayedPromoter   TimerConfig
 	AttemptTimeout    TimerConfig
 	ExecutionDeadline TimerConfig
+	// SuspensionTimeout and WaitpointExpiry run only on a store that
+	// supports suspension (memstore, valkeystore).
+	SuspensionTimeout TimerConfig
+	WaitpointExpiry   TimerConfig
 	Unblock           UnblockConfig
 	// WorkerExpiryInterval is the pause between worker-registry expiry
 	// passes (default 30s).
@@ -137,6 +148,10 @@ type Engine struct {
 	timeouts *scan.Expirer
 	deadline *scan.Expirer
 	unblock  *scan.Unblock
+	// suspTimeout and wpExpiry run when the store supports suspension;
+	// otherwise they are inert hinters.
+	suspTimeout scan.Hinter
+	wpExpiry    scan.Hinter
 
 	watchMu  sync.Mutex
 	watchSeq int
@@ -219,7 +234,18 @@ func New(store Store, cfg *Config) *Engine {
 	e.deadline = scan.NewExecutionDeadline(store, c.Clock, sc.ExecutionDeadline)
 	e.unblock = scan.NewUnblock(store, c.Clock, sc.Unblock)
 	workers := scan.NewWorkerExpiry(store, c.Clock, sc.WorkerExpiryInterval, c.Namespace)
-	sweeper := scan.NewSweeper(store, sc.SweepInterval, e.unblock, e.lease, e.delayed, e.timeouts, e.deadline)
+	timers := []scan.Hinter{e.lease, e.delayed, e.timeouts, e.deadline}
+	scanners := []scan.Scanner{e.lease, e.delayed, e.timeouts, e.deadline, e.unblock, workers}
+	e.suspTimeout, e.wpExpiry = noHint{}, noHint{}
+	if ss, ok := store.(model.SuspendStore); ok {
+		st := scan.NewSuspensionTimeout(suspendScanStore{store, ss}, c.Clock, sc.SuspensionTimeout)
+		st.HintResumes(e.delayed)
+		we := scan.NewWaitpointExpiry(suspendScanStore{store, ss}, c.Clock, sc.WaitpointExpiry)
+		e.suspTimeout, e.wpExpiry = st, we
+		timers = append(timers, st, we)
+		scanners = append(scanners, st, we)
+	}
+	sweeper := scan.NewSweeper(store, sc.SweepInterval, e.unblock, timers...)
 	e.runner = scan.NewRunner(scan.RunnerConfig{
 		Clock: c.Clock, Logger: c.Logger,
 		OnPass: func(_ string, res scan.Result, _ error) {
@@ -227,7 +253,7 @@ func New(store Store, cfg *Config) *Engine {
 				e.activity()
 			}
 		},
-	}, sweeper, e.lease, e.delayed, e.timeouts, e.deadline, e.unblock, workers)
+	}, append([]scan.Scanner{sweeper}, scanners...)...)
 	return e
 }
 
@@ -253,6 +279,7 @@ func (c *Config) validate() error {
 	for name, tc := range map[string]scan.TimerConfig{
 		"Scanners.LeaseExpiry": c.Scanners.LeaseExpiry.TimerConfig, "Scanners.DelayedPromoter": c.Scanners.DelayedPromoter,
 		"Scanners.AttemptTimeout": c.Scanners.AttemptTimeout, "Scanners.ExecutionDeadline": c.Scanners.ExecutionDeadline,
+		"Scanners.SuspensionTimeout": c.Scanners.SuspensionTimeout, "Scanners.WaitpointExpiry": c.Scanners.WaitpointExpiry,
 	} {
 		if err := tc.Validate(name); err != nil {
 			return err
@@ -400,6 +427,18 @@ func (e *Engine) watchTerminal(sig *model.Signal) (stop func()) {
 		delete(e.watchers, id)
 		e.watchMu.Unlock()
 	}
+}
+
+// noHint is the hinter of a scanner the store cannot run.
+type noHint struct{}
+
+func (noHint) Hint(int, time.Time) {}
+
+// suspendScanStore is a store with its SuspendStore, as the suspension
+// scanners need it.
+type suspendScanStore struct {
+	model.Store
+	model.SuspendStore
 }
 
 // hint tells the scanners about a time something becomes due.

@@ -39,8 +39,9 @@ func WorkFunc[T Args](f func(ctx context.Context, task *Task[T]) error) Handler[
 // retries per the retry policy; Permanent(err) fails without retry;
 // Snooze(d) hands the execution back for d and resumes the same attempt
 // later; AwaitChildren(...) (a flow node) parks it until the children it
-// creates have ended, then resumes the same attempt; Cancel(err) cancels
-// it. A panic fails the attempt with category
+// creates have ended, then resumes the same attempt; Suspend(cond, opts)
+// parks it until signals satisfy cond, then resumes the same attempt;
+// Cancel(err) cancels it. A panic fails the attempt with category
 // "panic".
 //
 // The context is cancelled when the lease is taken away, within
@@ -73,8 +74,9 @@ type TaskInfo struct {
 	// it started (initial, retry, replay, reclaim).
 	Attempt     int
 	AttemptType AttemptType
-	// Resumed is true when this attempt resumed after a Snooze or after
-	// the children of an AwaitChildren ended.
+	// Resumed is true when this attempt resumed after a Snooze, after
+	// the children of an AwaitChildren ended, or after a Suspend (read
+	// what the signals said with Signals).
 	Resumed bool
 	// RetryCount is how many retries came before this attempt, and
 	// MaxRetries the limit of the execution's retry policy. See
@@ -92,6 +94,10 @@ type TaskInfo struct {
 	// resultErr is why the last SetResult was refused; a handler that
 	// returns nil anyway fails with category invalid_outcome.
 	resultErr error
+	// again asks for the handler to run once more in the same attempt:
+	// its Suspend was already satisfied by satisfied.
+	again     bool
+	satisfied []SignalRecord
 }
 
 // newTaskInfo is what the handler of claim c, run by w as r, is told.
@@ -164,6 +170,11 @@ type outcome struct {
 	category FailureCategory
 	delay    time.Duration
 	children []Child
+	// Suspend: the condition, the options and, once drawn, the store
+	// step (its ids stay the same across retries).
+	cond          ResumeCondition
+	suspend       SuspendOpts
+	suspendParams *model.ExecutionSuspendParams
 }
 
 type outcomeKind uint8
@@ -173,6 +184,7 @@ const (
 	outcomeSnooze
 	outcomeCancel
 	outcomeAwait
+	outcomeSuspend
 )
 
 func (o *outcome) Error() string {
@@ -183,6 +195,8 @@ func (o *outcome) Error() string {
 		return fmt.Sprintf("cancel: %v", o.err)
 	case outcomeAwait:
 		return fmt.Sprintf("await %d children", len(o.children))
+	case outcomeSuspend:
+		return fmt.Sprintf("suspend until %s", o.cond.Kind)
 	}
 	return fmt.Sprintf("%s: %v", o.category, o.err)
 }

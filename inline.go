@@ -85,6 +85,14 @@ func Work[T Args](ctx context.Context, e *Engine, h Handler[T], args T, opts *Su
 		herr = invalidOutcome(info.resultErr) // as finish records it
 	}
 	w.finish(r, info, herr)
+	for info.again { // a Suspend its buffered signals satisfied: run on
+		info.again = false
+		herr = callHandler(taskCtx, typedEntry(h), info)
+		if herr == nil && info.resultErr != nil {
+			herr = invalidOutcome(info.resultErr)
+		}
+		w.finish(r, info, herr)
+	}
 	e.activity()
 
 	out := &WorkResult{ID: c.ID, Err: herr, Result: info.result}

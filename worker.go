@@ -557,6 +557,11 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 		err = callHandler(ctx, wrapMiddleware(h, w.cfg.Middleware), info)
 	}
 	next, quiet = w.finish(r, info, err)
+	for info.again { // a Suspend its buffered signals satisfied: run on
+		info.again = false
+		err = callHandler(ctx, wrapMiddleware(h, w.cfg.Middleware), info)
+		next, quiet = w.finish(r, info, err)
+	}
 	w.mu.Lock()
 	delete(w.inflight, key)
 	w.mu.Unlock()
@@ -681,6 +686,8 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			return err
 		case outcomeAwait:
 			return w.await(ctx, id, fence, info, o.children)
+		case outcomeSuspend:
+			return w.suspend(ctx, id, fence, info, o)
 		case outcomeCancel:
 			_, err := e.store.ExecutionCancel(ctx, &model.ExecutionCancelParams{ID: id, Fence: fence, Reason: reasonText(o.err), Now: now})
 			if err == nil && dbg {
@@ -727,7 +734,7 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			withNext, next, quiet = false, nil, false
 			continue
 		}
-		if errors.As(err, &me) && (me.IsValidation() || awaitRefused(err)) && !refused {
+		if errors.As(err, &me) && (me.IsValidation() || awaitRefused(err) || suspendRefused(err)) && !refused {
 			// the store refuses this outcome as invalid: retrying would not
 			// help, so the attempt fails now instead of at lease expiry
 			level := slog.LevelWarn

@@ -109,6 +109,9 @@ func New(t testing.TB, opts *Options) *Harness {
 	}
 	cfg.Clock = clock
 	cfg.Entropy = rand.NewChaCha8(seed32(o.Seed))
+	if cfg.WaitpointKeys == nil {
+		cfg.WaitpointKeys = TestKeyRing()
+	}
 	user := cfg.OnActivity
 	cfg.OnActivity = func() {
 		h.activity.Notify()
@@ -252,6 +255,9 @@ func waitingOn(s *flowfabric.Snapshot) string {
 		return fmt.Sprintf("waiting for its upstreams in flow %v (a flow's nodes run once SubmitFlow sealed it and their upstreams succeeded)", s.Flow)
 	}
 	switch s.PublicState {
+	case flowfabric.PublicSuspended:
+		return fmt.Sprintf("suspended, %s (deliver a signal with Harness.Signal or SignalSuspended, resume it with Engine.Resume, or reach its timeout with FireTimeout)",
+			s.State.BlockingReason)
 	case flowfabric.PublicActive:
 		if s.CurrentLease != nil {
 			return fmt.Sprintf("running on worker %s (lease until %s)", s.CurrentLease.WorkerInstanceID,
@@ -264,9 +270,10 @@ func waitingOn(s *flowfabric.Snapshot) string {
 	return "in state " + s.PublicState.String()
 }
 
-// RunUntilIdle runs until every execution in the store is terminal, or
-// blocked waiting for a capable worker, and returns their snapshots. On
-// failure it lists the executions still pending.
+// RunUntilIdle runs until every execution in the store is terminal,
+// blocked waiting for a capable worker, or suspended (waiting for a
+// signal: see SignalSuspended and FireTimeout), and returns their
+// snapshots. On failure it lists the executions still pending.
 func (h *Harness) RunUntilIdle() []*flowfabric.Snapshot {
 	h.T.Helper()
 	var all []*flowfabric.Snapshot
@@ -275,7 +282,8 @@ func (h *Harness) RunUntilIdle() []*flowfabric.Snapshot {
 		all = h.Executions()
 		pending = pending[:0]
 		for _, s := range all {
-			if !s.PublicState.IsTerminal() && s.State.EligibilityState != model.BlockedByRoute {
+			if !s.PublicState.IsTerminal() && s.State.EligibilityState != model.BlockedByRoute &&
+				s.State.LifecyclePhase != model.PhaseSuspended {
 				pending = append(pending, waitingOn(s)+": "+describe(s))
 			}
 		}
