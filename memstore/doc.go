@@ -28,6 +28,8 @@
 //	worker.go    the worker registry
 //	create.go    a new execution's record and its partition entries (newExec)
 //	flow.go      flows: members, edges, edge groups, the cycle check
+//	wait.go      waitpoints and suspensions: their records, indexes, and closing them when an execution ends
+//	suspend.go   suspending, signals and resume conditions, resuming, escalating
 //
 // A helper that does what a Lua helper does has its name in Go case
 // (check_fenced_op is checkFencedOp) and lives in the file of the same

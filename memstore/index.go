@@ -18,7 +18,8 @@ func (l *laneIndexes) runnableIndex(es model.EligibilityState) *zset {
 }
 
 // removeFromLane removes e from whichever lane set its state puts it in
-// (valkeystore has no active set: its records hold the phase).
+// (valkeystore has no active set: its records hold the phase); a
+// suspended e leaves the partition's suspended indexes too.
 func (s *Store) removeFromLane(e *execution) {
 	_, l := s.indexesOf(e)
 	switch e.lifecyclePhase {
@@ -32,7 +33,7 @@ func (s *Store) removeFromLane(e *execution) {
 	case model.PhaseActive:
 		l.active.remove(e.id)
 	case model.PhaseSuspended:
-		l.suspended.remove(e.id)
+		s.leaveSuspended(e)
 	case model.PhaseTerminal:
 		l.terminal.remove(e.id)
 	}
@@ -86,8 +87,9 @@ func (s *Store) releaseLease(e *execution, now int64, kind model.LeaseEventKind,
 	e.timeoutAt = 0
 }
 
-// terminate makes e terminal with outcome to. The caller has released the
-// lease and removed e from its runnable set.
+// terminate makes e terminal with outcome to and closes what it holds
+// open (waitsEnd). The caller has released the lease and removed e from
+// its lane set.
 func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	p, l := s.indexesOf(e)
 	as := model.AttemptTerminal
@@ -102,6 +104,7 @@ func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	p.deadline.remove(e.id)
 	p.attemptTimeout.remove(e.id)
 	l.terminal.add(e.id, now)
+	s.waitsEnd(e, now, to)
 	s.flowEnded(e, now)
 }
 

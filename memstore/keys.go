@@ -12,10 +12,12 @@ import (
 // (valkeystore/keys.go): per partition, the lanes of the partition in byte
 // order, each lane's sorted sets (eligible, delayed, terminal, suspended,
 // one blocked set per blocking eligibility state, and the route groups),
-// the lease-expiry, attempt-timeout and deadline sets, every execution, and
-// the idempotency keys of ExecutionCreate. Two indexes valkeystore derives
-// from its records are kept here as sets: a lane's active set and a worker
-// instance's leases (workerLeases); they cost nothing in memory.
+// the lease-expiry, attempt-timeout and deadline sets, every execution, the
+// suspended executions, the suspension-timeout and waitpoint-expiry sets,
+// the waitpoints, and the idempotency keys of ExecutionCreate. Two indexes
+// valkeystore derives from its records are kept here as sets: a lane's
+// active set and a worker instance's leases (workerLeases); they cost
+// nothing in memory.
 
 // partition holds one partition's indexes.
 type partition struct {
@@ -26,6 +28,15 @@ type partition struct {
 	deadline       *zset
 	workerLeases   map[model.WorkerInstanceID]*idset
 	all            *idset
+	// suspended holds the suspended executions (SuspendedList),
+	// suspTimeout those whose suspension has a timeout
+	// (IndexSuspensionTimeout), wpExpiry those with a pending waitpoint
+	// (IndexWaitpointExpiry), and waitpoints every waitpoint by id
+	// (wait.go).
+	suspended   *idset
+	suspTimeout *zset
+	wpExpiry    *zset
+	waitpoints  map[model.WaitpointID]*waitpointRec
 }
 
 // laneIndexes holds one lane's sorted sets in one partition.
@@ -62,6 +73,10 @@ func (s *Store) part(n int) *partition {
 			deadline:       newZset(),
 			workerLeases:   make(map[model.WorkerInstanceID]*idset),
 			all:            newIDSet(),
+			suspended:      newIDSet(),
+			suspTimeout:    newZset(),
+			wpExpiry:       newZset(),
+			waitpoints:     make(map[model.WaitpointID]*waitpointRec),
 		}
 		s.parts[n] = p
 	}

@@ -121,6 +121,15 @@ func (s *Store) ExecutionIndexes(ctx context.Context, p *model.ExecutionIndexesP
 		if pt.deadline.has(id) {
 			add("execution_deadline")
 		}
+		if pt.suspended.has(id) {
+			add("suspended")
+		}
+		if pt.suspTimeout.has(id) {
+			add(model.IndexSuspensionTimeout.String())
+		}
+		if pt.wpExpiry.has(id) {
+			add(model.IndexWaitpointExpiry.String())
+		}
 		for w, set := range pt.workerLeases {
 			if set.has(id) {
 				add("worker:" + string(w) + ":leases")

@@ -71,6 +71,13 @@ type execution struct {
 	histSeq  uint64
 
 	op *opRecord // op_*: the last replayable operation (fence.go)
+
+	// susp is the open or last suspension; waitpoints are the
+	// waitpoints the execution keeps, by creation time then id; sigSeq
+	// numbers its delivered signals (wait.go).
+	susp       *suspensionRec
+	waitpoints []*waitpointRec
+	sigSeq     uint64
 }
 
 // leaseRec is the current lease (the record's lease_* fields).

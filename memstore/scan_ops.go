@@ -66,6 +66,10 @@ func (s *Store) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (
 			sources = []source{{z: pt.attemptTimeout}}
 		case model.IndexExecutionDeadline:
 			sources = []source{{z: pt.deadline}}
+		case model.IndexSuspensionTimeout:
+			sources = []source{{z: pt.suspTimeout}}
+		case model.IndexWaitpointExpiry:
+			sources = []source{{z: pt.wpExpiry}}
 		case model.IndexDelayed:
 			for _, name := range pt.laneNames {
 				sources = append(sources, source{z: pt.lanes[name].delayed, lane: name})
@@ -140,6 +144,8 @@ func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (
 		res.LeaseExpiry = tm(first(pt.leaseExpiry))
 		res.AttemptTimeout = tm(first(pt.attemptTimeout))
 		res.ExecutionDeadline = tm(first(pt.deadline))
+		res.SuspensionTimeout = tm(first(pt.suspTimeout))
+		res.WaitpointExpiry = tm(first(pt.wpExpiry))
 		var delayed int64
 		for _, name := range pt.laneNames {
 			l := pt.lanes[name]
