@@ -28,5 +28,6 @@ func (h *harness) violations(id model.ExecutionID) []string {
 		Indexes:  h.indexes(id),
 		Attempts: h.attempts(id),
 		History:  h.history(id),
+		Suspend:  h.suspendView(id),
 	})
 }

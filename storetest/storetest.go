@@ -72,6 +72,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Fix", testFixes},
 		{"LeaseNotices", testLeaseNotices},
 		{"Flows", testFlows},
+		{"Suspend", testSuspend},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
