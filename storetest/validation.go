@@ -144,6 +144,10 @@ func testValidation(t *testing.T, newStore NewStoreFunc) {
 		"ExecutionReclaim":  skipWithout[model.GrantReclaimer],
 		"ReclaimGrantIssue": skipWithout[model.GrantReclaimer],
 	}
+	groups = append(groups, suspendValidation...)
+	for _, g := range suspendValidation {
+		optional[g.name] = skipWithoutSuspend
+	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
@@ -829,4 +833,214 @@ func (f *fixture) readCases() []badInput {
 		)
 	}
 	return cs
+}
+
+// Suspension, waitpoints and signals (model.SuspendStore): the groups
+// skip on a store without it. A valid call of each base would write
+// (suspend the fixture's active execution, create a waitpoint, ...),
+// except SignalDeliver's, whose waitpoint does not exist.
+var suspendValidation = []struct {
+	name  string
+	cases func(f *fixture) []badInput
+}{
+	{"WaitpointCreate", (*fixture).waitpointCreateCases},
+	{"ExecutionSuspend", (*fixture).suspendCases},
+	{"SignalDeliver", (*fixture).signalCases},
+	{"ExecutionResume", (*fixture).resumeCases},
+	{"SuspensionExpire", (*fixture).suspensionExpireCases},
+	{"WaitpointExpire", (*fixture).waitpointExpireCases},
+	{"SuspendReads", (*fixture).suspendReadCases},
+	{"SuspendedList", (*fixture).suspendedListCases},
+}
+
+func skipWithoutSuspend(h *harness) {
+	h.t.Helper()
+	if _, ok := suspendStoreOf(h); !ok {
+		h.t.Skipf("storetest: %T does not implement the optional model.SuspendStore", h.s)
+	}
+}
+
+func (f *fixture) suspendStore() model.SuspendStore {
+	ss, _ := suspendStoreOf(f.harness)
+	return ss
+}
+
+func signalLimitCases[P any](mk caseMaker[P], set func(*P, int)) []badInput {
+	return []badInput{
+		mk("signal_limit_negative", "SignalLimit", model.ErrInvalidInput, func(p *P) { set(p, -1) }),
+		mk("signal_limit_too_large", "SignalLimit", model.ErrInvalidInput, func(p *P) { set(p, model.MaxSignalLimit+1) }),
+	}
+}
+
+func (f *fixture) waitpointCreateCases() []badInput {
+	type P = model.WaitpointCreateParams
+	mk := maker(f.ctx, func() *P {
+		return &P{ID: f.active, Fence: f.fence, Waitpoint: model.WaitpointID(f.uuid()), ExpiresAt: f.now.Add(time.Hour), Now: f.now}
+	}, f.suspendStore().WaitpointCreate)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, nil)...)
+	cs = append(cs,
+		mk("waitpoint_empty", "Waitpoint", model.ErrInvalidInput, func(p *P) { p.Waitpoint = model.WaitpointID{} }),
+		mk("expires_at_now", "ExpiresAt", model.ErrInvalidInput, func(p *P) { p.ExpiresAt = f.now }),
+		mk("expires_at_past", "ExpiresAt", model.ErrInvalidInput, func(p *P) { p.ExpiresAt = f.now.Add(-time.Second) }),
+		mk("expires_at_too_far", "ExpiresAt", model.ErrInvalidInput, func(p *P) { p.ExpiresAt = f.now.Add(model.MaxWaitpointTTL + time.Millisecond) }),
+	)
+	cs = append(cs, timeCases(mk, "ExpiresAt", true, func(p *P, t time.Time) { p.ExpiresAt = t })...)
+	cs = append(cs, signalLimitCases(mk, func(p *P, n int) { p.SignalLimit = n })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) suspendCases() []badInput {
+	type P = model.ExecutionSuspendParams
+	type C = model.ResumeCondition
+	mk := maker(f.ctx, func() *P {
+		return &P{ID: f.active, Fence: f.fence, Suspension: model.SuspensionID(f.uuid()), Waitpoint: model.WaitpointID(f.uuid()),
+			Reason: model.SuspendForSignal, Condition: model.SignalFor("go"), Now: f.now}
+	}, f.suspendStore().ExecutionSuspend)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	cs = append(cs, fenceCases(mk, f.fence, func(p *P, fc model.Fence) { p.Fence = fc }, nil)...)
+	cs = append(cs,
+		mk("suspension_empty", "Suspension", model.ErrInvalidInput, func(p *P) { p.Suspension = model.SuspensionID{} }),
+		mk("waitpoint_empty", "Waitpoint", model.ErrInvalidInput, func(p *P) { p.Waitpoint = model.WaitpointID{} }),
+		mk("reason_zero", "Reason", model.ErrInvalidInput, func(p *P) { p.Reason = 0 }),
+		mk("reason_unknown", "Reason", model.ErrInvalidInput, func(p *P) { p.Reason = model.SuspendForOperatorReview + 1 }),
+	)
+	w1, w2 := model.WaitpointID(f.uuid()), model.WaitpointID(f.uuid())
+	deep := C{Kind: model.CondSignal}
+	for range model.MaxConditionDepth {
+		deep = C{Kind: model.CondAllOf, Of: []C{deep}}
+	}
+	for _, c := range []struct {
+		name, field string
+		cond        C
+	}{
+		{"condition_zero", "Condition.Kind", C{}},
+		{"condition_kind_unknown", "Condition.Kind", C{Kind: model.CondTimeout + 1}},
+		{"condition_signal_with_n", "Condition", C{Kind: model.CondSignal, N: 1}},
+		{"condition_name_invalid_utf8", "Condition.Name", C{Kind: model.CondSignal, Name: invalidUTF8}},
+		{"condition_all_of_empty", "Condition.Of", C{Kind: model.CondAllOf}},
+		{"condition_nested_count_n", "Condition.Of[1].N", C{Kind: model.CondAllOf, Of: []C{
+			model.SignalFor("a"), {Kind: model.CondCount, Distinct: model.DistinctSignals},
+		}}},
+		{"condition_nested_kind", "Condition.Of[0].Of[1].Kind", C{Kind: model.CondAllOf, Of: []C{
+			{Kind: model.CondAllOf, Of: []C{model.SignalFor("a"), {}}},
+		}}},
+		{"condition_nested_operator_only", "Condition.Of[0]", C{Kind: model.CondAllOf, Of: []C{{Kind: model.CondOperator}}}},
+		{"condition_count_distinct", "Condition.Distinct", C{Kind: model.CondCount, N: 1}},
+		{"condition_count_duplicate_waitpoint", "Condition.Waitpoints[1]", C{Kind: model.CondCount, N: 1,
+			Distinct: model.DistinctSignals, Waitpoints: []model.WaitpointID{w1, w1}}},
+		{"condition_count_empty_waitpoint", "Condition.Waitpoints[1]", C{Kind: model.CondCount, N: 1,
+			Distinct: model.DistinctSignals, Waitpoints: []model.WaitpointID{w1, {}}}},
+		{"condition_count_more_than_waitpoints", "Condition.N", C{Kind: model.CondCount, N: 3,
+			Distinct: model.DistinctWaitpoints, Waitpoints: []model.WaitpointID{w1, w2}}},
+		{"condition_too_deep", "Condition.Of[0].Of[0].Of[0].Of[0]", deep},
+	} {
+		cs = append(cs, mk(c.name, c.field, model.ErrInvalidInput, func(p *P) { p.Condition = c.cond }))
+	}
+	timeoutOnly := func(p *P) { p.Condition = C{Kind: model.CondTimeout} }
+	cs = append(cs,
+		mk("timeout_at_now", "TimeoutAt", model.ErrInvalidInput, func(p *P) { p.TimeoutAt = f.now }),
+		mk("timeout_at_past", "TimeoutAt", model.ErrInvalidInput, func(p *P) { p.TimeoutAt = f.now.Add(-time.Minute) }),
+		mk("timeout_at_too_far", "TimeoutAt", model.ErrInvalidInput, func(p *P) { p.TimeoutAt = f.now.Add(model.MaxSuspendTimeout + time.Millisecond) }),
+		mk("timeout_at_missing_for_timeout_only", "TimeoutAt", model.ErrInvalidInput, timeoutOnly),
+		mk("timeout_behavior_unknown", "TimeoutBehavior", model.ErrInvalidInput, func(p *P) {
+			p.TimeoutAt, p.TimeoutBehavior = f.now.Add(time.Hour), model.TimeoutEscalate+1
+		}),
+		mk("escalate_timeout_only", "TimeoutBehavior", model.ErrInvalidInput, func(p *P) {
+			timeoutOnly(p)
+			p.TimeoutAt, p.TimeoutBehavior = f.now.Add(time.Hour), model.TimeoutEscalate
+		}),
+		mk("policy_delay_negative", "Policy.Delay", model.ErrInvalidInput, func(p *P) { p.Policy.Delay = -time.Second }),
+		mk("policy_delay_sub_millisecond", "Policy.Delay", model.ErrInvalidInput, func(p *P) { p.Policy.Delay = time.Second + time.Microsecond }),
+		mk("policy_delay_too_long", "Policy.Delay", model.ErrInvalidInput, func(p *P) { p.Policy.Delay = model.MaxSuspendTimeout + time.Millisecond }),
+		mk("policy_keep_signals_alone", "Policy.KeepSignals", model.ErrInvalidInput, func(p *P) { p.Policy.KeepSignals = true }),
+		mk("signal_limit_with_pending", "SignalLimit", model.ErrInvalidInput, func(p *P) { p.UsePending, p.SignalLimit = true, 5 }),
+	)
+	cs = append(cs, timeCases(mk, "TimeoutAt", false, func(p *P, t time.Time) { p.TimeoutAt = t })...)
+	cs = append(cs, signalLimitCases(mk, func(p *P, n int) { p.SignalLimit = n })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) signalCases() []badInput {
+	type P = model.SignalDeliverParams
+	mk := maker(f.ctx, func() *P {
+		return &P{Execution: f.active, Waitpoint: model.WaitpointID(f.uuid()), WaitpointCreatedAt: f.now,
+			Signal: model.SignalID(f.uuid()), Name: "go", Source: "test:go", Now: f.now}
+	}, f.suspendStore().SignalDeliver)
+	cs := []badInput{
+		mk("execution_zero", "Execution.ID", model.ErrInvalidInput, func(p *P) { p.Execution = model.ExecutionID{} }),
+		mk("execution_partition_out_of_range", "Execution.ID", model.ErrInvalidInput, func(p *P) { p.Execution = f.out }),
+		mk("waitpoint_empty", "Waitpoint", model.ErrInvalidInput, func(p *P) { p.Waitpoint = model.WaitpointID{} }),
+		mk("signal_empty", "Signal", model.ErrInvalidInput, func(p *P) { p.Signal = model.SignalID{} }),
+		mk("source_too_long", "Source", model.ErrInvalidInput, func(p *P) { p.Source = strings.Repeat("s", model.MaxSignalSourceBytes+1) }),
+		mk("payload_too_large", "Payload", model.ErrInvalidInput, func(p *P) { p.Payload = make([]byte, model.MaxSignalPayloadBytes+1) }),
+		mk("idempotency_key_too_long", "IdempotencyKey", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyKey = strings.Repeat("k", model.MaxIdempotencyKeyBytes+1)
+		}),
+		mk("idempotency_key_control", "IdempotencyKey", model.ErrInvalidInput, func(p *P) { p.IdempotencyKey = "k\n" }),
+		mk("dedup_ttl_negative", "DedupTTL", model.ErrInvalidInput, func(p *P) { p.DedupTTL = -time.Second }),
+		mk("dedup_ttl_too_long", "DedupTTL", model.ErrInvalidInput, func(p *P) { p.DedupTTL = model.MaxSignalDedupTTL + time.Millisecond }),
+		mk("dedup_ttl_sub_millisecond", "DedupTTL", model.ErrInvalidInput, func(p *P) { p.DedupTTL = time.Second + time.Microsecond }),
+		mk("Source_invalid_utf8", "Source", model.ErrInvalidInput, func(p *P) { p.Source = invalidUTF8 }),
+	}
+	cs = append(cs, textCases(mk, "Name", func(p *P, s string) { p.Name = s })...)
+	cs = append(cs, timeCases(mk, "WaitpointCreatedAt", true, func(p *P, t time.Time) { p.WaitpointCreatedAt = t })...)
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) resumeCases() []badInput {
+	type P = model.ExecutionResumeParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Now: f.now} }, f.suspendStore().ExecutionResume)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) suspensionExpireCases() []badInput {
+	type P = model.SuspensionExpireParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Now: f.now} }, f.suspendStore().SuspensionExpire)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+func (f *fixture) waitpointExpireCases() []badInput {
+	type P = model.WaitpointExpireParams
+	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Now: f.now} }, f.suspendStore().WaitpointExpire)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
+// suspendReadCases covers SuspensionDescribe and WaitpointList.
+func (f *fixture) suspendReadCases() []badInput {
+	ss := f.suspendStore()
+	var cs []badInput
+	for _, r := range []struct {
+		name string
+		do   func(id model.ExecutionID) error
+	}{
+		{"SuspensionDescribe", func(id model.ExecutionID) error {
+			_, err := ss.SuspensionDescribe(f.ctx, &model.SuspensionDescribeParams{ID: id})
+			return err
+		}},
+		{"WaitpointList", func(id model.ExecutionID) error {
+			_, err := ss.WaitpointList(f.ctx, &model.WaitpointListParams{ID: id})
+			return err
+		}},
+	} {
+		cs = append(cs,
+			badInput{r.name + "_id_zero", "ID", model.ErrInvalidInput, func() error { return r.do(model.ExecutionID{}) }},
+			badInput{r.name + "_id_partition_out_of_range", "ID", model.ErrInvalidInput, func() error { return r.do(f.out) }},
+		)
+	}
+	return cs
+}
+
+func (f *fixture) suspendedListCases() []badInput {
+	type P = model.SuspendedListParams
+	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Limit: 10} }, f.suspendStore().SuspendedList)
+	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
+	cs = append(cs, mk("after_partition_out_of_range", "After", model.ErrInvalidInput, func(p *P) { p.After = f.out }))
+	if f.p1 != f.p0 {
+		cs = append(cs, mk("after_other_partition", "After", model.ErrInvalidInput, func(p *P) { p.After = model.NewExecutionID(f.p1, f.uuid()) }))
+	}
+	return append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 }
