@@ -161,6 +161,9 @@ type transcriptRun struct {
 	leases   int
 	attempts int
 	flows    map[string]model.FlowID // transcript_flow.go
+	// created is the creation time of each waitpoint the transcript
+	// created (transcript_suspend.go), what a signal's token signs.
+	created map[model.WaitpointID]time.Time
 }
 
 type tExec struct {
@@ -424,6 +427,9 @@ func (r *transcriptRun) do(cmd string, a *args) (string, error) {
 		return r.fmtValue(reflect.ValueOf(v)), nil
 	}
 	if out, ok, err := r.doFlow(cmd, a); ok {
+		return out, err
+	}
+	if out, ok, err := r.doSuspend(cmd, a); ok {
 		return out, err
 	}
 	switch cmd {
@@ -721,6 +727,7 @@ func (r *transcriptRun) observe(name string) string {
 		line("flow: %v", snap.Flow)
 	}
 	line("indexes: %s", strings.Join(idx.Indexes, " "))
+	r.observeSuspend(x, line)
 	if len(atts.Attempts) > 0 {
 		line("attempts:")
 	}
