@@ -23,6 +23,12 @@
 //	POST /v1/executions/{id}/reclaim              (no body needed)
 //	POST /v1/executions/{id}/retry-now            (no body needed) a delayed or retry-waiting one runs now
 //	PUT  /v1/executions/{id}/priority             {"priority"}
+//	POST /v1/executions/{id}/resume               (no body needed) resume a suspended execution as an operator
+//	GET  /v1/executions/{id}/suspension           its open or last suspension, with its signals
+//	GET  /v1/executions/{id}/waitpoints           its waitpoints, with the tokens of the open ones
+//	GET  /v1/suspended?partition=&after=&limit=   one page of a partition's suspended executions
+//	POST /v1/signals                              {"token","name","source","payload"|"payload_base64","idempotency_key","dedup_ttl"}
+//	                                              deliver a signal; the waitpoint token is the credential (no bearer token)
 //	POST /v1/flows                                submit a flow (201; 200 with "duplicate":true for a repeated key)
 //	GET  /v1/flows/{id}                           the flow
 //	POST /v1/flows/{id}/cancel                    {"policy","reason"}
@@ -49,7 +55,7 @@
 // operator actions at Options.MaxControlBodyBytes (64 KiB); a larger body
 // is refused with 413.
 //
-// With Options.Token set, every route but /healthz requires
+// With Options.Token set, every route but /healthz and POST /v1/signals requires
 // "Authorization: Bearer <token>" (compared in constant time) and answers
 // 401 otherwise, before any routing, so unknown paths are not revealed.
 //

@@ -86,6 +86,15 @@ var codeStatus = map[model.Code]int{
 	// A waitpoint token was refused: the token is the credential.
 	model.CodeInvalidToken: http.StatusForbidden,
 
+	// Suspension and signals.
+	model.CodeExecutionNotSuspended: http.StatusConflict,
+	model.CodeSuspensionNotFound:    http.StatusNotFound,
+	model.CodeWaitpointNotFound:     http.StatusNotFound,
+	model.CodeWaitpointClosed:       http.StatusGone,
+	model.CodeWaitpointNotPending:   http.StatusConflict,
+	model.CodeWaitpointLimit:        http.StatusConflict,
+	model.CodeSignalLimit:           http.StatusConflict,
+
 	// Capacity.
 	model.CodeWorkerAtCapacity: http.StatusTooManyRequests,
 

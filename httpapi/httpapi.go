@@ -25,7 +25,9 @@ const (
 // defaults.
 type Options struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on
-	// every route but /healthz (compared in constant time; 401
+	// every route but /healthz and POST /v1/signals (a waitpoint token in
+	// the body is that route's credential, so a third party can deliver
+	// a signal without an API token) (compared in constant time; 401
 	// otherwise). Empty: no authentication (put the handler behind the
 	// host's own).
 	Token string
@@ -99,6 +101,11 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/executions/{id}/reclaim", a.reclaim},
 		{"POST /v1/executions/{id}/retry-now", a.retryNow},
 		{"PUT /v1/executions/{id}/priority", a.priority},
+		{"POST /v1/executions/{id}/resume", a.resume},
+		{"GET /v1/executions/{id}/suspension", a.suspension},
+		{"GET /v1/executions/{id}/waitpoints", a.waitpoints},
+		{"GET /v1/suspended", a.listSuspended},
+		{"POST " + signalPath, a.deliverSignal},
 		{"POST /v1/flows", a.submitFlow},
 		{"GET /v1/flows/{id}", a.describeFlow},
 		{"POST /v1/flows/{id}/cancel", a.cancelFlow},
@@ -113,10 +120,11 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 	return a
 }
 
-// ServeHTTP authenticates (every route but /healthz), then routes; an
+// ServeHTTP authenticates (every route but /healthz and POST /v1/signals,
+// whose waitpoint token is its credential), then routes; an
 // unknown path or method gets a JSON 404 or 405 like every other error.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
+	if a.auth && r.URL.Path != "/healthz" && r.URL.Path != signalPath && !a.authorized(r) {
 		a.writeError(w, r, &httpError{status: http.StatusUnauthorized, kind: kindUnauthorized,
 			msg: "missing or wrong bearer token"})
 		return
