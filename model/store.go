@@ -24,6 +24,9 @@ package model
 //   - FlowStore (flow_ops.go): flows, members, dependency edges, edge-group
 //     policies and their reads (issue 10, first slice). The conformance
 //     suite skips its flow tests without it; proptest requires it.
+//   - SuspendStore (suspend_ops.go): suspension, waitpoints and signals
+//     (issue 11). The engine asserts it when a handler suspends or a
+//     signal is delivered, and runs the suspension scanners only with it.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //
