@@ -255,3 +255,62 @@ func ExampleAwaitChildren() {
 	// Output:
 	// completed in 1 attempt: completed beach.thumb.jpg; completed dunes.thumb.jpg
 }
+
+// Refund waits for a person to approve it.
+type Refund struct {
+	Order string `json:"order"`
+}
+
+func (Refund) Kind() string { return "refund" }
+
+func ExampleSuspend() {
+	ctx := context.Background()
+	ring, err := flowfabric.NewKeyRing(flowfabric.SigningKey{ID: "k1", Secret: []byte("load a 32+ byte secret from config")})
+	if err != nil {
+		panic(err)
+	}
+	engine := flowfabric.New(memstore.New(nil), &flowfabric.Config{WaitpointKeys: ring})
+	tokens := make(chan string, 1)
+	w := flowfabric.NewWorker(engine, nil)
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[Refund]) error {
+		if !t.Resumed {
+			wp, err := t.CreateWaitpoint(ctx, nil)
+			if err != nil {
+				return err
+			}
+			tokens <- wp.Token // in an email link, a chat button, a webhook registration
+			return flowfabric.Suspend(flowfabric.SignalFor("approve"), &flowfabric.SuspendOpts{
+				Waitpoint: wp, Reason: flowfabric.SuspendForApproval, Timeout: 48 * time.Hour,
+			})
+		}
+		sigs, err := t.Signals(ctx)
+		if err != nil {
+			return err
+		}
+		return t.SetResult([]byte("refunded " + t.Args.Order + ", approved by " + string(sigs[0].Payload)))
+	}))
+	if err := w.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer w.Stop(ctx) //nolint:errcheck
+
+	res, err := engine.Submit(ctx, Refund{Order: "A-1009"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	// Whoever holds the token answers; nothing else is needed.
+	d, err := engine.DeliverSignal(ctx, <-tokens, &flowfabric.SignalInput{Name: "approve", Source: "user:grace", Payload: []byte("grace")})
+	if err != nil {
+		panic(err)
+	}
+	snap, err := engine.Wait(ctx, res.ID, 5*time.Millisecond)
+	if err != nil {
+		panic(err)
+	}
+	out, _ := engine.Result(ctx, res.ID)
+	fmt.Println(d.Effect == flowfabric.SignalBuffered || d.Effect == flowfabric.SignalResumed)
+	fmt.Println(snap.PublicState, "in", snap.TotalAttempts, "attempt:", string(out))
+	// Output:
+	// true
+	// completed in 1 attempt: refunded A-1009, approved by grace
+}
