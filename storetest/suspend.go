@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func testSuspend(t *testing.T, newStore NewStoreFunc) {
 		{"TimeoutCancel", suspendTimeoutCancel},
 		{"TimeoutExpire", suspendTimeoutExpire},
 		{"TimeoutAutoResume", suspendTimeoutAutoResume},
+		{"TimeoutAutoResumeDelay", suspendTimeoutAutoResumeDelay},
 		{"TimeoutEscalate", suspendTimeoutEscalate},
 		{"TimeoutCleaned", suspendTimeoutCleaned},
 		{"WaitpointExpire", suspendWaitpointExpire},
@@ -590,8 +592,13 @@ func suspendNoTimeout(h *suspendHarness) {
 			h.t.Fatalf("suspension for %v: reason %v timeout %v", r, s.Reason, s.TimeoutAt)
 		}
 	}
-	if got := h.suspendedList(h.p0); len(got) != 5 {
-		h.t.Fatalf("SuspendedList: %d entries, want 5", len(got))
+	got := h.suspendedList(h.p0)
+	var ids []model.ExecutionID
+	for _, e := range got {
+		ids = append(ids, e.ID)
+	}
+	if len(got) != 5 || !slices.Equal(ids, sortedIDs(ids...)) {
+		h.t.Fatalf("SuspendedList (pages of 2): %v, want 5 entries by id", ids)
 	}
 }
 

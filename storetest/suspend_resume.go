@@ -288,6 +288,23 @@ func suspendTimeoutAutoResume(h *suspendHarness) {
 	}
 }
 
+// suspendTimeoutAutoResumeDelay: an auto-resume applies the policy's
+// delay and reports when the execution becomes eligible.
+func suspendTimeoutAutoResumeDelay(h *suspendHarness) {
+	id, c := h.active(at(0))
+	p := h.suspendParams(id, c.Fence(), model.ResumeCondition{Kind: model.CondTimeout}, at(time.Second))
+	p.TimeoutAt, p.TimeoutBehavior, p.Policy.Delay = at(time.Minute), model.TimeoutAutoResume, 5*time.Second
+	h.suspend(p)
+	wantEqual(h.t, "SuspensionExpire", model.SuspensionExpireResult{Outcome: model.SuspensionExpireResumed, DelayUntil: at(time.Minute + 5*time.Second)},
+		*h.expireSuspension(id, at(time.Minute)))
+	snap := h.wantState(id, stDelayed(model.WaitingForResumeDelay, model.AttemptInterrupted))
+	if !snap.DelayUntil.Equal(at(time.Minute + 5*time.Second)) {
+		h.t.Fatalf("delay_until %v", snap.DelayUntil)
+	}
+	h.wantClosed(id, model.ClosedTimeoutResume, at(time.Minute))
+	h.wantIndexes(id, ixAll, ixLane(laneA, "delayed"))
+}
+
 // suspendTimeoutEscalate: TimeoutEscalate leaves it suspended for an
 // operator, without a timeout; a satisfying signal still resumes it.
 func suspendTimeoutEscalate(h *suspendHarness) {

@@ -151,6 +151,17 @@ func suspendSignalLimit(h *suspendHarness) {
 		d.IdempotencyKey = "k1"
 		h.signal(d, model.SignalDeliverResult{Signal: firstID, Effect: model.SignalDuplicate, State: model.PublicActive})
 	}, id)
+
+	// a fresh waitpoint takes the suspend's SignalLimit
+	x, xc := h.active(at(0))
+	p := h.suspendParams(x, xc.Fence(), model.ResumeCondition{Kind: model.CondCount, N: 2, Distinct: model.DistinctSignals}, at(time.Second))
+	p.SignalLimit = 1
+	h.suspend(p)
+	if got := h.wp(x, p.Waitpoint); got.SignalLimit != 1 {
+		h.t.Fatalf("the fresh waitpoint's signal limit: %d, want 1", got.SignalLimit)
+	}
+	h.sent(h.signalParams(x, p.Waitpoint, at(time.Second), "n", at(2*time.Second)), model.SignalAccepted, "", model.PublicSuspended)
+	h.signalErr(h.signalParams(x, p.Waitpoint, at(time.Second), "n", at(3*time.Second)), model.ErrSignalLimit)
 }
 
 // suspendSignalErrors: the execution and the waitpoint must exist with
@@ -298,6 +309,15 @@ func suspendAlreadySatisfied(h *suspendHarness) {
 	// the fence still holds: the attempt goes on and completes
 	h.complete(id, c.Fence(), at(5*time.Second))
 	h.wantState(id, stTerminal(model.OutcomeSuccess, model.AttemptTerminal))
+	// a retry still replays, whatever the state now
+	h.refused(func() {
+		q := *p
+		q.Now = at(6 * time.Second)
+		res := call(h.ss.ExecutionSuspend(h.ctx, &q)).must(h.t)
+		if res.Outcome != model.SuspendAlreadySatisfied || !res.Replayed || res.Suspension != p.Suspension {
+			h.t.Fatalf("ExecutionSuspend replayed after the completion: %+v", res)
+		}
+	}, id)
 }
 
 // suspendAlreadySatisfiedTwo: a fresh own waitpoint and a pending one
