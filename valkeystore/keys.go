@@ -37,7 +37,8 @@ import (
 //	I:lane:<L>:eligible           ZSET  −priority·10¹² + created_at
 //	I:lane:<L>:delayed            ZSET  delay_until
 //	I:lane:<L>:terminal           ZSET  terminal time
-//	I:lane:<L>:suspended          ZSET  (reserved for suspension)
+//	I:lane:<L>:suspended          ZSET  suspension timeout (9999999999999:
+//	                                    none)
 //	I:lane:<L>:blocked:<reason>   ZSET  block time; reason dependencies,
 //	                                    budget, quota, route, operator,
 //	                                    lane_state
@@ -52,6 +53,21 @@ import (
 //	I:execution_deadline          ZSET  deadline
 //	I:all_executions              ZSET (score 0)  every execution, paged
 //	                                    with ZRANGEBYLEX
+//	I:suspended                   ZSET (score 0)  the suspended executions,
+//	                                    paged with ZRANGEBYLEX
+//	I:suspension_timeout          ZSET  the open suspension's timeout
+//	I:pending_waitpoint_expiry    ZSET  the earliest expiry of the
+//	                                    execution's pending waitpoints
+//
+// Suspension, waitpoints and signals (lua/lib/wait.lua): W =
+// P:wp:T:<waitpoint> HASH (id, exec, state, created_at, expires_at,
+// keep_at, limit, susp, closed_at, closed_by), W:sigs LIST (its signal
+// ids), W:dedup HASH (idempotency key → "<expires ms>:<signal id>", with
+// a server TTL for garbage only); X:wps ZSET (its waitpoints, by creation
+// time), X:susp HASH (its open or last suspension), X:susp:sigs LIST (that
+// suspension's signal ids), X:sig HASH (signal id → its fields as
+// netstrings), X:sigpay HASH (signal id → payload), X:sigseq STRING (the
+// delivery counter). The record's wp_open counts the open waitpoints.
 //
 // Two indexes of the spec are not stored, because only ExecutionIndexes
 // reads them and the records hold them exactly: a lane's active index
@@ -114,6 +130,27 @@ func (k keyspace) partKeys(part int) map[string]string {
 		"attempt_timeout": i + "attempt_timeout",
 		"deadline":        i + "execution_deadline",
 	}
+}
+
+// suspKeys are partKeys plus the partition's suspension indexes.
+func (k keyspace) suspKeys(part int) map[string]string {
+	m := k.partKeys(part)
+	addSuspKeys(k, m, part)
+	return m
+}
+
+func addSuspKeys(k keyspace, m map[string]string, part int) {
+	i := k.idx(part)
+	m["suspended"] = i + "suspended"
+	m["susp_timeout"] = i + "suspension_timeout"
+	m["wp_expiry"] = i + "pending_waitpoint_expiry"
+}
+
+// execSuspKeys are execKeys plus the partition's suspension indexes.
+func (k keyspace) execSuspKeys(id model.ExecutionID) map[string]string {
+	m := k.execKeys(id)
+	addSuspKeys(k, m, id.Partition())
+	return m
 }
 
 // execKeys are the named keys of an execution and of its partition.

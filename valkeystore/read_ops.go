@@ -117,7 +117,7 @@ func (s *Store) ExecutionIndexes(ctx context.Context, p *model.ExecutionIndexesP
 	if err := s.cfg.CheckExecutionID(p.ID); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptExecutionIndexes, s.keys.execKeys(p.ID), args{"id": p.ID})
+	r, err := s.run(ctx, scriptExecutionIndexes, s.keys.execSuspKeys(p.ID), args{"id": p.ID})
 	if err != nil {
 		return nil, err
 	}

@@ -294,6 +294,8 @@ var sentinels = func() map[model.Code]*model.Error {
 		model.ErrGrantAlreadyExists, model.ErrNotReclaimable, model.ErrNoActiveLease,
 		model.ErrActiveAttemptExists, model.ErrDuplicateWorker, model.ErrWorkerNotRegistered,
 		model.ErrCorrupt, model.ErrResultNotFound, model.ErrFlowNotFound, model.ErrEdgeNotFound,
+		model.ErrInvalidToken, model.ErrNotSuspended, model.ErrSuspensionNotFound, model.ErrWaitpointNotFound,
+		model.ErrWaitpointClosed, model.ErrWaitpointNotPending, model.ErrWaitpointLimit, model.ErrSignalLimit,
 	} {
 		m[e.Code] = e
 	}

@@ -31,7 +31,7 @@ func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptPartitionDue, s.keys.partKeys(p.Partition), args{})
+	r, err := s.run(ctx, scriptPartitionDue, s.keys.suspKeys(p.Partition), args{})
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +40,8 @@ func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (
 		AttemptTimeout:    r.optTime("attempt_timeout"),
 		ExecutionDeadline: r.optTime("deadline"),
 		Delayed:           r.optTime("delayed"),
+		SuspensionTimeout: r.optTime("suspension_timeout"),
+		WaitpointExpiry:   r.optTime("waitpoint_expiry"),
 		RouteBlocked:      r.bool("route_blocked"),
 		Executions:        r.int("executions"),
 	}
@@ -58,7 +60,7 @@ func (s *Store) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (
 		a["after_due"] = p.After.DueAt
 		a["after_id"] = p.After.ID
 	}
-	r, err := s.run(ctx, scriptIndexScanDue, s.keys.partKeys(p.Partition), a)
+	r, err := s.run(ctx, scriptIndexScanDue, s.keys.suspKeys(p.Partition), a)
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ var luaFiles embed.FS
 // libTopics are the library's files, lua/lib/<topic>.lua, in definition
 // order: a definition may use the definitions above it, in its file or in
 // an earlier one.
-var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "index", "policy", "claim",
-	"recovery", "worker", "create", "flow"}
+var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "wait", "index", "policy", "claim",
+	"recovery", "worker", "create", "flow", "suspend"}
 
 // generatedFile names the definitions made from Go declarations (record.go,
 // index_lua.go) in the line map.
@@ -268,7 +268,10 @@ var library = func() *lib {
 // generatedLua is the part of the library made from Go declarations: the
 // record layout and the lane-index names (model.IndexFor).
 func generatedLua() string {
-	return fmt.Sprintf("local LEASE_HISTORY = %d\n", model.DefaultLeaseHistory) + recordLua() + indexLua()
+	return fmt.Sprintf("local LEASE_HISTORY = %d\n", model.DefaultLeaseHistory) +
+		fmt.Sprintf("local MAX_OPEN_WAITPOINTS = %d\n", model.MaxOpenWaitpoints) +
+		fmt.Sprintf("local MAX_WAITPOINT_TTL = %d\n", model.MaxWaitpointTTL.Milliseconds()) +
+		recordLua() + indexLua()
 }
 
 // parseLib cuts each file (name, text) at every line that starts with
@@ -510,4 +513,14 @@ var (
 	scriptFlowEdgeDescribe       = declareRead("flow_edge_describe")
 	scriptFlowEdgeGroupDescribe  = declareRead("flow_edge_group_describe")
 	scriptFlowEdgeList           = declareRead("flow_edge_list")
+
+	scriptWaitpointCreate    = declare("waitpoint_create")
+	scriptExecutionSuspend   = declare("execution_suspend")
+	scriptSignalDeliver      = declare("signal_deliver")
+	scriptExecutionResume    = declare("execution_resume")
+	scriptSuspensionExpire   = declare("suspension_expire")
+	scriptWaitpointExpire    = declare("waitpoint_expire")
+	scriptSuspensionDescribe = declareRead("suspension_describe")
+	scriptWaitpointList      = declareRead("waitpoint_list")
+	scriptSuspendedList      = declareRead("suspended_list")
 )

@@ -2,7 +2,7 @@
 -- delayed index: of every lane) that are due at now, after an exclusive
 -- (due, id) cursor; at most limit+1 per index, as one flat list of
 -- (id, lane, due) triples. Go merges and truncates.
--- KEYS: lanes lease_expiry attempt_timeout deadline
+-- KEYS: lanes lease_expiry attempt_timeout deadline susp_timeout wp_expiry
 -- ARGV: now index after_due after_id limit
 
 local now = now_ms()
@@ -62,6 +62,10 @@ elseif A_index == 'lease_expiry' then
   note(scan(K_lease_expiry, '', items))
 elseif A_index == 'attempt_timeout' then
   note(scan(K_attempt_timeout, '', items))
+elseif A_index == 'suspension_timeout' then
+  note(scan(K_susp_timeout, '', items))
+elseif A_index == 'pending_waitpoint_expiry' then
+  note(scan(K_wp_expiry, '', items))
 else
   note(scan(K_deadline, '', items))
 end

@@ -2,7 +2,7 @@
 -- first entry's score; "" when empty; the delayed index over every lane),
 -- whether any lane has route-blocked executions, and how many executions
 -- the partition holds.
--- KEYS: lanes all lease_expiry attempt_timeout deadline
+-- KEYS: lanes all lease_expiry attempt_timeout deadline susp_timeout wp_expiry
 -- ARGV:
 
 local function first(key)
@@ -23,6 +23,8 @@ return {
   'attempt_timeout', first(K_attempt_timeout),
   'deadline', first(K_deadline),
   'delayed', delayed or '',
+  'suspension_timeout', first(K_susp_timeout),
+  'waitpoint_expiry', first(K_wp_expiry),
   'route_blocked', routed and 1 or 0,
   'executions', redis.call('ZCARD', K_all),
 }

@@ -40,7 +40,11 @@ local function remove_from_lane(e)
     if name ~= nil then redis.call('ZREM', lane_key(e.lane, name), e.id) end
     if e.eligibility_state == 'blocked_by_route' then remove_route_group(e) end
   elseif lp == 'suspended' then
+    -- the suspended phase's indexes: the lane's, the partition's list and
+    -- the suspension timeouts
     redis.call('ZREM', lane_key(e.lane, 'suspended'), e.id)
+    redis.call('ZREM', ks().idx .. 'suspended', e.id)
+    redis.call('ZREM', ks().idx .. 'suspension_timeout', e.id)
   elseif lp == 'terminal' then
     redis.call('ZREM', lane_key(e.lane, 'terminal'), e.id)
   end
@@ -85,8 +89,10 @@ end
 local ended = {}
 
 -- terminate makes e terminal; its lease is released and it is out of its
--- runnable index.
+-- runnable index. What it holds open (a suspension, waitpoints) closes; the
+-- record says whether there is any (wait.lua).
 local function terminate(e, now, to)
+  if e.wp_open ~= 0 or e.lifecycle_phase == 'suspended' then waits_end(e, now, to) end
   local as = 'attempt_terminal'
   if e.total_attempts == 0 then as = 'none' end
   set_state(e, now, 'terminal', 'unowned', 'not_applicable', 'none', to, as)
