@@ -283,3 +283,58 @@ func TestWaitpointKeysRequired(t *testing.T) {
 		t.Fatalf("deliver without keys: %v, want a validation error naming Config.WaitpointKeys", err)
 	}
 }
+
+// FuzzDeliverSignal: whatever the token and the signal, delivery either
+// succeeds with a known effect or fails with a typed error and writes
+// nothing.
+func FuzzDeliverSignal(f *testing.F) {
+	h := flowfabrictest.New(f, nil)
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[approve]) error {
+		return flowfabric.Suspend(flowfabric.OperatorOnly(), &flowfabric.SuspendOpts{SignalLimit: model.MaxSignalLimit})
+	}))
+	h.StartWorker(w)
+	res, err := h.Engine.Submit(h.Ctx, approve{}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	h.WaitSuspended(res.ID)
+	wps, err := h.Engine.Waitpoints(h.Ctx, res.ID)
+	if err != nil || len(wps) != 1 {
+		f.Fatal(wps, err)
+	}
+	tok := wps[0].Token
+	f.Add(0, "approve", "user:ada", []byte("yes"), "k1", int64(0))
+	f.Add(7, "", "", []byte{}, "", int64(-1))
+	f.Add(len(tok)-1, "x\xff", strings.Repeat("s", 300), make([]byte, model.MaxSignalPayloadBytes+1), "\x00", int64(time.Hour))
+	f.Fuzz(func(t *testing.T, flip int, name, source string, payload []byte, key string, ttl int64) {
+		token := []byte(tok)
+		if flip > 0 {
+			token[flip%len(token)] ^= byte(flip>>8) | 1
+		}
+		before, err := h.Engine.Suspension(h.Ctx, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := h.Engine.DeliverSignal(h.Ctx, string(token), &flowfabric.SignalInput{
+			Name: name, Source: source, Payload: payload, IdempotencyKey: key, DedupTTL: time.Duration(ttl),
+		})
+		if err == nil {
+			if d.Effect != flowfabric.SignalIgnored && d.Effect != flowfabric.SignalDuplicate {
+				t.Fatalf("effect %s on an operator-only suspension", d.Effect)
+			}
+			return
+		}
+		var me *model.Error
+		if !errors.As(err, &me) {
+			t.Fatalf("untyped error %v", err)
+		}
+		after, err := h.Engine.Suspension(h.Ctx, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after.Signals) != len(before.Signals) {
+			t.Fatalf("a refused delivery (%v) recorded a signal", me)
+		}
+	})
+}
