@@ -23,7 +23,9 @@ import (
 // The life of a suspension: ExecutionSuspend opens it from a running
 // attempt (the lease is released, the attempt is paused, the execution is
 // suspended: lane index "suspended", the partition's suspended list, and
-// IndexSuspensionTimeout when it has a timeout); a signal that satisfies
+// IndexSuspensionTimeout when it has a timeout; ExecutionIndexes names
+// them "lane:<lane>:suspended", "suspended" and "suspension_timeout", and
+// IndexWaitpointExpiry "pending_waitpoint_expiry"); a signal that satisfies
 // its condition, ExecutionResume (an operator) or a timeout with
 // TimeoutAutoResume resumes it: the execution is runnable again (eligible,
 // or delayed by the policy's Delay) with attempt state
@@ -151,8 +153,8 @@ type ResumePolicy struct {
 	// waiting_for_resume_delay) this long before it may be claimed.
 	Delay time.Duration
 	// KeepWaitpoints returns the suspension's waitpoints to pending
-	// (with their expiry: each keeps the ExpiresAt it was created with,
-	// a fresh waitpoint the suspension's TimeoutAt or, without one,
+	// (with their expiry: each keeps the ExpiresAt it was created with;
+	// the suspension's fresh waitpoint, which had none, expires
 	// MaxWaitpointTTL after it was created) instead of closing them, so
 	// the resumed attempt can suspend on them again.
 	KeepWaitpoints bool
@@ -378,7 +380,8 @@ func ParseSuspendOutcome(s string) (SuspendOutcome, bool) {
 //
 // A call whose Suspension id is the execution's current or last
 // suspension replays (Replayed, the stored outcome), whatever the
-// execution's state now, so a retry after a lost reply is safe.
+// execution's state now, so a retry after a lost reply is safe: this is
+// checked first, before the fence.
 //
 // Errors, in this order: the fence checks of a fenced operation;
 // with UsePending ErrWaitpointNotFound (Field "Waitpoint"; also for a
@@ -492,8 +495,10 @@ type ExecutionSuspendResult struct {
 	// CreatedAt is the own waitpoint's creation time, what its token
 	// signs.
 	CreatedAt time.Time
-	// Signals are the signals that satisfied the condition
-	// (SuspendAlreadySatisfied only), in delivery order.
+	// Signals are the buffered signals of the bound waitpoints, which
+	// satisfied the condition (SuspendAlreadySatisfied only), in
+	// delivery order, with the effect they were delivered with
+	// (SignalBuffered); the suspension records the same list.
 	Signals  []SignalRecord
 	Replayed bool
 }
