@@ -94,16 +94,12 @@ func closeWaitpoint(w *waitpointRec, now int64, why model.CloseReason) {
 	w.state, w.closedAt, w.closedBy = model.WaitpointClosed, now, why
 }
 
-// keepExpiry is the expiry w returns to pending with when a resume of sp
-// keeps it: the one it was created with; for sp's fresh waitpoint, sp's
-// timeout or, without one (none given, or cleared by an escalation),
-// MaxWaitpointTTL after its creation, fixed at its first return.
-func keepExpiry(w *waitpointRec, sp *suspensionRec) int64 {
+// keepExpiry is the expiry w returns to pending with when a resume keeps
+// it: the one it was created with; for a suspension's fresh waitpoint
+// (created active, without one), MaxWaitpointTTL after its creation.
+func keepExpiry(w *waitpointRec) int64 {
 	if w.keepAt == 0 {
-		w.keepAt = sp.timeoutAt
-		if w.keepAt == 0 {
-			w.keepAt = w.createdAt + model.MaxWaitpointTTL.Milliseconds()
-		}
+		w.keepAt = w.createdAt + model.MaxWaitpointTTL.Milliseconds()
 	}
 	return w.keepAt
 }
@@ -120,7 +116,7 @@ func suspClose(sp *suspensionRec, now int64, why model.CloseReason, resuming boo
 		switch {
 		case w.state != model.WaitpointActive:
 		case keep:
-			w.state, w.expiresAt = model.WaitpointPending, keepExpiry(w, sp)
+			w.state, w.expiresAt = model.WaitpointPending, keepExpiry(w)
 			if !sp.policy.KeepSignals {
 				w.signals = nil
 			}
