@@ -135,12 +135,14 @@ func suspendKeepWaitpoints(h *suspendHarness) {
 }
 
 // suspendKeepSignals: with KeepSignals the kept waitpoints keep their
-// signals (a fresh one expiring at the suspension's timeout), so a second
-// suspend with the same condition is already satisfied.
+// signals (a fresh one expiring MaxWaitpointTTL after its creation even
+// with a timeout: an expiry at the timeout would close it at once after
+// an auto-resume), so a second suspend with the same condition is
+// already satisfied.
 func suspendKeepSignals(h *suspendHarness) {
 	id, p, w1, sigs := h.keepSetup(model.ResumePolicy{KeepWaitpoints: true, KeepSignals: true}, at(2*time.Hour))
-	if got := h.wp(id, p.Waitpoint); !got.ExpiresAt.Equal(at(2 * time.Hour)) {
-		h.t.Fatalf("kept fresh waitpoint expires %v, want the timeout %v", got.ExpiresAt, at(2*time.Hour))
+	if got, want := h.wp(id, p.Waitpoint).ExpiresAt, at(2*time.Second).Add(model.MaxWaitpointTTL); !got.Equal(want) {
+		h.t.Fatalf("kept fresh waitpoint expires %v, want %v (MaxWaitpointTTL after its creation)", got, want)
 	}
 	if got := signalIDs(h.wp(id, w1).Signals); len(got) != 1 || got[0] != sigs[1].Signal {
 		h.t.Fatalf("signals kept on %v: %v", w1, got)
