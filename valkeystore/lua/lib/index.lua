@@ -92,7 +92,7 @@ local ended = {}
 -- runnable index. What it holds open (a suspension, waitpoints) closes; the
 -- record says whether there is any (wait.lua).
 local function terminate(e, now, to)
-  if e.wp_open ~= 0 or e.lifecycle_phase == 'suspended' then waits_end(e, now, to) end
+  if e.wp_open ~= 0 or e.lifecycle_phase == 'suspended' then wait_kit().ends(e, now, to) end
   local as = 'attempt_terminal'
   if e.total_attempts == 0 then as = 'none' end
   set_state(e, now, 'terminal', 'unowned', 'not_applicable', 'none', to, as)

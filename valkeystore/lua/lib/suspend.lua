@@ -3,6 +3,11 @@
 -- Part of the library put in front of the scripts: see lua/README.md.
 -- The keys are wait.lua's; memstore/suspend.go is the Go half.
 
+-- the helpers of wait.lua's kit
+local wp_key = wait_kit().key_of
+local wp_expiry_sync = wait_kit().expiry_sync
+local susp_close = wait_kit().close_susp
+
 -- Resume conditions are model.ResumeCondition's canonical JSON
 -- (model.EncodeCondition): k the kind, name, wp, of, n, distinct, wps.
 -- A signal as a condition reads it is { id, wp, name, source }.
