@@ -48,6 +48,7 @@ type config struct {
 	S6 s6Config
 	S8 s8Config
 	S7 int
+	S9 s9Config
 
 	// QuietBelow and QuietWait gate every measurement: wait until other
 	// processes use less than QuietBelow of the machine (up to QuietWait).
@@ -60,7 +61,7 @@ type config struct {
 
 func disturbed(c *config, share float64) bool { return c.QuietBelow > 0 && share >= c.QuietBelow }
 
-var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8"}
+var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9"}
 
 // knownSystems lists every system name -systems accepts.
 var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1"}
@@ -68,7 +69,7 @@ var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asyn
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("ffbench", flag.ContinueOnError)
 	c := &config{}
-	only := fs.String("only", "S1,S2,S3,S4,S5,S6,S7,S8", "scenarios to run (comma-separated)")
+	only := fs.String("only", "S1,S2,S3,S4,S5,S6,S7,S8,S9", "scenarios to run (comma-separated)")
 	systems := fs.String("systems", "memstore,valkey,valkey-cluster,raw,asynq,river,valkey-1x16",
 		"systems for S1 (comma-separated): "+strings.Join(knownSystems, ", "))
 	s2systems := fs.String("s2-systems", "", "systems for S2 (default: -systems without the worker-shape variants)")
@@ -88,6 +89,7 @@ func parseFlags(args []string) (*config, error) {
 	s5 := fs.Int("s5-queued", 0, "S5 queued executions (default 100000; quick 2000)")
 	s6 := fs.Int("s6-samples", 0, "S6 cancels per store (default 200; quick 10)")
 	s7 := fs.Int("s7-jobs", 0, "S7 delayed jobs and retried jobs, each (default 200; quick 20)")
+	s9 := fs.Int("s9-samples", 0, "S9 suspend → signal → resume round trips per store (default 1000; quick 20)")
 	quiet := fs.Float64("quiet", -1, "before each measurement wait until processes outside the bench use less than this share of the machine (0.1 = 10%; default 0.1 in full runs, off in quick runs; 0: off)")
 	fs.DurationVar(&c.QuietWait, "quiet-wait", 3*time.Minute, "longest wait for a quiet machine before each measurement")
 	fs.StringVar(&serverFlavor, "server", "auto", "server binaries: auto (valkey-server if installed, else redis-server), valkey or redis")
@@ -112,6 +114,7 @@ func parseFlags(args []string) (*config, error) {
 	c.S5 = pick(*s5, 100_000, 2000)
 	c.S6 = s6Config{Samples: pick(*s6, 200, 10)}
 	c.S7 = pick(*s7, 200, 20)
+	c.S9 = s9Config{Samples: pick(*s9, 1000, 20)}
 	c.S8 = s8Config{Flows: 100, Nodes: 10, Slots: *slots, FanOut: []int{10, 100, 1000}, FanOutRuns: []int{20, 10, 3}}
 	if c.Quick {
 		c.S8 = s8Config{Flows: 10, Nodes: 5, Slots: *slots, FanOut: []int{10, 100}, FanOutRuns: []int{3, 1}}
@@ -267,7 +270,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			"scenarios": cfg.Only, "systems": cfg.Systems, "s2_systems": cfg.S2Systems, "ff_shape": cfg.FFShape,
 			"slots": cfg.S1.Slots, "s1_jobs": cfg.S1.Jobs, "s1_latency_jobs": cfg.S1.LatJobs, "s1_latency_rate": cfg.S1.LatRate,
 			"s2_jobs": cfg.S2.Jobs, "s2_batch": cfg.S2.Batch, "s3_window_s": cfg.S3.Window.Seconds(),
-			"s4_blocked": cfg.S4.Blocked, "s4_leases": cfg.S4.Leases, "s5_queued": cfg.S5, "s6_samples": cfg.S6.Samples, "s7_jobs": cfg.S7,
+			"s4_blocked": cfg.S4.Blocked, "s4_leases": cfg.S4.Leases, "s5_queued": cfg.S5, "s6_samples": cfg.S6.Samples, "s7_jobs": cfg.S7, "s9_samples": cfg.S9.Samples,
 			"asynq_task_check_interval": cfg.AsynqCheck.String(), "pg_durable": cfg.PGDurable,
 			"quiet_below": cfg.QuietBelow, "quiet_wait_s": cfg.QuietWait.Seconds(), "retries": cfg.Retries,
 		}}
@@ -292,7 +295,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 
 	// servers
 	needStandalone := cfg.anySystem("valkey", "raw", "asynq", "valkey-1x16", "valkey-16x1") ||
-		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7") || cfg.wants("S8")
+		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7") || cfg.wants("S8") || cfg.wants("S9")
 	if needStandalone {
 		s, err := startRedis(filepath.Join(dir, "standalone"), false)
 		if err != nil {
@@ -544,6 +547,22 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			for _, f := range row.FanOut {
 				logf("  S8 %s fan-out %d: cancel p50 %.2f ms p99 %.2f ms", row.Store, f.Siblings, f.Latency.P50, f.Latency.P99)
 			}
+		}
+	}
+	if cfg.wants("S9") && ctx.Err() == nil {
+		gate("S9")
+		logf("S9: suspend → signal → resume, %d round trips per store", cfg.S9.Samples)
+		var addrs []string
+		if e.standalone != nil {
+			addrs = []string{e.standalone.Addr()}
+		} else {
+			notRun("S9 valkey", "no redis server")
+		}
+		r := runS9(ctx, addrs, cfg.S9)
+		rep.S9 = &r
+		for _, row := range r.Runs {
+			logf("  S9 %s: signal → resumed handler p50 %.3f ms p95 %.3f ms p99 %.3f ms, idle wake p50 %.3f ms (%.2f ×)",
+				row.Store, row.Resume.P50, row.Resume.P95, row.Resume.P99, row.Wake.P50, row.Ratio)
 		}
 	}
 	if cfg.wants("S5") && ctx.Err() == nil {

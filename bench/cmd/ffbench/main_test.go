@@ -91,6 +91,15 @@ func TestQuick(t *testing.T) {
 			}
 		}
 	}
+	if rep.S9 == nil || len(rep.S9.Runs) == 0 {
+		t.Error("S9 missing")
+	} else {
+		for _, run := range rep.S9.Runs {
+			if run.Error != "" || run.Resume.N != cfg.S9.Samples || run.Wake.N != cfg.S9.Samples || run.OtherEffects != 0 {
+				t.Errorf("S9 %s: %+v", run.Store, run)
+			}
+		}
+	}
 	if rep.S5 == nil {
 		t.Error("S5 missing")
 	} else {
@@ -141,7 +150,7 @@ func TestParseFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-systems", "nope"}); err == nil {
 		t.Error("unknown system accepted")
 	}
-	if _, err := parseFlags([]string{"-only", "S9"}); err == nil {
+	if _, err := parseFlags([]string{"-only", "S99"}); err == nil {
 		t.Error("unknown scenario accepted")
 	}
 }

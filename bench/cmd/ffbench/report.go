@@ -30,6 +30,7 @@ type Report struct {
 	S6       *S6Result  `json:"s6,omitempty"`
 	S7       *S7Result  `json:"s7,omitempty"`
 	S8       *S8Result  `json:"s8,omitempty"`
+	S9       *S9Result  `json:"s9,omitempty"`
 	Targets  []Target   `json:"targets"`
 	Glossary []string   `json:"definitions"`
 	// OtherCPU is the share of the machine used by processes outside the
@@ -75,6 +76,7 @@ var glossary = []string{
 	"S7: delay error = handler start − due time, one job at a time on an otherwise idle engine with default scanner intervals: a Submit with RunAt (due = RunAt) and a retry after a failed first attempt (due = the handler's failing return + the fixed retry delay); delays uniform in 20–100 ms; target p99 ≤ 10 ms.",
 	"S6: cancel latency: start of an operator's Engine.Cancel of a running execution → its handler's context done (4 Workers, default 30 s lease, so a renewal would take 20 s), beside the idle wake (submit → handler start) of the same jobs in the same run; 20–60 ms pauses between steps.",
 	"S8: flows on a spread lane: linear flows (every node a no-op) all submitted first, then drained by the S1 slot count: node throughput (nodes / first handler start → last handler return) beside the same store's S1 drain, per-hop latency (an upstream handler's return → its downstream's handler start) and flow latency (drain start → the flow's last handler return); AnyOf CancelRemaining fan-outs: a winner returns once all n siblings run, and the time until every sibling's handler saw its context end (ErrExecutionCancelled).",
+	"S9: suspend → signal → resume (the issue's S7, renamed: S7 and S8 already exist here): start of Engine.DeliverSignal with the token of the pending waitpoint the handler created and suspended on (condition SignalFor(\"go\")) → the resumed handler's start (TaskInfo.Resumed), once the execution is suspended and the 4 Workers idle; beside the idle wake (submit → handler start) of the same jobs, measured as in S6; target p50 ≤ 3 × the idle-wake p50.",
 	"S5: bytes per queued execution − payload: for memstore the median of the Go heap (after GC) growth per execution over 5 equal fill steps, for the server (after − before)/queued of used_memory; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
 }
 
@@ -164,6 +166,19 @@ func computeTargets(r *Report) {
 			if run.Error == "" {
 				t.Pass = boolp(run.Ratio <= 2 && run.OtherCauses == 0)
 				t.Detail = fmt.Sprintf("cancel p50 %.3f ms, p99 %.3f ms; idle wake p50 %.3f ms (n=%d)", run.Cancel.P50, run.Cancel.P99, run.Wake.P50, run.Cancel.N)
+			} else {
+				t.Detail = run.Error
+			}
+			r.Targets = append(r.Targets, t)
+		}
+	}
+	if s := r.S9; s != nil {
+		for _, run := range s.Runs {
+			t := Target{Name: fmt.Sprintf("S9 suspend→signal→resume p50 / idle-wake p50 (%s)", run.Store), Value: run.Ratio, Op: "≤", Limit: 3}
+			if run.Error == "" {
+				t.Pass = boolp(run.Ratio <= 3 && run.OtherEffects == 0)
+				t.Detail = fmt.Sprintf("signal → resumed handler p50 %.3f ms, p95 %.3f ms, p99 %.3f ms; idle wake p50 %.3f ms (n=%d; other load %.0f%%)",
+					run.Resume.P50, run.Resume.P95, run.Resume.P99, run.Wake.P50, run.Resume.N, 100*run.OtherCPU)
 			} else {
 				t.Detail = run.Error
 			}
@@ -458,6 +473,20 @@ func (r *Report) markdown() string {
 			}
 			w("| %s | **%.3f** / %.3f / %.3f ms | %.3f / %.3f ms | %.2f | %.3f ms | %d |\n", run.Store, run.Cancel.P50, run.Cancel.P95, run.Cancel.P99,
 				run.Wake.P50, run.Wake.P99, run.Ratio, run.CancelCall.P50, run.Cancel.N)
+		}
+		w("\n")
+	}
+
+	if s := r.S9; s != nil {
+		w("## S9 suspend → signal → resume (Engine.DeliverSignal → resumed handler start)\n\n%s.\n\n", s.Note)
+		w("| store | signal → resumed handler p50 / p95 / p99 | idle wake p50 / p99 | resume p50 / wake p50 | DeliverSignal call p50 | n | other load |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, run := range s.Runs {
+			if run.Error != "" {
+				w("| %s | error: %s | | | | | |\n", run.Store, run.Error)
+				continue
+			}
+			w("| %s | **%.3f** / %.3f / %.3f ms | %.3f / %.3f ms | %.2f | %.3f ms | %d | %.0f%% |\n", run.Store, run.Resume.P50, run.Resume.P95, run.Resume.P99,
+				run.Wake.P50, run.Wake.P99, run.Ratio, run.SignalCall.P50, run.Resume.N, 100*run.OtherCPU)
 		}
 		w("\n")
 	}
