@@ -229,7 +229,19 @@ func (a *api) describe(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, viewExecution(s))
+	v := viewExecution(s)
+	if s.PublicState == flowfabric.PublicSuspended {
+		susp, err := a.e.Suspension(r.Context(), id)
+		if err == nil && susp.ClosedAt.IsZero() {
+			v.Suspension = &currentSuspensionView{
+				ID: susp.ID.String(), Reason: susp.Reason.String(), CurrentWaitpoint: susp.Waitpoint.String(),
+				TimeoutAt: jsonTime(susp.TimeoutAt), Escalated: susp.Escalated,
+			}
+		} else if err != nil && model.CodeOf(err) != model.CodeSuspensionNotFound {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 

@@ -73,6 +73,10 @@ func TestSignalsOverHTTP(t *testing.T) {
 	if susp["reason"] != "callback" || susp["closed_at"] != nil || susp["condition"].(map[string]any)["name"] != "go" {
 		t.Fatalf("suspension: %v", susp)
 	}
+	desc := ok[map[string]any](op, http.StatusOK, "GET", ep(s.ID), "")
+	if cur, _ := desc["suspension"].(map[string]any); cur == nil || cur["current_waitpoint"] != susp["waitpoint"] || cur["reason"] != "callback" {
+		t.Fatalf("describe of a suspended execution: suspension %v", desc["suspension"])
+	}
 	wps := ok[waitpointsBody](op, http.StatusOK, "GET", ep(s.ID, "/waitpoints"), "")
 	if len(wps.Waitpoints) != 1 || wps.Waitpoints[0].State != "active" || wps.Waitpoints[0].Token == "" {
 		t.Fatalf("waitpoints: %+v", wps)

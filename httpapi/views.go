@@ -65,6 +65,9 @@ type executionView struct {
 	RevokeReason   string          `json:"revoke_reason,omitempty"`
 	Grant          *grantView      `json:"grant,omitempty"`
 	Progress       *progressView   `json:"progress,omitempty"`
+	// Suspension is set while the execution is suspended: what it waits
+	// for and its current waitpoint (GET …/suspension has the rest).
+	Suspension *currentSuspensionView `json:"suspension,omitempty"`
 
 	FailureReason            string   `json:"failure_reason,omitempty"`
 	FailureCategory          string   `json:"failure_category,omitempty"`
@@ -78,6 +81,14 @@ type executionView struct {
 	StartedAt        jsonTime `json:"started_at,omitzero"`
 	TerminalAt       jsonTime `json:"terminal_at,omitzero"`
 	DelayUntil       jsonTime `json:"delay_until,omitzero"`
+}
+
+type currentSuspensionView struct {
+	ID               string   `json:"id"`
+	Reason           string   `json:"reason"`
+	CurrentWaitpoint string   `json:"current_waitpoint"`
+	TimeoutAt        jsonTime `json:"timeout_at,omitzero"`
+	Escalated        bool     `json:"escalated,omitempty"`
 }
 
 type stateVectorView struct {
