@@ -61,6 +61,19 @@ type ListOpts struct {
 	Limit int
 }
 
+// withDefaults returns the options with the default page size applied
+// (nil: the first page of partition 0).
+func (opts *ListOpts) withDefaults() ListOpts {
+	var o ListOpts
+	if opts != nil {
+		o = *opts
+	}
+	if o.Limit == 0 {
+		o.Limit = 100
+	}
+	return o
+}
+
 // ListResult is one page.
 type ListResult struct {
 	IDs []ExecutionID
@@ -70,13 +83,7 @@ type ListResult struct {
 
 // List returns one page of a partition's executions in id order.
 func (e *Engine) List(ctx context.Context, opts *ListOpts) (*ListResult, error) {
-	var o ListOpts
-	if opts != nil {
-		o = *opts
-	}
-	if o.Limit == 0 {
-		o.Limit = 100
-	}
+	o := opts.withDefaults()
 	r, err := e.store.ExecutionList(ctx, &model.ExecutionListParams{Partition: o.Partition, After: o.After, Limit: o.Limit})
 	if err != nil {
 		return nil, wrap("list", err)

@@ -542,13 +542,7 @@ type SuspendedPage struct {
 // ListSuspended returns one page of a partition's suspended executions
 // with what they wait for, in id order (opts as for List).
 func (e *Engine) ListSuspended(ctx context.Context, opts *ListOpts) (*SuspendedPage, error) {
-	var o ListOpts
-	if opts != nil {
-		o = *opts
-	}
-	if o.Limit == 0 {
-		o.Limit = 100
-	}
+	o := opts.withDefaults()
 	ss, err := e.suspendStore()
 	if err != nil {
 		return nil, wrap("list suspended", err)

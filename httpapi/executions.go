@@ -178,22 +178,32 @@ type listResponse struct {
 	Partitions int `json:"partitions"`
 }
 
-func (a *api) list(w http.ResponseWriter, r *http.Request) error {
+// pageQuery reads a partition page's query: partition, after, limit
+// (default 50).
+func (a *api) pageQuery(r *http.Request) (*flowfabric.ListOpts, error) {
 	part, err := queryInt(r, "partition", 0, 0, a.e.Partitions()-1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	limit, err := queryInt(r, "limit", 50, 1, model.MaxPageSize)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var after flowfabric.ExecutionID
 	if s := r.URL.Query().Get("after"); s != "" {
 		if after, err = parseExecutionID("after", s); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	res, err := a.e.List(r.Context(), &flowfabric.ListOpts{Partition: part, After: after, Limit: limit})
+	return &flowfabric.ListOpts{Partition: part, After: after, Limit: limit}, nil
+}
+
+func (a *api) list(w http.ResponseWriter, r *http.Request) error {
+	opts, err := a.pageQuery(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.e.List(r.Context(), opts)
 	if err != nil {
 		return err
 	}

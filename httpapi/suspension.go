@@ -212,21 +212,11 @@ type suspendedEntryView struct {
 
 // listSuspended pages through one partition's suspended executions.
 func (a *api) listSuspended(w http.ResponseWriter, r *http.Request) error {
-	part, err := queryInt(r, "partition", 0, 0, a.e.Partitions()-1)
+	opts, err := a.pageQuery(r)
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(r, "limit", 50, 1, model.MaxPageSize)
-	if err != nil {
-		return err
-	}
-	var after flowfabric.ExecutionID
-	if s := r.URL.Query().Get("after"); s != "" {
-		if after, err = parseExecutionID("after", s); err != nil {
-			return err
-		}
-	}
-	page, err := a.e.ListSuspended(r.Context(), &flowfabric.ListOpts{Partition: part, After: after, Limit: limit})
+	page, err := a.e.ListSuspended(r.Context(), opts)
 	if err != nil {
 		return err
 	}
