@@ -53,7 +53,7 @@ local function wait_kit()
   -- delay (ms) when it closed the suspension, nil otherwise.
   local function close_susp(e, now, by, keep)
     local sk = e.k.base .. ':susp'
-    local s = redis.call('HMGET', sk, 'closed_by', 'wps', 'keep_wps', 'keep_sigs', 'timeout_at', 'delay')
+    local s = redis.call('HMGET', sk, 'closed_by', 'wps', 'keep_wps', 'keep_sigs', 'delay')
     if s[1] ~= '' then return nil end
     redis.call('HSET', sk, 'closed_at', S(now), 'closed_by', by)
     keep = keep and s[3] == '1'
@@ -63,11 +63,9 @@ local function wait_kit()
       if w[1] == 'active' then
         if keep then
           local at = N(w[2])
-          if at == 0 then
-            -- a suspension's fresh waitpoint: fixed at its first return
-            at = N(s[5])
-            if at == 0 then at = N(w[3]) + MAX_WAITPOINT_TTL end
-          end
+          -- a suspension's fresh waitpoint had none: MaxWaitpointTTL after
+          -- its creation
+          if at == 0 then at = N(w[3]) + MAX_WAITPOINT_TTL end
           redis.call('HSET', wk, 'state', 'pending', 'expires_at', S(at), 'keep_at', S(at))
           if s[4] ~= '1' then redis.call('DEL', wk .. ':sigs') end
         else
@@ -76,7 +74,7 @@ local function wait_kit()
         end
       end
     end
-    return N(s[6])
+    return N(s[5])
   end
 
   -- ends closes what an ending execution holds open (terminate calls
