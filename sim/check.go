@@ -28,13 +28,17 @@ func fenced(p any) (id model.ExecutionID, f model.Fence, now time.Time, ok bool)
 	return iv.Interface().(model.ExecutionID), f, nv.Interface().(time.Time), true
 }
 
-// outcomeOps are the fenced calls that record a handler's outcome.
-var outcomeOps = map[string]bool{"Complete": true, "Fail": true, "Delay": true, "Cancel": true}
+// outcomeOps are the fenced calls that record a handler's outcome (a
+// suspension's included), and the fenced WaitpointCreate: each must come
+// from the live lease.
+var outcomeOps = map[string]bool{"Complete": true, "Fail": true, "Delay": true, "Cancel": true, "Suspend": true,
+	"WaitpointCreate": true}
 
 // before runs just before a call is applied: it reads the execution a
 // fenced outcome is about to change.
 func (w *world) before(op string, p any) {
 	w.pre = nil
+	w.beforeSuspend(op, p)
 	if !outcomeOps[op] {
 		return
 	}
@@ -49,6 +53,7 @@ func (w *world) before(op string, p any) {
 
 // after runs just after a call was applied, with its real reply.
 func (w *world) after(op string, p any, r any, err error) {
+	w.afterSuspend(op, p, r, err)
 	if err != nil {
 		return
 	}
@@ -147,6 +152,7 @@ func (w *world) checkpoint() {
 	if v := o.Violations(sortedIDs(w.acked)); len(v) > 0 {
 		w.violate("store invariants:\n  %s", strings.Join(v, "\n  "))
 	}
+	w.checkSuspendState(o)
 	for _, id := range sortedIDs(w.acked) {
 		eo := o.Execs[id]
 		if eo == nil {
@@ -222,6 +228,9 @@ func (w *world) drain() {
 	deadline := w.sched.now.Add(drainLimit)
 	nextScan := w.sched.now
 	for {
+		if !w.o.NoSuspend {
+			w.outsideTick() // the answers the outside world still owes
+		}
 		if !w.runAll() || len(w.viol) > 0 {
 			return
 		}
@@ -238,6 +247,7 @@ func (w *world) drain() {
 		}
 		if !w.sched.now.Before(nextScan) {
 			w.restartWorkers()
+			w.answerSuspended(left)
 			for _, p := range w.live() {
 				for _, sc := range p.scanners {
 					w.scanPass(p, sc)

@@ -64,6 +64,9 @@ func describeParams(w *world, p any) string {
 	if f := field(v, "ID"); f.IsValid() && f.Type() == execIDType {
 		b = append(b, w.alias(f.Interface().(model.ExecutionID)))
 	}
+	if sp, ok := p.(*model.SignalDeliverParams); ok {
+		b = append(b, w.alias(sp.Execution), fmt.Sprintf("%q from %q key %q", sp.Name, sp.Source, sp.IdempotencyKey))
+	}
 	if f := field(v, "Fence"); f.IsValid() && f.Type() == fenceType {
 		if fe := f.Interface().(model.Fence); !fe.IsZero() {
 			b = append(b, fmt.Sprintf("e%d", fe.LeaseEpoch))
@@ -108,7 +111,7 @@ func describeResult(w *world, r any, err error) string {
 		return fmt.Sprintf("claimed %s e%d", w.alias(c.ID), c.Lease.Epoch)
 	}
 	b := []string{"ok"}
-	for _, name := range []string{"Replayed", "Duplicate", "Outcome", "Status", "Acted", "Promoted", "Expired", "Unblocked"} {
+	for _, name := range []string{"Replayed", "Duplicate", "Outcome", "Effect", "IgnoredReason", "Status", "Acted", "Promoted", "Expired", "Unblocked", "Closed"} {
 		f := field(v, name)
 		if !f.IsValid() || f.IsZero() {
 			continue

@@ -11,7 +11,10 @@
 // never run again; its leases are left), stop one gracefully, start a new
 // one. The store wrapper fails calls before they apply, loses replies of
 // calls that applied, delivers calls twice, makes calls slow, and drops
-// or duplicates work and lease notifications. After the workload the
+// or duplicates work and lease notifications. Handlers of three kinds
+// suspend (sim/suspend.go) and an outside-world actor signals them with
+// the tokens it learns, redelivers, and resumes or cancels them as an
+// operator. After the workload the
 // faults stop and a drain runs until every acknowledged execution is
 // terminal.
 //
@@ -19,8 +22,11 @@
 // and replay caps, that a worker's outcome is accepted only from the
 // execution's live lease (so a handler's success after its lease was lost
 // is refused), that no execution completes twice without a replay in
-// between, that no engine goroutine panics; at the end, that nothing
-// acknowledged is lost.
+// between, that no engine goroutine panics, that signals are taken only by
+// open waitpoints, never counted twice for one idempotency key, and that a
+// resumed handler reads the signals that satisfied it; at the end, that
+// nothing acknowledged is lost (the outside world answers, or an operator
+// resumes, what is still suspended at the drain).
 //
 // Run returns the event log (same options, byte-identical log) and the
 // violations; Shrink finds a shorter failing run of a failing seed. See

@@ -109,6 +109,8 @@ func (w *world) buildFlow() *simFlow {
 		kind := pick(w, kinds)
 		if w.rng.IntN(5) == 0 {
 			kind = "fanout" // grows the flow while it runs
+		} else if !w.o.NoSuspend && w.rng.IntN(6) == 0 {
+			kind = pick(w, suspendKinds) // waits for the outside world
 		}
 		node := f.AddRaw(kind, []byte(`{}`), o)
 		var ups []string

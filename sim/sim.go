@@ -32,6 +32,15 @@ type Options struct {
 	NoOperator bool
 	// NoFlows turns off flow submissions.
 	NoFlows bool
+	// NoSuspend turns off the suspending kinds and the outside world that
+	// signals them (sim/suspend.go).
+	NoSuspend bool
+	// StrictSignals makes a signal stored twice under one id (a
+	// SignalDeliver without an idempotency key that the network delivered
+	// twice) a violation. Off by default: the stores do not dedup
+	// deliveries by signal id (reported; see sim/suspend.go), so the
+	// runs count them (Result.Suspend.StoredTwice) instead.
+	StrictSignals bool
 	// Calm runs a healthy system: no faults, no process deaths, stalls,
 	// stops or clock jumps (NoFaults and NoKills). There a lease must never
 	// expire (every one is renewed in time or given back) and the engines
@@ -70,6 +79,8 @@ type Result struct {
 	Submitted, Completed int
 	// Drain is how long (simulated) the quiet drain took.
 	Drain time.Duration
+	// Suspend counts what the suspension workload did.
+	Suspend SuspendStats
 }
 
 // Failed reports whether the run broke an invariant.
@@ -155,6 +166,9 @@ type world struct {
 	draining   bool
 	terminal   map[model.ExecutionID]bool // found terminal during the drain
 
+	// sus is the suspension workload and its outside world
+	sus suspendState
+
 	// checks
 	completes map[model.ExecutionID]int // successful completions since the last replay
 	pre       *model.ExecutionSnapshot  // the execution before a fenced call
@@ -192,6 +206,7 @@ func Run(o Options) *Result {
 		inFlow:    map[model.ExecutionID]bool{},
 		completes: map[model.ExecutionID]int{},
 		terminal:  map[model.ExecutionID]bool{},
+		sus:       newSuspendState(),
 	}
 	w.st = &Store{Store: w.raw, w: w}
 	// each seed scales the fault rates by 0–3, so some histories are
@@ -219,7 +234,8 @@ func Run(o Options) *Result {
 	if len(w.viol) == 0 {
 		w.drain()
 	}
-	res := &Result{Options: o, Log: w.log, Violations: w.viol, Submitted: len(w.acked), Drain: w.sched.now.Sub(drainStart)}
+	res := &Result{Options: o, Log: w.log, Violations: w.viol, Submitted: len(w.acked), Drain: w.sched.now.Sub(drainStart),
+		Suspend: w.sus.stats}
 	for _, id := range w.acked {
 		if s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id}); err == nil &&
 			s.State.TerminalOutcome == model.OutcomeSuccess {
@@ -331,6 +347,7 @@ func (w *world) startProcess(full bool, ns model.Namespace) *process {
 		DefaultRetryPolicy: &flowfabric.RetryPolicy{MaxRetries: 2, InitialDelay: 500 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second},
 		Claim:              flowfabric.ClaimConfig{LiveCapsTTL: time.Second, ProbePartitions: 2},
 		Lanes:              map[model.LaneID]flowfabric.LaneConfig{"s": {Spread: true}},
+		WaitpointKeys:      waitpointKeys,
 	})
 	p.scanners = p.engine.Scanners()
 	nw := 1 + w.rng.IntN(2)
@@ -358,6 +375,11 @@ func (w *world) startProcess(full bool, ns model.Namespace) *process {
 		sw := &simWorker{w: flowfabric.NewWorker(p.engine, cfg)}
 		for _, k := range append(kinds[:len(kinds):len(kinds)], "fanout") {
 			if err := sw.w.HandleRaw(k, w.handler(k, cfg.LeaseTTL)); err != nil {
+				panic(err)
+			}
+		}
+		for _, k := range suspendKinds {
+			if err := sw.w.HandleRaw(k, w.suspendHandler(k)); err != nil {
 				panic(err)
 			}
 		}
@@ -422,6 +444,12 @@ func (w *world) stepOnce() {
 	}
 	if f := w.faults(); f != nil && w.rng.IntN(1000) < f.Late {
 		w.redeliver()
+	}
+	if !w.o.NoSuspend {
+		w.outsideTick()
+		if len(live) > 0 && w.rng.IntN(1000) < 40 {
+			w.outside(pick(w, live))
+		}
 	}
 	r := w.rng.IntN(1000)
 	switch {

@@ -16,6 +16,7 @@ var (
 	oneSeed = flag.Uint64("sim.seed", 0, "run only this seed and print its history")
 	steps   = flag.Int("sim.steps", 0, "workload steps per seed (0: the default, 300)")
 	calm    = flag.Bool("sim.calm", false, "with -sim.seed: replay a calm run (TestCalm's)")
+	strict  = flag.Bool("sim.strictsignals", false, "a signal stored twice under one id is a violation (Options.StrictSignals)")
 )
 
 // report fails t with the seed, the violations and the shrunk history.
@@ -24,17 +25,17 @@ func report(t *testing.T, r *sim.Result) {
 	s := sim.Shrink(r)
 	o := s.Options
 	t.Errorf("seed %d failed: %s\nshrunk to %d steps, faults %v (%+v), kills %v, operator %v: %s\n"+
-		"replay (the whole history): go test ./sim/ -run TestSeeds -sim.seed=%d -sim.steps=%d -sim.calm=%v -v\n"+
+		"replay (the whole history): go test ./sim/ -run TestSeeds -sim.seed=%d -sim.steps=%d -sim.calm=%v -sim.strictsignals=%v -v\n"+
 		"shrunk history of the executions named:\n%s",
 		r.Options.Seed, strings.Join(r.Violations, "; "), o.Steps, !o.NoFaults, *o.Faults, !o.NoKills, !o.NoOperator,
-		strings.Join(s.Violations, "; "), o.Seed, o.Steps, o.Calm, s.Focus())
+		strings.Join(s.Violations, "; "), o.Seed, o.Steps, o.Calm, o.StrictSignals, s.Focus())
 }
 
 // TestSeeds runs many seeds (flags: -sim.seeds, -sim.first, -sim.seed,
 // -sim.steps).
 func TestSeeds(t *testing.T) {
 	if *oneSeed != 0 {
-		r := sim.Run(sim.Options{Seed: *oneSeed, Steps: *steps, Calm: *calm})
+		r := sim.Run(sim.Options{Seed: *oneSeed, Steps: *steps, Calm: *calm, StrictSignals: *strict})
 		t.Log("\n" + r.History())
 		if r.Failed() {
 			report(t, r)
@@ -49,12 +50,14 @@ func TestSeeds(t *testing.T) {
 		}
 	}
 	submitted, completed := 0, 0
+	var sus sim.SuspendStats
 	var longest time.Duration
 	var longestSeed uint64
 	for s := *first; s < *first+uint64(n); s++ {
-		r := sim.Run(sim.Options{Seed: s, Steps: *steps})
+		r := sim.Run(sim.Options{Seed: s, Steps: *steps, StrictSignals: *strict})
 		submitted += r.Submitted
 		completed += r.Completed
+		sus.Add(r.Suspend)
 		if r.Drain > longest {
 			longest, longestSeed = r.Drain, s
 		}
@@ -63,8 +66,8 @@ func TestSeeds(t *testing.T) {
 			return
 		}
 	}
-	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d)",
-		n, submitted, completed, longest, longestSeed)
+	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d); suspension: %+v",
+		n, submitted, completed, longest, longestSeed, sus)
 }
 
 // TestDeterministic runs seeds twice: the event logs must be
@@ -134,7 +137,7 @@ func TestCalm(t *testing.T) {
 		n = uint64(*seeds)
 	}
 	for s := *first; s < *first+n; s++ {
-		if r := sim.Run(sim.Options{Seed: s, Calm: true, Steps: *steps}); r.Failed() {
+		if r := sim.Run(sim.Options{Seed: s, Calm: true, Steps: *steps, StrictSignals: *strict}); r.Failed() {
 			report(t, r)
 			return
 		}

@@ -350,7 +350,7 @@ func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseN
 // ids and fences make harmless. An operator's unfenced calls are not
 // (a late revoke would revoke a newer lease, as its sender asked).
 var redeliverable = map[string]bool{"Create": true, "Complete": true, "Fail": true, "Delay": true, "Cancel": true,
-	"Renew": true, "UpdateProgress": true}
+	"Renew": true, "UpdateProgress": true, "WaitpointCreate": true, "Suspend": true}
 
 // remember keeps a call for a late redelivery (the last 32).
 func (w *world) remember(f func()) {

@@ -98,6 +98,9 @@ func (w *world) handler(k model.Kind, lease time.Duration) func(ctx context.Cont
 // submit submits a random execution through p's engine, in a proc of p.
 func (w *world) submit(p *process) {
 	kind := pick(w, kinds)
+	if !w.o.NoSuspend && w.rng.IntN(4) == 0 {
+		kind = pick(w, suspendKinds)
+	}
 	o := &flowfabric.SubmitOpts{Lane: pick(w, lanes), Priority: w.rng.IntN(4)}
 	if w.rng.IntN(3) == 0 {
 		o.Delay = w.dur(time.Millisecond, 10*time.Second)
