@@ -150,6 +150,10 @@ func (s *Store) SignalDeliver(ctx context.Context, p *model.SignalDeliverParams)
 		if w.createdAt != ms(p.WaitpointCreatedAt) {
 			return nil, model.ErrInvalidToken
 		}
+		if r := storedSignal(e, w, p.Signal); r != nil {
+			return &model.SignalDeliverResult{Signal: r.ID, Effect: r.Effect, IgnoredReason: r.IgnoredReason,
+				State: e.vector().PublicState(), Replayed: true}, nil
+		}
 		if first, dup := duplicateOf(w, p.IdempotencyKey, now); dup {
 			return &model.SignalDeliverResult{Signal: first, Effect: model.SignalDuplicate, State: e.vector().PublicState()}, nil
 		}

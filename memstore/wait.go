@@ -45,6 +45,24 @@ type signalRec struct {
 	rec model.SignalRecord
 }
 
+// storedSignal returns the signal id stored on w or on e's open or last
+// suspension (a delivery applied twice), or nil.
+func storedSignal(e *execution, w *waitpointRec, id model.SignalID) *model.SignalRecord {
+	for i := range w.signals {
+		if w.signals[i].rec.ID == id {
+			return &w.signals[i].rec
+		}
+	}
+	if e.susp != nil {
+		for i := range e.susp.signals {
+			if e.susp.signals[i].rec.ID == id {
+				return &e.susp.signals[i].rec
+			}
+		}
+	}
+	return nil
+}
+
 // dedupEntry remembers a delivery's idempotency key until expiresAt.
 type dedupEntry struct {
 	signal    model.SignalID

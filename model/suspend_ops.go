@@ -512,7 +512,11 @@ type ExecutionSuspendResult struct {
 //
 // Order of checks: the execution and the waitpoint must exist with the
 // token's creation time (ErrNotFound; ErrWaitpointNotFound, or
-// ErrInvalidToken when the creation time differs); a non-empty
+// ErrInvalidToken when the creation time differs); a Signal id the
+// waitpoint or the execution's open or last suspension already holds
+// replays (the stored signal's id, effect and ignored reason, Replayed,
+// the state now), writing nothing, so a request applied twice stores one
+// signal; a non-empty
 // IdempotencyKey seen on this waitpoint within its TTL returns
 // SignalDuplicate with the first signal's id, even after the waitpoint
 // closed (a webhook's retry learns its first delivery counted), writing
@@ -591,6 +595,8 @@ type SignalDeliverResult struct {
 	// delayed index (ResumePolicy.Delay), so the caller can schedule its
 	// promotion.
 	DelayUntil time.Time
+	// Replayed: the Signal id was already stored; nothing was written.
+	Replayed bool
 }
 
 // SignalRecord is one delivered signal as stored.

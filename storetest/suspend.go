@@ -33,6 +33,7 @@ func testSuspend(t *testing.T, newStore NewStoreFunc) {
 		{"SignalIgnoredTimeoutOnly", suspendSignalTimeoutOnly},
 		{"SignalDuplicate", suspendSignalDuplicate},
 		{"SignalDedupTTL", suspendSignalDedupTTL},
+		{"SignalReplayByID", suspendSignalReplayByID},
 		{"SignalLimit", suspendSignalLimit},
 		{"SignalErrors", suspendSignalErrors},
 		{"AllOf", suspendAllOf},

@@ -104,6 +104,33 @@ func suspendSignalDuplicate(h *suspendHarness) {
 	h.signalErr(other, model.ErrWaitpointClosed)
 }
 
+// suspendSignalReplayByID: the same delivery applied twice (a request
+// retried after a lost reply, without idempotency key) stores one signal
+// and replays the first result, even once the signal resumed the
+// execution and its waitpoint closed. Regression: the simulator's
+// delivered-twice fault stored one signal id twice (seed 1102).
+func suspendSignalReplayByID(h *suspendHarness) {
+	id, c := h.active(at(0))
+	w, wc := h.waitpoint(id, c.Fence(), at(time.Hour), at(time.Second))
+	buffered := h.signalParams(id, w, wc, "a", at(2*time.Second))
+	h.sent(buffered, model.SignalBuffered, "", model.PublicActive)
+	h.refused(func() {
+		h.signal(buffered, model.SignalDeliverResult{Signal: buffered.Signal, Effect: model.SignalBuffered, State: model.PublicActive, Replayed: true})
+	}, id)
+	p := h.suspendParams(id, c.Fence(), allOf(signalOn(w, "a"), model.SignalFor("b")), at(3*time.Second))
+	h.suspend(p)
+	last := h.signalParams(id, p.Waitpoint, at(3*time.Second), "b", at(4*time.Second))
+	h.sent(last, model.SignalResumed, "", model.PublicWaiting)
+	again := *last
+	again.Now = at(5 * time.Second)
+	h.refused(func() {
+		h.signal(&again, model.SignalDeliverResult{Signal: last.Signal, Effect: model.SignalResumed, State: model.PublicWaiting, Replayed: true})
+	}, id)
+	if got := signalIDs(h.susp(id).Signals); len(got) != 2 {
+		h.t.Fatalf("signals after replays: %v, want the two delivered once each", got)
+	}
+}
+
 // suspendSignalDedupTTL: a key is remembered for DedupTTL; after it the
 // same key is a new signal.
 func suspendSignalDedupTTL(h *suspendHarness) {
