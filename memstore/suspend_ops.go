@@ -150,7 +150,7 @@ func (s *Store) SignalDeliver(ctx context.Context, p *model.SignalDeliverParams)
 		if w.createdAt != ms(p.WaitpointCreatedAt) {
 			return nil, model.ErrInvalidToken
 		}
-		if r := storedSignal(e, w, p.Signal); r != nil {
+		if r := storedSignal(e, p.Signal); r != nil {
 			return &model.SignalDeliverResult{Signal: r.ID, Effect: r.Effect, IgnoredReason: r.IgnoredReason,
 				State: e.vector().PublicState(), Replayed: true}, nil
 		}

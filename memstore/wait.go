@@ -45,12 +45,15 @@ type signalRec struct {
 	rec model.SignalRecord
 }
 
-// storedSignal returns the signal id stored on w or on e's open or last
-// suspension (a delivery applied twice), or nil.
-func storedSignal(e *execution, w *waitpointRec, id model.SignalID) *model.SignalRecord {
-	for i := range w.signals {
-		if w.signals[i].rec.ID == id {
-			return &w.signals[i].rec
+// storedSignal returns the signal id that e still keeps (on one of its
+// waitpoints or its open or last suspension: a delivery applied twice),
+// or nil.
+func storedSignal(e *execution, id model.SignalID) *model.SignalRecord {
+	for _, w := range e.waitpoints {
+		for i := range w.signals {
+			if w.signals[i].rec.ID == id {
+				return &w.signals[i].rec
+			}
 		}
 	}
 	if e.susp != nil {

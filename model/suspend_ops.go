@@ -513,8 +513,8 @@ type ExecutionSuspendResult struct {
 // Order of checks: the execution and the waitpoint must exist with the
 // token's creation time (ErrNotFound; ErrWaitpointNotFound, or
 // ErrInvalidToken when the creation time differs); a Signal id the
-// waitpoint or the execution's open or last suspension already holds
-// replays (the stored signal's id, effect and ignored reason, Replayed,
+// execution still keeps (on any of its waitpoints, or its open or last
+// suspension) replays (the stored signal's id, effect and ignored reason, Replayed,
 // the state now), writing nothing, so a request applied twice stores one
 // signal; a non-empty
 // IdempotencyKey seen on this waitpoint within its TTL returns

@@ -96,6 +96,7 @@ func (s *Store) SignalDeliver(ctx context.Context, p *model.SignalDeliverParams)
 		IgnoredReason: r.str("ignored_reason"),
 		State:         publicState(r.obj("state")),
 		DelayUntil:    r.time("delay_until"),
+		Replayed:      r.has("replayed") && r.bool("replayed"),
 	}
 	return res, r.err()
 }

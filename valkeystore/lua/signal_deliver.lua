@@ -12,6 +12,14 @@ local wk = wp_key(A_waitpoint)
 local w = redis.call('HMGET', wk, 'exec', 'state', 'created_at', 'limit')
 if w[1] ~= e.id then return fail('waitpoint_not_found', '', 'Waitpoint') end
 if w[3] ~= A_created_at then return fail('invalid_token') end
+local base = e.k.base
+-- a signal id the execution still keeps: the same delivery applied twice
+local kept = redis.call('HGET', base .. ':sig', A_signal)
+if kept then
+  local f = netstrings(kept)
+  return { 'signal', f[2], 'effect', f[7], 'ignored_reason', f[8], 'state', vector(e), 'delay_until', 0,
+    'replayed', 1 }
+end
 local dk = wk .. ':dedup'
 if A_idem ~= '' then
   local d = redis.call('HGET', dk, A_idem)
@@ -26,7 +34,6 @@ end
 if w[2] == 'closed' then return fail('waitpoint_closed') end
 if redis.call('LLEN', wk .. ':sigs') >= N(w[4]) then return fail('signal_limit_exceeded') end
 
-local base = e.k.base
 local sk = base .. ':susp'
 local effect, ignored = 'buffered', ''
 local sig = { id = A_signal, wp = A_waitpoint, name = A_name, source = A_source }
