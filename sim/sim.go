@@ -35,12 +35,6 @@ type Options struct {
 	// NoSuspend turns off the suspending kinds and the outside world that
 	// signals them (sim/suspend.go).
 	NoSuspend bool
-	// StrictSignals makes a signal stored twice under one id (a
-	// SignalDeliver without an idempotency key that the network delivered
-	// twice) a violation. Off by default: the stores do not dedup
-	// deliveries by signal id (reported; see sim/suspend.go), so the
-	// runs count them (Result.Suspend.StoredTwice) instead.
-	StrictSignals bool
 	// Calm runs a healthy system: no faults, no process deaths, stalls,
 	// stops or clock jumps (NoFaults and NoKills). There a lease must never
 	// expire (every one is renewed in time or given back) and the engines

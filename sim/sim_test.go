@@ -16,7 +16,6 @@ var (
 	oneSeed = flag.Uint64("sim.seed", 0, "run only this seed and print its history")
 	steps   = flag.Int("sim.steps", 0, "workload steps per seed (0: the default, 300)")
 	calm    = flag.Bool("sim.calm", false, "with -sim.seed: replay a calm run (TestCalm's)")
-	strict  = flag.Bool("sim.strictsignals", false, "a signal stored twice under one id is a violation (Options.StrictSignals)")
 )
 
 // report fails t with the seed, the violations and the shrunk history.
@@ -25,17 +24,17 @@ func report(t *testing.T, r *sim.Result) {
 	s := sim.Shrink(r)
 	o := s.Options
 	t.Errorf("seed %d failed: %s\nshrunk to %d steps, faults %v (%+v), kills %v, operator %v: %s\n"+
-		"replay (the whole history): go test ./sim/ -run TestSeeds -sim.seed=%d -sim.steps=%d -sim.calm=%v -sim.strictsignals=%v -v\n"+
+		"replay (the whole history): go test ./sim/ -run TestSeeds -sim.seed=%d -sim.steps=%d -sim.calm=%v -v\n"+
 		"shrunk history of the executions named:\n%s",
 		r.Options.Seed, strings.Join(r.Violations, "; "), o.Steps, !o.NoFaults, *o.Faults, !o.NoKills, !o.NoOperator,
-		strings.Join(s.Violations, "; "), o.Seed, o.Steps, o.Calm, o.StrictSignals, s.Focus())
+		strings.Join(s.Violations, "; "), o.Seed, o.Steps, o.Calm, s.Focus())
 }
 
 // TestSeeds runs many seeds (flags: -sim.seeds, -sim.first, -sim.seed,
 // -sim.steps).
 func TestSeeds(t *testing.T) {
 	if *oneSeed != 0 {
-		r := sim.Run(sim.Options{Seed: *oneSeed, Steps: *steps, Calm: *calm, StrictSignals: *strict})
+		r := sim.Run(sim.Options{Seed: *oneSeed, Steps: *steps, Calm: *calm})
 		t.Log("\n" + r.History())
 		if r.Failed() {
 			report(t, r)
@@ -54,7 +53,7 @@ func TestSeeds(t *testing.T) {
 	var longest time.Duration
 	var longestSeed uint64
 	for s := *first; s < *first+uint64(n); s++ {
-		r := sim.Run(sim.Options{Seed: s, Steps: *steps, StrictSignals: *strict})
+		r := sim.Run(sim.Options{Seed: s, Steps: *steps})
 		submitted += r.Submitted
 		completed += r.Completed
 		sus.Add(r.Suspend)
@@ -103,6 +102,8 @@ var regressions = []struct {
 	{78, true, "a worker tracked tasks by execution id: a handler ignoring its context outlived its attempt, " +
 		"the retry ran on the same worker, and the old task's end dropped the new one, whose lease then expired " +
 		"(TestSameExecutionTwiceOnOneWorker)"},
+	{1102, false, "a signal delivery the network applied twice was stored twice under one signal id " +
+		"(storetest Suspend/SignalReplayByID)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
@@ -137,7 +138,7 @@ func TestCalm(t *testing.T) {
 		n = uint64(*seeds)
 	}
 	for s := *first; s < *first+n; s++ {
-		if r := sim.Run(sim.Options{Seed: s, Calm: true, Steps: *steps, StrictSignals: *strict}); r.Failed() {
+		if r := sim.Run(sim.Options{Seed: s, Calm: true, Steps: *steps}); r.Failed() {
 			report(t, r)
 			return
 		}

@@ -61,9 +61,9 @@ import (
 // delivery reported "resumed"; no key counted twice. Every checkpoint: the
 // suspension and waitpoint rules of internal/invariant (here only for an
 // execution proptest's Observation did not read the suspension of; its
-// Violations apply them otherwise), distinct signal ids per waitpoint
-// (Options.StrictSignals: a delivery the network repeated is stored twice,
-// the stores do not dedup by signal id) and no key counted twice within
+// Violations apply them otherwise), distinct signal ids per waitpoint (a
+// delivery the network repeated replays: seed 1102 found the stores
+// storing it twice) and no key counted twice within
 // its TTL; a timeout fired when due and by its behaviour. The drain: every
 // acknowledged execution ends, suspended ones included.
 
@@ -214,10 +214,6 @@ type SuspendStats struct {
 	// escalate) and ResumedRuns (handlers that ran resumed and checked
 	// their signals).
 	OperatorResumes, Timeouts, ResumedRuns int
-	// StoredTwice counts signal records found with the id of another
-	// record of the same waitpoint or suspension (each time a check read
-	// them), tolerated without Options.StrictSignals.
-	StoredTwice int
 }
 
 // Add adds o's counts to s.
@@ -231,7 +227,6 @@ func (s *SuspendStats) Add(o SuspendStats) {
 	s.OperatorResumes += o.OperatorResumes
 	s.Timeouts += o.Timeouts
 	s.ResumedRuns += o.ResumedRuns
-	s.StoredTwice += o.StoredTwice
 }
 
 func newSuspendState() suspendState {
@@ -446,12 +441,6 @@ func (w *world) countedTwice(sigs []model.SignalRecord) string {
 	keys := map[dedupKey]time.Time{}
 	for _, s := range sigs {
 		if ids[s.ID] {
-			if s.IdempotencyKey == "" && !w.o.StrictSignals {
-				// known: SignalDeliver is not idempotent on its signal
-				// id (Options.StrictSignals)
-				w.sus.stats.StoredTwice++
-				continue
-			}
 			return fmt.Sprintf("signal %s stored twice (on waitpoint %s)", s.ID, s.Waitpoint)
 		}
 		ids[s.ID] = true
