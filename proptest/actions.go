@@ -12,7 +12,8 @@ import (
 // This file holds the action table, the helpers several areas share and
 // the clock actions. The actions of each area live in the file named like
 // its storetest and store file: create.go, claim.go, lease.go,
-// terminal.go, scan.go, worker.go, reads.go, flow.go, flow_await.go.
+// terminal.go, scan.go, worker.go, reads.go, flow.go, flow_await.go,
+// suspend.go.
 
 // action is one kind of step. Its weight is how often it is drawn.
 type action struct {
@@ -84,6 +85,14 @@ func init() {
 		{"FlowOpenRefusals", 1, (*machine).actFlowOpenRefusals},
 		{"FlowCancel", 1, (*machine).actFlowCancel},
 		{"ExecutionAwaitChildren", 4, (*machine).actAwaitChildren},
+		{"WaitpointCreate", 3, (*machine).actWaitpointCreate},
+		{"ExecutionSuspend", 5, (*machine).actSuspend},
+		{"SignalDeliver", 5, (*machine).actSignal},
+		{"ExecutionResume", 2, (*machine).actResume},
+		{"SuspensionExpire", 4, (*machine).actSuspensionExpire},
+		{"SuspendScenario", 2, (*machine).actSuspendScenario},
+		{"WaitpointExpire", 1, (*machine).actWaitpointExpire},
+		{"SuspendRead", 1, (*machine).actSuspendRead},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a
@@ -176,6 +185,17 @@ func (m *machine) actAdvanceToDue(t *rapid.T) {
 		}
 		add(s.DelayUntil)
 		add(s.Deadline)
+		if so := x.Suspend; so != nil {
+			add(so.timeoutAt(s.State))
+			for _, w := range so.Waitpoints {
+				if w.State == model.WaitpointPending {
+					add(w.ExpiresAt)
+				}
+			}
+		}
+	}
+	for _, d := range m.susp.dedup {
+		add(d.expiresAt)
 	}
 	for _, ws := range m.workers {
 		for _, w := range ws {

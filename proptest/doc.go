@@ -49,7 +49,18 @@
 // refused for a stale fence, a parent in no flow or in an unsealed or
 // cancelled flow, an existing child or edge id, invalid children, and
 // sometimes driven on in the same step: children ended every way, the
-// parent resumed, awaiting again, completed and replayed). About one call
+// parent resumed, awaiting again, completed and replayed); and suspension
+// (model.SuspendStore, suspend.go): pending waitpoints of a running
+// attempt (replayed, taken ids, the limit), suspends over composite
+// conditions of the execution's pending waitpoints with a few names and
+// sources, timeouts of every behaviour and resume policies (Delay,
+// KeepWaitpoints, KeepSignals), refused (fence, not found, not pending,
+// taken, limit) or replayed, already satisfied by buffered signals;
+// signals to waitpoints that exist (buffered, accepted, ignored, resumed,
+// replayed ids, duplicate keys and keys whose TTL passed, wrong tokens,
+// closed, over the limit); operator resumes; the two scanners' steps
+// (SuspensionExpire, WaitpointExpire) at and around their times; and
+// resumed executions claimed again (the same attempt, epoch + 1). About one call
 // in twenty gets one invalid input and must be
 // refused as a validation error naming its field. Ids (execution, lease,
 // attempt) come from a counter and a drawn byte, so a sequence is fully
@@ -92,6 +103,17 @@
 //     entry names the lane); every due item is in the index it came from;
 //   - the live workers are ordered, unexpired, and the ones the stores' own
 //     answers imply;
+//   - suspension (suspend_observe.go and internal/invariant): a
+//     suspended execution is in its lane's suspended index, the
+//     partition's suspended set and SuspendedList (with its open
+//     suspension), and has exactly one open suspension, whose waitpoints
+//     are active and hold exactly its signals, which do not satisfy its
+//     condition; a closed suspension leaves no waitpoint active under it
+//     and, closed by a signal, was satisfied; a terminal execution has no
+//     open waitpoint; suspension_timeout and pending_waitpoint_expiry
+//     hold exactly the timed suspensions and the executions with a
+//     pending waitpoint, scored by the timeout and the earliest pending
+//     expiry (IndexScanDue and PartitionDue);
 //   - flows: members and edges agree at both ends, the graph is acyclic,
 //     the revision counts members plus edges; a group counts only its
 //     current generation's edges (0: the flow as built; n: the member's
@@ -103,7 +125,10 @@
 // fields unchanged; the lease epoch never falls and rises by exactly one
 // per acquisition; attempts and lease history only grow and ended attempts
 // never change; terminal records are frozen until replayed; retry and
-// reclaim counts fall only on replay; a group decides once per
+// reclaim counts fall only on replay; a closed suspension and a closed
+// waitpoint are frozen, an open suspension keeps its identity and its
+// signals only grow, escalation only sets, and an execution keeps its
+// last suspension until it suspends again; a group decides once per
 // generation and a generation rises only by an await, above every earlier
 // one, and falls only to 0 by a replay; a state change stamps
 // last_transition_at and any change last_mutation_at with Now; a step whose

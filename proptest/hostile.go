@@ -211,7 +211,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 41).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 50).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -320,6 +320,8 @@ func (m *machine) actHostile(t *rapid.T) {
 		m.hostileWorker(t, op, now)
 	case 34, 35, 36, 37, 38, 39, 40, 41:
 		m.hostileFlow(t, op, id, now)
+	case 42, 43, 44, 45, 46, 47, 48, 49, 50:
+		m.hostileSuspend(t, op, id, now)
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {
@@ -455,5 +457,106 @@ func (m *machine) hostileFlow(t *rapid.T, op int, id model.ExecutionID, now time
 			func(p *model.EdgeGroupDescribeParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.EdgeGroupDescribe))
 		hostile(m, t, "EdgeListIncoming", &model.EdgeListParams{Execution: id},
 			func(p *model.EdgeListParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.EdgeListIncoming))
+	}
+}
+
+// hWaitpoint is a waitpoint id: one of the execution's, another one the
+// machine saw, a zero one, or a fresh one.
+func (m *machine) hWaitpoint(t *rapid.T, id model.ExecutionID) model.WaitpointID {
+	switch rapid.IntRange(0, 3).Draw(t, "wp_kind") {
+	case 0:
+		if so := m.suspObs(id); so != nil && len(so.Waitpoints) > 0 {
+			return drawFrom(t, so.Waitpoints, "wp").ID
+		}
+	case 1:
+		if ws := sortedWaitpoints(m.partitionWaitpoints(id.Partition())); len(ws) > 0 {
+			return drawFrom(t, ws, "wp_any")
+		}
+	case 2:
+		return model.WaitpointID{}
+	}
+	return m.newWaitpointID(t)
+}
+
+// hCondition is a resume condition with hostile kinds, names, counts and
+// nesting.
+func (m *machine) hCondition(t *rapid.T, id model.ExecutionID, depth int) model.ResumeCondition {
+	c := model.ResumeCondition{Kind: hEnum[model.ConditionKind](t, "cond_kind", 6), Name: hStr(t, "cond_name", condNames...)}
+	if genBool.Draw(t, "cond_wp_set") {
+		c.Waitpoint = m.hWaitpoint(t, id)
+	}
+	c.N = plausibleOr(t, "cond_n", genOddInt, 0, 1, 2)
+	c.Distinct = hEnum[model.CountDistinct](t, "cond_distinct", 4)
+	for range rapid.IntRange(0, 3).Draw(t, "cond_wps") {
+		c.Waitpoints = append(c.Waitpoints, m.hWaitpoint(t, id))
+	}
+	if depth < 6 {
+		for range rapid.IntRange(0, 2).Draw(t, "cond_of") {
+			c.Of = append(c.Of, m.hCondition(t, id, depth+1))
+		}
+	}
+	if chance(t, 3, "cond_wide") {
+		for range model.MaxConditionChildren + 1 {
+			c.Of = append(c.Of, model.SignalFor("x"))
+		}
+	}
+	return c
+}
+
+// hostileSuspend makes one model.SuspendStore call with hostile
+// parameters.
+func (m *machine) hostileSuspend(t *rapid.T, op int, id model.ExecutionID, now time.Time) {
+	cfg := m.cfg
+	switch op {
+	case 42:
+		p := &model.WaitpointCreateParams{ID: id, Fence: m.hFence(t, id), Waitpoint: m.hWaitpoint(t, id),
+			ExpiresAt: m.hTime(t, "expires_at"), SignalLimit: plausibleOr(t, "signal_limit", genOddInt, 0, 1, model.MaxSignalLimit, model.MaxSignalLimit+1), Now: now}
+		hostile(m, t, "WaitpointCreate", p, func(p *model.WaitpointCreateParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.WaitpointCreate))
+	case 43:
+		p := &model.ExecutionSuspendParams{ID: id, Fence: m.hFence(t, id), Waitpoint: m.hWaitpoint(t, id),
+			UsePending: genBool.Draw(t, "use_pending"), Reason: hEnum[model.SuspendReason](t, "reason", 7),
+			Condition: m.hCondition(t, id, 1), TimeoutAt: m.hTime(t, "timeout_at"),
+			TimeoutBehavior: hEnum[model.TimeoutBehavior](t, "behavior", 7),
+			Policy: model.ResumePolicy{Delay: hDuration(t, "delay", 0, time.Second), KeepWaitpoints: genBool.Draw(t, "keep_wps"),
+				KeepSignals: genBool.Draw(t, "keep_signals")},
+			SignalLimit: plausibleOr(t, "signal_limit", genOddInt, 0, 1), Now: now}
+		if genBool.Draw(t, "suspension_set") {
+			p.Suspension = model.SuspensionID(m.nextUUID(t, "susp"))
+		}
+		hostile(m, t, "ExecutionSuspend", p, func(p *model.ExecutionSuspendParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.ExecutionSuspend))
+	case 44:
+		p := &model.SignalDeliverParams{Execution: id, Waitpoint: m.hWaitpoint(t, id), WaitpointCreatedAt: m.hTime(t, "created_at"),
+			Name: hStr(t, "name", signalNames...), Source: hStr(t, "source", sigSources...),
+			Payload: hBytes(t, "payload", model.MaxSignalPayloadBytes), IdempotencyKey: hStr(t, "key", sigKeys...),
+			DedupTTL: hDuration(t, "dedup_ttl", 0, time.Second, model.MaxSignalDedupTTL), Now: now}
+		if w := m.suspObs(id).waitpoint(p.Waitpoint); w != nil && genBool.Draw(t, "token_right") {
+			p.WaitpointCreatedAt = w.CreatedAt
+		}
+		if genBool.Draw(t, "signal_set") {
+			p.Signal = model.SignalID(m.nextUUID(t, "sig"))
+		}
+		hostile(m, t, "SignalDeliver", p, func(p *model.SignalDeliverParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.SignalDeliver))
+	case 45:
+		p := &model.ExecutionResumeParams{ID: id, Now: now}
+		hostile(m, t, "ExecutionResume", p, func(p *model.ExecutionResumeParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.ExecutionResume))
+	case 46:
+		p := &model.SuspensionExpireParams{ID: id, Now: now}
+		hostile(m, t, "SuspensionExpire", p, func(p *model.SuspensionExpireParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.SuspensionExpire))
+	case 47:
+		p := &model.WaitpointExpireParams{ID: id, Now: now}
+		hostile(m, t, "WaitpointExpire", p, func(p *model.WaitpointExpireParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.WaitpointExpire))
+	case 48:
+		hostile(m, t, "SuspensionDescribe", &model.SuspensionDescribeParams{ID: id},
+			func(p *model.SuspensionDescribeParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.SuspensionDescribe))
+	case 49:
+		hostile(m, t, "WaitpointList", &model.WaitpointListParams{ID: id},
+			func(p *model.WaitpointListParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.WaitpointList))
+	default:
+		p := &model.SuspendedListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3),
+			Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
+		if genBool.Draw(t, "after") {
+			p.After = m.hID(t)
+		}
+		hostile(m, t, "SuspendedList", p, func(p *model.SuspendedListParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.SuspendedList))
 	}
 }

@@ -43,6 +43,7 @@ func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired ma
 	if c.prev != nil {
 		v = append(v, StepViolations(c.prev, cur, acquired)...)
 		v = append(v, flowStepViolations(c.prev, cur)...)
+		v = append(v, suspendStepViolations(c.prev, cur, acquired)...)
 	}
 	c.prev = cur
 	return v
@@ -64,6 +65,7 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 		}
 	}
 	out = append(out, o.dueViolations()...)
+	out = append(out, o.suspendViolations()...)
 	out = append(out, o.flowViolations()...)
 	return append(out, o.workerViolations()...)
 }
@@ -134,6 +136,7 @@ func (o *Observation) execViolations(id model.ExecutionID, x *ExecObservation) [
 		Attempts:  x.Attempts,
 		History:   x.History,
 		HasResult: &x.HasResult,
+		Suspend:   x.Suspend.view(),
 	})
 }
 
@@ -150,7 +153,7 @@ func (o *Observation) dueViolations() []string {
 		lane model.LaneID
 	}
 	due := map[model.IndexKind]map[model.ExecutionID]entry{}
-	for _, k := range timerIndexes {
+	for _, k := range scannedIndexes(true) {
 		due[k] = map[model.ExecutionID]entry{}
 	}
 	for k, r := range o.Due {
@@ -242,6 +245,23 @@ func (o *Observation) dueViolations() []string {
 			expect(model.IndexExecutionDeadline, s.Deadline, "", "deadline")
 		} else {
 			never(model.IndexExecutionDeadline, "it has no live deadline")
+		}
+		if _, scanned := o.Due[DueKey{id.Partition(), model.IndexSuspensionTimeout}]; !scanned || x.Suspend == nil {
+			continue
+		}
+		// issue 11: suspension_timeout holds a suspended execution whose
+		// open suspension has a timeout, scored by it;
+		// pending_waitpoint_expiry one with a pending waitpoint, scored by
+		// the earliest pending expiry
+		if at := x.Suspend.timeoutAt(v); !at.IsZero() {
+			expect(model.IndexSuspensionTimeout, at, "", "suspension timeout")
+		} else {
+			never(model.IndexSuspensionTimeout, "it has no open suspension with a timeout")
+		}
+		if at := x.Suspend.earliestPending(); !at.IsZero() {
+			expect(model.IndexWaitpointExpiry, at, "", "earliest pending waitpoint expiry")
+		} else {
+			never(model.IndexWaitpointExpiry, "it has no pending waitpoint")
 		}
 	}
 	return out

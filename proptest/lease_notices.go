@@ -180,6 +180,8 @@ func (m *machine) noteCall(p any) {
 		id, src = q.ID, q.Source
 	case *model.ExecutionAwaitChildrenParams:
 		id, src = q.ID, model.SourceWorker // the parent gives its lease up
+	case *model.ExecutionSuspendParams:
+		id, src = q.ID, model.SourceWorker // the suspended attempt gives its lease up
 	default:
 		return
 	}

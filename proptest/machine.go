@@ -74,6 +74,8 @@ type machine struct {
 	failed   int
 
 	leases *leaseWatch // Options.LeaseNotices
+
+	susp suspendModel // suspend.go
 }
 
 type refExec struct {
@@ -130,6 +132,8 @@ func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machi
 		workers:  map[model.Namespace]map[model.WorkerInstanceID]*refWorker{},
 		obs:      make([]*Observation, len(stores)),
 		checkers: make([]Checker, len(stores)),
+		susp: suspendModel{dedup: map[dedupRef]dedupVal{},
+			suspend: map[model.ExecutionID]*model.ExecutionSuspendParams{}},
 	}
 	for _, ns := range namespaces {
 		m.workers[ns] = map[model.WorkerInstanceID]*refWorker{}

@@ -34,6 +34,9 @@ func outcomeKey(op string, res any, err error) string {
 	if f := v.FieldByName("Outcome"); f.IsValid() {
 		k += " " + fmt.Sprint(f.Interface())
 	}
+	if f := v.FieldByName("Effect"); f.IsValid() {
+		k += " " + fmt.Sprint(f.Interface()) // a signal's
+	}
 	if f := v.FieldByName("Claimed"); f.IsValid() && !f.IsNil() {
 		k += " +claim"
 	}
@@ -92,6 +95,24 @@ var wantOutcomes = []string{
 	"ExecutionAwaitChildren flow_not_sealed", "ExecutionAwaitChildren flow_already_terminal",
 	"ExecutionAwaitChildren invalid_input exists", "ExecutionAwaitChildren dependency_already_exists",
 	"ExecutionAwaitChildren invalid_input", "ExecutionAwaitChildren stale_lease",
+	// suspension (suspend.go)
+	"WaitpointCreate ok", "WaitpointCreate ok replayed", "WaitpointCreate invalid_input exists",
+	"WaitpointCreate waitpoint_limit_exceeded", "WaitpointCreate invalid_input", "WaitpointCreate stale_lease",
+	"ExecutionSuspend ok suspended", "ExecutionSuspend ok already_satisfied", "ExecutionSuspend ok suspended replayed",
+	"ExecutionSuspend ok already_satisfied replayed", "ExecutionSuspend composite ok",
+	"ExecutionSuspend stale_lease", "ExecutionSuspend execution_not_active", "ExecutionSuspend invalid_input",
+	"ExecutionSuspend invalid_input exists", "ExecutionSuspend waitpoint_not_found", "ExecutionSuspend waitpoint_not_pending",
+	"SignalDeliver ok buffered", "SignalDeliver ok accepted", "SignalDeliver ok resumed", "SignalDeliver ok duplicate",
+	"SignalDeliver ok ignored", "SignalDeliver dedup_expired ok", "SignalDeliver invalid_token",
+	"SignalDeliver waitpoint_closed", "SignalDeliver signal_limit_exceeded", "SignalDeliver waitpoint_not_found",
+	"SignalDeliver invalid_input", "SignalDeliver ok buffered replayed|SignalDeliver ok accepted replayed|" +
+		"SignalDeliver ok ignored replayed|SignalDeliver ok resumed replayed",
+	"ExecutionResume ok", "ExecutionResume execution_not_suspended", "ExecutionClaim resumed ok",
+	"Resume delayed ok", "Resume kept_waitpoints ok", "Resume kept_signals ok",
+	"SuspensionExpire ok failed", "SuspensionExpire ok cancelled", "SuspensionExpire ok expired",
+	"SuspensionExpire ok auto_resumed", "SuspensionExpire ok escalated", "SuspensionExpire ok not_yet_due",
+	"SuspensionExpire ok not_suspended_cleaned",
+	"WaitpointExpire ok", "SuspensionDescribe ok", "SuspensionDescribe suspension_not_found", "SuspendedList ok",
 }
 
 // fencedAny is the outcome code of any fenced operation.

@@ -29,6 +29,11 @@ type Observation struct {
 	// Flows holds every listed flow (flow.go); nil for a store without
 	// model.FlowStore.
 	Flows map[model.FlowID]*FlowObservation
+	// PartitionDue holds every partition's PartitionDue answer.
+	PartitionDue map[int]*model.PartitionDueResult
+	// Suspended holds, per partition, SuspendedList read page by page
+	// (suspend_observe.go); nil for a store without model.SuspendStore.
+	Suspended map[int]*SuspendedObservation
 }
 
 // ListObservation is one partition's listing.
@@ -56,6 +61,9 @@ type ExecObservation struct {
 	// HasResult is false when ExecutionResult reports result_not_found.
 	HasResult bool
 	Result    []byte
+	// Suspend is what model.SuspendStore's reads show of it
+	// (SuspensionDescribe, WaitpointList); nil for a store without it.
+	Suspend *SuspendObservation
 }
 
 // ObserveOptions tunes Observe.
@@ -81,13 +89,15 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 	}
 	cfg := s.Partitions().WithDefaults()
 	o := &Observation{
-		Now:        now,
-		Partitions: cfg,
-		Lists:      map[int]*ListObservation{},
-		Execs:      map[model.ExecutionID]*ExecObservation{},
-		Due:        map[DueKey]*model.IndexScanDueResult{},
-		Workers:    map[model.Namespace][]model.WorkerInfo{},
+		Now:          now,
+		Partitions:   cfg,
+		Lists:        map[int]*ListObservation{},
+		Execs:        map[model.ExecutionID]*ExecObservation{},
+		Due:          map[DueKey]*model.IndexScanDueResult{},
+		Workers:      map[model.Namespace][]model.WorkerInfo{},
+		PartitionDue: map[int]*model.PartitionDueResult{},
 	}
+	_, suspends := s.(model.SuspendStore)
 	for part := range cfg.FlowPartitions {
 		lo := &ListObservation{}
 		var after model.ExecutionID
@@ -115,7 +125,12 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 		if len(lo.IDs) == 0 && cfg.FlowPartitions > 16 {
 			continue
 		}
-		for _, idx := range timerIndexes {
+		pd, err := s.PartitionDue(ctx, &model.PartitionDueParams{Partition: part})
+		if err != nil {
+			return nil, fmt.Errorf("PartitionDue(p%d): %w", part, err)
+		}
+		o.PartitionDue[part] = pd
+		for _, idx := range scannedIndexes(suspends) {
 			r, err := s.IndexScanDue(ctx, &model.IndexScanDueParams{Partition: part, Index: idx, Now: now, Limit: model.MaxPageSize})
 			if err != nil {
 				return nil, fmt.Errorf("IndexScanDue(p%d %s): %w", part, idx, err)
@@ -134,6 +149,9 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 			}
 			o.Execs[id] = x
 		}
+	}
+	if err := observeSuspend(ctx, s, o); err != nil {
+		return nil, err
 	}
 	if err := observeFlows(ctx, s, o, page); err != nil {
 		return nil, err

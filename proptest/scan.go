@@ -33,7 +33,7 @@ func isRouteBlocked(s *model.ExecutionSnapshot) bool {
 // hasTimer reports whether s has an entry in a timer index.
 func hasTimer(s *model.ExecutionSnapshot) bool {
 	v := s.State
-	return v.LifecyclePhase == model.PhaseActive || v.EligibilityState == model.NotEligibleUntilTime ||
+	return v.LifecyclePhase == model.PhaseActive || v.EligibilityState == model.NotEligibleUntilTime || v.LifecyclePhase == model.PhaseSuspended ||
 		(v.LifecyclePhase != model.PhaseTerminal && !s.Deadline.IsZero())
 }
 
@@ -153,7 +153,7 @@ func (m *machine) checkPromote(t *rapid.T, prev *model.ExecutionSnapshot, res *m
 // handles each as its scanner would.
 func (m *machine) actScanner(t *rapid.T) {
 	part := m.drawPartition(t, hasTimer)
-	kind := drawFrom(t, timerIndexes, "index")
+	kind := drawFrom(t, scannedIndexes(true), "index")
 	limit := rapid.IntRange(1, 3).Draw(t, "limit")
 	var items []model.DueItem
 	var after *model.DueCursor
@@ -197,6 +197,10 @@ func (m *machine) actScanner(t *rapid.T) {
 			r, err := call(m, t, "ExecutionExpire", &model.ExecutionExpireParams{ID: it.ID, Reason: reason, Now: m.now()}, model.Store.ExecutionExpire)
 			m.expect(t, err == nil, "ExecutionExpire failed: %v", err)
 			m.checkExpire(t, prev, reason, r)
+		case model.IndexSuspensionTimeout:
+			m.suspensionExpire(t, it.ID)
+		case model.IndexWaitpointExpiry:
+			m.waitpointExpire(t, it.ID)
 		case model.IndexDelayed:
 			r, err := call(m, t, "ExecutionPromoteDelayed", &model.ExecutionPromoteDelayedParams{ID: it.ID, Lane: it.Lane, Now: m.now()}, model.Store.ExecutionPromoteDelayed)
 			m.expect(t, err == nil, "ExecutionPromoteDelayed failed: %v", err)
