@@ -48,6 +48,9 @@ type (
 	WaitpointSnapshot = model.WaitpointSnapshot
 	// CloseReason says why a suspension or waitpoint closed.
 	CloseReason = model.CloseReason
+	// SignalFeedEvent is one signal delivery as a partition's feed
+	// records it.
+	SignalFeedEvent = model.SignalFeedEvent
 )
 
 // What CountOf counts.
@@ -552,4 +555,24 @@ func (e *Engine) ListSuspended(ctx context.Context, opts *ListOpts) (*SuspendedP
 		return nil, wrap("list suspended", err)
 	}
 	return &SuspendedPage{Entries: r.Entries, Next: r.Next}, nil
+}
+
+// SignalFeed returns up to limit (1–1000; 0: 100) of partition's
+// signal-delivery events after sequence number after (0: from the oldest
+// the store keeps, model.SignalFeedLen per partition), oldest first, and
+// the last sequence number written: every delivery's effect, duplicates
+// included, for an audit trail or a subscriber that polls.
+func (e *Engine) SignalFeed(ctx context.Context, partition int, after uint64, limit int) ([]SignalFeedEvent, uint64, error) {
+	if limit == 0 {
+		limit = 100
+	}
+	ss, err := e.suspendStore()
+	if err != nil {
+		return nil, 0, wrap("signal feed", err)
+	}
+	r, err := ss.SignalFeed(ctx, &model.SignalFeedParams{Partition: partition, After: after, Limit: limit})
+	if err != nil {
+		return nil, 0, wrap("signal feed", err)
+	}
+	return r.Events, r.Last, nil
 }

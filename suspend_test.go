@@ -93,6 +93,10 @@ func TestSuspendSignalResume(t *testing.T) {
 	if string(out) != "approve=alice" {
 		t.Fatalf("result = %q", out)
 	}
+	feed, last, err := h.Engine.SignalFeed(h.Ctx, res.ID.Partition(), 0, 0)
+	if err != nil || last != 1 || len(feed) != 1 || feed[0].Effect != flowfabric.SignalResumed || feed[0].Execution != res.ID {
+		t.Fatalf("signal feed = %+v (last %d), %v", feed, last, err)
+	}
 	if final.TotalAttempts != 1 || final.LeaseEpoch != 2 || runs.Load() != 2 {
 		t.Fatalf("attempts %d, epoch %d, runs %d; want 1 attempt resumed under epoch 2, 2 runs",
 			final.TotalAttempts, final.LeaseEpoch, runs.Load())

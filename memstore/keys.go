@@ -37,6 +37,10 @@ type partition struct {
 	suspTimeout *zset
 	wpExpiry    *zset
 	waitpoints  map[model.WaitpointID]*waitpointRec
+	// feed is the signal-delivery feed: the newest SignalFeedLen events,
+	// oldest first, and feedSeq the last sequence number written.
+	feed    []model.SignalFeedEvent
+	feedSeq uint64
 }
 
 // laneIndexes holds one lane's sorted sets in one partition.

@@ -155,6 +155,7 @@ func (s *Store) SignalDeliver(ctx context.Context, p *model.SignalDeliverParams)
 				State: e.vector().PublicState(), Replayed: true}, nil
 		}
 		if first, dup := duplicateOf(w, p.IdempotencyKey, now); dup {
+			s.feedAppend(p, first, model.SignalDuplicate)
 			return &model.SignalDeliverResult{Signal: first, Effect: model.SignalDuplicate, State: e.vector().PublicState()}, nil
 		}
 		if w.state == model.WaitpointClosed {
@@ -177,6 +178,7 @@ func (s *Store) SignalDeliver(ctx context.Context, p *model.SignalDeliverParams)
 			ttl = model.DefaultSignalDedupTTL
 		}
 		deliver(e, w, sp, r, now, ttl.Milliseconds())
+		s.feedAppend(p, r.ID, r.Effect)
 		e.lastMutationAt = now
 		res := &model.SignalDeliverResult{Signal: r.ID, Effect: r.Effect, IgnoredReason: r.IgnoredReason}
 		if r.Effect == model.SignalResumed {
@@ -309,6 +311,42 @@ func (s *Store) WaitpointList(ctx context.Context, p *model.WaitpointListParams)
 		}
 		return res, nil
 	})
+}
+
+// SignalFeed implements model.SuspendStore: one page of a partition's
+// signal-delivery feed.
+func (s *Store) SignalFeed(ctx context.Context, p *model.SignalFeedParams) (*model.SignalFeedResult, error) {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.SignalFeedResult, error) {
+		res := &model.SignalFeedResult{}
+		pt := s.parts[p.Partition]
+		if pt == nil {
+			return res, nil
+		}
+		res.Last = pt.feedSeq
+		// events carry consecutive seqs: the first after p.After is at
+		// its distance from the oldest kept
+		i := 0
+		if n := len(pt.feed); n > 0 && p.After >= pt.feed[0].Seq {
+			i = int(p.After-pt.feed[0].Seq) + 1 //nolint:gosec // bounded by the feed's length below
+		}
+		for ; i < len(pt.feed) && len(res.Events) < p.Limit; i++ {
+			res.Events = append(res.Events, pt.feed[i])
+		}
+		return res, nil
+	})
+}
+
+// feedAppend records a delivery of p in its partition's signal feed.
+func (s *Store) feedAppend(p *model.SignalDeliverParams, sig model.SignalID, effect model.SignalEffect) {
+	pt := s.part(p.Execution.Partition())
+	pt.feedSeq++
+	pt.feed = append(pt.feed, model.SignalFeedEvent{
+		Seq: pt.feedSeq, Execution: p.Execution, Waitpoint: p.Waitpoint, Signal: sig, Effect: effect,
+		At: tm(ms(p.Now)),
+	})
+	if len(pt.feed) > model.SignalFeedLen {
+		pt.feed = append(pt.feed[:0:0], pt.feed[len(pt.feed)-model.SignalFeedLen:]...)
+	}
 }
 
 // SuspendedList implements model.SuspendStore.

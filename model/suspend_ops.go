@@ -51,6 +51,7 @@ type SuspendStore interface {
 	SuspensionDescribe(ctx context.Context, p *SuspensionDescribeParams) (*SuspensionSnapshot, error)
 	WaitpointList(ctx context.Context, p *WaitpointListParams) (*WaitpointListResult, error)
 	SuspendedList(ctx context.Context, p *SuspendedListParams) (*SuspendedListResult, error)
+	SignalFeed(ctx context.Context, p *SignalFeedParams) (*SignalFeedResult, error)
 }
 
 // Limits of suspension, waitpoints and signals.
@@ -75,6 +76,9 @@ const (
 	MaxWaitpointTTL = 365 * 24 * time.Hour
 	// MaxSuspendTimeout bounds how far ahead a suspension times out.
 	MaxSuspendTimeout = 365 * 24 * time.Hour
+	// SignalFeedLen is how many signal-delivery events a partition's
+	// feed keeps (the oldest are dropped).
+	SignalFeedLen = 10000
 )
 
 // SuspendReason says what a suspended execution waits for; it sets the
@@ -520,7 +524,12 @@ type ExecutionSuspendResult struct {
 // IdempotencyKey seen on this waitpoint within its TTL returns
 // SignalDuplicate with the first signal's id, even after the waitpoint
 // closed (a webhook's retry learns its first delivery counted), writing
-// nothing; then ErrWaitpointClosed; then ErrSignalLimit.
+// nothing but its feed event; then ErrWaitpointClosed; then
+// ErrSignalLimit.
+//
+// Every delivery that returns a result, except a replay, appends one
+// event to its partition's signal feed (SignalFeed): the signal, its
+// waitpoint and execution, and its effect (duplicate included).
 type SignalDeliverParams struct {
 	Execution ExecutionID
 	Waitpoint WaitpointID
@@ -832,4 +841,41 @@ type SuspendedListResult struct {
 	// Next is the cursor for the next page; zero when this page is the
 	// last.
 	Next ExecutionID
+}
+
+// SignalFeedParams reads a partition's signal-delivery feed after an
+// exclusive sequence number (0: from the oldest kept).
+type SignalFeedParams struct {
+	Partition int
+	After     uint64
+	Limit     int // 1–1000
+}
+
+// Validate checks every field.
+func (p *SignalFeedParams) Validate(cfg PartitionConfig) error {
+	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	return checkLimit("Limit", p.Limit)
+}
+
+// SignalFeedEvent is one signal delivery as the feed records it.
+type SignalFeedEvent struct {
+	// Seq numbers the partition's events from 1, without gaps.
+	Seq       uint64
+	Execution ExecutionID
+	Waitpoint WaitpointID
+	// Signal is the delivered signal (for a duplicate, the first
+	// delivery's).
+	Signal SignalID
+	Effect SignalEffect
+	At     time.Time
+}
+
+// SignalFeedResult is one page, oldest first.
+type SignalFeedResult struct {
+	Events []SignalFeedEvent
+	// Last is the newest sequence number the partition has written (0:
+	// none), so a reader knows how far behind it is.
+	Last uint64
 }

@@ -37,6 +37,10 @@ type SuspendedObservation struct {
 	Entries []model.SuspendedEntry
 	// Cursors are the pages' Next cursors, in order (the last is zero).
 	Cursors []model.ExecutionID
+	// Feed is the partition's signal feed (SignalFeed, read in pages)
+	// and FeedLast the last seq it reported.
+	Feed     []model.SignalFeedEvent
+	FeedLast uint64
 }
 
 // suspendedPage is the SuspendedList page size Observe reads with, small
@@ -165,9 +169,29 @@ func observeSuspend(ctx context.Context, s model.Store, o *Observation) error {
 			}
 			after = r.Next
 		}
+		if err := observeFeed(ctx, ss, part, so); err != nil {
+			return err
+		}
 		o.Suspended[part] = so
 	}
 	return nil
+}
+
+// observeFeed reads partition part's signal feed in pages.
+func observeFeed(ctx context.Context, ss model.SuspendStore, part int, so *SuspendedObservation) error {
+	var after uint64
+	for {
+		r, err := ss.SignalFeed(ctx, &model.SignalFeedParams{Partition: part, After: after, Limit: model.MaxPageSize})
+		if err != nil {
+			return fmt.Errorf("SignalFeed(p%d after %d): %w", part, after, err)
+		}
+		so.Feed = append(so.Feed, r.Events...)
+		so.FeedLast = r.Last
+		if len(r.Events) < model.MaxPageSize {
+			return nil
+		}
+		after = r.Events[len(r.Events)-1].Seq
+	}
 }
 
 func (lo *ListObservation) ids() []model.ExecutionID {
@@ -196,6 +220,25 @@ func (lo *ListObservation) ids() []model.ExecutionID {
 //     waitpoints closed with it, or returned to pending when a resume
 //     kept them) and no open condition: closed by a signal or at suspend
 //     (satisfied) only when its signals satisfy its condition.
+//
+// feedViolations checks a partition's signal feed: consecutive seqs
+// ending at the last one written, at most SignalFeedLen kept, each event
+// of an execution of the partition.
+func feedViolations(part int, so *SuspendedObservation, bad func(string, ...any)) {
+	if n := len(so.Feed); n > model.SignalFeedLen || (n == 0 && so.FeedLast != 0) {
+		bad("partition %d: signal feed keeps %d events, last seq %d", part, n, so.FeedLast)
+	}
+	for i, ev := range so.Feed {
+		if want := so.FeedLast - uint64(len(so.Feed)-1-i); ev.Seq != want { //nolint:gosec // len ≥ i+1
+			bad("partition %d: signal feed event %d has seq %d, want %d (consecutive, ending at %d)", part, i, ev.Seq, want, so.FeedLast)
+			return
+		}
+		if ev.Execution.Partition() != part {
+			bad("partition %d: signal feed event %d names %v of another partition", part, ev.Seq, ev.Execution)
+		}
+	}
+}
+
 func (o *Observation) suspendViolations() []string {
 	if o.Suspended == nil {
 		return nil
@@ -289,6 +332,7 @@ func (o *Observation) suspendViolations() []string {
 		}
 	}
 	for part, so := range o.Suspended {
+		feedViolations(part, so, bad)
 		if n := len(so.Cursors); n == 0 || !so.Cursors[n-1].IsZero() {
 			bad("partition %d: SuspendedList pages do not end with a zero cursor", part)
 		}

@@ -119,6 +119,12 @@ func (s *Store) SuspendedList(ctx context.Context, p *model.SuspendedListParams)
 	return s.susp().SuspendedList(ctx, p)
 }
 
+// SignalFeed implements model.SuspendStore (a read the engine's own paths
+// do not call: no faults).
+func (s *Store) SignalFeed(ctx context.Context, p *model.SignalFeedParams) (*model.SignalFeedResult, error) {
+	return s.susp().SignalFeed(ctx, p)
+}
+
 // waitpointKeys signs the simulated engines' tokens (every process shares
 // it, as a deployment must).
 var waitpointKeys = func() *flowfabric.KeyRing {
@@ -186,14 +192,17 @@ type outboxItem struct {
 
 // suspendState is the world's suspension part.
 type suspendState struct {
-	kindOf   map[model.ExecutionID]model.Kind
-	susIDs   []model.ExecutionID // executions of suspend kinds, in first-run order
-	tokens   []*knownToken
-	tokenOf  map[model.WaitpointID]*knownToken
-	sent     []sentSignal
-	outbox   []outboxItem
-	nsig     int
-	first    map[dedupKey]firstDelivery
+	kindOf  map[model.ExecutionID]model.Kind
+	susIDs  []model.ExecutionID // executions of suspend kinds, in first-run order
+	tokens  []*knownToken
+	tokenOf map[model.WaitpointID]*knownToken
+	sent    []sentSignal
+	outbox  []outboxItem
+	nsig    int
+	first   map[dedupKey]firstDelivery
+	// stored are the signal ids a delivery stored (a replay must name
+	// one).
+	stored   map[model.SignalID]bool
 	resumed  map[model.ExecutionID]resumeSignal
 	answered map[model.SuspensionID]time.Time // drain answers
 	preWP    *model.WaitpointSnapshot         // the waitpoint before a SignalDeliver
@@ -232,7 +241,7 @@ func (s *SuspendStats) Add(o SuspendStats) {
 func newSuspendState() suspendState {
 	return suspendState{
 		kindOf: map[model.ExecutionID]model.Kind{}, tokenOf: map[model.WaitpointID]*knownToken{},
-		first: map[dedupKey]firstDelivery{}, resumed: map[model.ExecutionID]resumeSignal{},
+		first: map[dedupKey]firstDelivery{}, resumed: map[model.ExecutionID]resumeSignal{}, stored: map[model.SignalID]bool{},
 		answered: map[model.SuspensionID]time.Time{},
 	}
 }
@@ -751,6 +760,14 @@ func (w *world) afterSignal(p *model.SignalDeliverParams, res *model.SignalDeliv
 		}
 		return
 	}
+	if res.Replayed {
+		// the same delivery applied again (the network repeated it)
+		if res.Signal != p.Signal || !w.sus.stored[p.Signal] {
+			w.violate("signal %s to %s replayed as %s, a signal never stored", p.Signal, a, res.Signal)
+		}
+		return
+	}
+	w.sus.stored[res.Signal] = true
 	w.sus.stats.Signals++
 	if within {
 		w.violate("signal to %s with key %q counted twice within the key's TTL (first %s, now %s %s)", a, p.IdempotencyKey,

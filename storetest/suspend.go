@@ -34,6 +34,7 @@ func testSuspend(t *testing.T, newStore NewStoreFunc) {
 		{"SignalDuplicate", suspendSignalDuplicate},
 		{"SignalDedupTTL", suspendSignalDedupTTL},
 		{"SignalReplayByID", suspendSignalReplayByID},
+		{"SignalFeed", suspendSignalFeed},
 		{"SignalLimit", suspendSignalLimit},
 		{"SignalErrors", suspendSignalErrors},
 		{"AllOf", suspendAllOf},

@@ -131,6 +131,43 @@ func suspendSignalReplayByID(h *suspendHarness) {
 	}
 }
 
+// suspendSignalFeed: every delivery that returns a result appends one
+// event to its partition's feed, a duplicate included and a replay not,
+// numbered from 1; a page starts after an exclusive seq and Last says
+// how far the partition has written.
+func suspendSignalFeed(h *suspendHarness) {
+	part := h.p0
+	empty := call(h.ss.SignalFeed(h.ctx, &model.SignalFeedParams{Partition: part, Limit: 10})).must(h.t)
+	wantEqual(h.t, "empty feed", model.SignalFeedResult{}, *empty)
+	id, c := h.active(at(0))
+	w, wc := h.waitpoint(id, c.Fence(), at(time.Hour), at(time.Second))
+	buffered := h.signalParams(id, w, wc, "a", at(2*time.Second))
+	buffered.IdempotencyKey = "k"
+	h.sent(buffered, model.SignalBuffered, "", model.PublicActive)
+	dup := h.signalParams(id, w, wc, "a", at(3*time.Second))
+	dup.IdempotencyKey = "k"
+	h.signal(dup, model.SignalDeliverResult{Signal: buffered.Signal, Effect: model.SignalDuplicate, State: model.PublicActive})
+	h.signal(buffered, model.SignalDeliverResult{Signal: buffered.Signal, Effect: model.SignalBuffered, State: model.PublicActive, Replayed: true})
+	p := h.suspendParams(id, c.Fence(), allOf(signalOn(w, "a"), model.SignalFor("b")), at(4*time.Second))
+	h.suspend(p)
+	noise := h.signalParams(id, p.Waitpoint, at(4*time.Second), "zzz", at(5*time.Second))
+	h.sent(noise, model.SignalIgnored, model.IgnoredNotInCondition, model.PublicSuspended)
+	last := h.signalParams(id, p.Waitpoint, at(4*time.Second), "b", at(6*time.Second))
+	h.sent(last, model.SignalResumed, "", model.PublicWaiting)
+	want := []model.SignalFeedEvent{
+		{Seq: 1, Execution: id, Waitpoint: w, Signal: buffered.Signal, Effect: model.SignalBuffered, At: at(2 * time.Second)},
+		{Seq: 2, Execution: id, Waitpoint: w, Signal: buffered.Signal, Effect: model.SignalDuplicate, At: at(3 * time.Second)},
+		{Seq: 3, Execution: id, Waitpoint: p.Waitpoint, Signal: noise.Signal, Effect: model.SignalIgnored, At: at(5 * time.Second)},
+		{Seq: 4, Execution: id, Waitpoint: p.Waitpoint, Signal: last.Signal, Effect: model.SignalResumed, At: at(6 * time.Second)},
+	}
+	all := call(h.ss.SignalFeed(h.ctx, &model.SignalFeedParams{Partition: part, Limit: 10})).must(h.t)
+	wantEqual(h.t, "feed", model.SignalFeedResult{Events: want, Last: 4}, *all)
+	page := call(h.ss.SignalFeed(h.ctx, &model.SignalFeedParams{Partition: part, After: 1, Limit: 2})).must(h.t)
+	wantEqual(h.t, "feed after 1, 2 events", model.SignalFeedResult{Events: want[1:3], Last: 4}, *page)
+	tail := call(h.ss.SignalFeed(h.ctx, &model.SignalFeedParams{Partition: part, After: 4, Limit: 2})).must(h.t)
+	wantEqual(h.t, "feed after the last", model.SignalFeedResult{Last: 4}, *tail)
+}
+
 // suspendSignalDedupTTL: a key is remembered for DedupTTL; after it the
 // same key is a new signal.
 func suspendSignalDedupTTL(h *suspendHarness) {

@@ -851,6 +851,7 @@ var suspendValidation = []struct {
 	{"WaitpointExpire", (*fixture).waitpointExpireCases},
 	{"SuspendReads", (*fixture).suspendReadCases},
 	{"SuspendedList", (*fixture).suspendedListCases},
+	{"SignalFeed", (*fixture).signalFeedCases},
 }
 
 func skipWithoutSuspend(h *harness) {
@@ -1032,6 +1033,13 @@ func (f *fixture) suspendReadCases() []badInput {
 		)
 	}
 	return cs
+}
+
+func (f *fixture) signalFeedCases() []badInput {
+	type P = model.SignalFeedParams
+	mk := maker(f.ctx, func() *P { return &P{Partition: f.p0, Limit: 10} }, f.suspendStore().SignalFeed)
+	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
+	return append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 }
 
 func (f *fixture) suspendedListCases() []badInput {

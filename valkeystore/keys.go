@@ -56,6 +56,9 @@ import (
 //	I:suspended                   ZSET (score 0)  the suspended executions,
 //	                                    paged with ZRANGEBYLEX
 //	I:suspension_timeout          ZSET  the open suspension's timeout
+//	I:signal_feed                 STREAM  the signal-delivery feed, entry
+//	                              ids 0-<seq>, the newest SignalFeedLen
+//	I:signal_feed:seq             STR   the last seq written
 //	I:pending_waitpoint_expiry    ZSET  the earliest expiry of the
 //	                                    execution's pending waitpoints
 //
@@ -144,6 +147,15 @@ func addSuspKeys(k keyspace, m map[string]string, part int) {
 	m["suspended"] = i + "suspended"
 	m["susp_timeout"] = i + "suspension_timeout"
 	m["wp_expiry"] = i + "pending_waitpoint_expiry"
+}
+
+// feedKeys are the partition's signal-delivery feed: a stream whose entry
+// ids are 0-<seq>, and the last seq written.
+func (k keyspace) feedKeys(m map[string]string, part int) map[string]string {
+	i := k.idx(part)
+	m["feed"] = i + "signal_feed"
+	m["feed_seq"] = i + "signal_feed:seq"
+	return m
 }
 
 // execSuspKeys are execKeys plus the partition's suspension indexes.

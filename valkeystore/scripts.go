@@ -271,6 +271,7 @@ func generatedLua() string {
 	return fmt.Sprintf("local LEASE_HISTORY = %d\n", model.DefaultLeaseHistory) +
 		fmt.Sprintf("local MAX_OPEN_WAITPOINTS = %d\n", model.MaxOpenWaitpoints) +
 		fmt.Sprintf("local MAX_WAITPOINT_TTL = %d\n", model.MaxWaitpointTTL.Milliseconds()) +
+		fmt.Sprintf("local SIGNAL_FEED_LEN = %d\n", model.SignalFeedLen) +
 		recordLua() + indexLua()
 }
 
@@ -523,4 +524,5 @@ var (
 	scriptSuspensionDescribe = declareRead("suspension_describe")
 	scriptWaitpointList      = declareRead("waitpoint_list")
 	scriptSuspendedList      = declareRead("suspended_list")
+	scriptSignalFeed         = declareRead("signal_feed")
 )

@@ -82,7 +82,7 @@ func (s *Store) SignalDeliver(ctx context.Context, p *model.SignalDeliverParams)
 	if ttl == 0 {
 		ttl = model.DefaultSignalDedupTTL
 	}
-	r, err := s.run(ctx, scriptSignalDeliver, s.keys.execKeys(p.Execution), args{
+	r, err := s.run(ctx, scriptSignalDeliver, s.keys.feedKeys(s.keys.execKeys(p.Execution), p.Execution.Partition()), args{
 		"now": p.Now, "id": p.Execution, "waitpoint": p.Waitpoint, "created_at": p.WaitpointCreatedAt,
 		"signal": p.Signal, "name": p.Name, "source": p.Source, "payload": p.Payload,
 		"idem": p.IdempotencyKey, "dedup_ttl": ttl, "gc_slack": s.gcSlack,
@@ -223,6 +223,37 @@ func (s *Store) WaitpointList(ctx context.Context, p *model.WaitpointListParams)
 		sr := &reply{op: r.op, root: r.root, fields: map[string]valkey.ValkeyMessage{"s": items[i+1]}}
 		w.Signals = signals(sr, "s")
 		res.Waitpoints = append(res.Waitpoints, w)
+	}
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SignalFeed implements model.SuspendStore.
+func (s *Store) SignalFeed(ctx context.Context, p *model.SignalFeedParams) (*model.SignalFeedResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptSignalFeed, s.keys.feedKeys(map[string]string{}, p.Partition), args{"after": p.After, "limit": p.Limit})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.SignalFeedResult{Last: r.u64("last")}
+	for _, row := range r.rows("rows", 6) {
+		seq, qerr := strconv.ParseUint(row[0], 10, 64)
+		id, ierr := model.ParseExecutionID(row[1])
+		wp, werr := model.ParseWaitpointID(row[2])
+		sig, serr := model.ParseSignalID(row[3])
+		effect, eok := model.ParseSignalEffect(row[4])
+		at, aerr := strconv.ParseInt(row[5], 10, 64)
+		if qerr != nil || ierr != nil || werr != nil || serr != nil || !eok || aerr != nil {
+			r.fail("rows: malformed feed entry %q", row)
+			break
+		}
+		res.Events = append(res.Events, model.SignalFeedEvent{
+			Seq: seq, Execution: id, Waitpoint: wp, Signal: sig, Effect: effect, At: model.FromMillis(at),
+		})
 	}
 	if err := r.err(); err != nil {
 		return nil, err

@@ -2,10 +2,19 @@
 -- token (model.SignalDeliverParams): a pending waitpoint buffers it; an
 -- active one records it for its open suspension, whose condition ignores
 -- it, counts it, or resumes the execution.
--- KEYS: core lanes
+-- KEYS: core lanes feed feed_seq
 -- ARGV: now id waitpoint created_at signal name source payload idem dedup_ttl gc_slack
 
 local now = now_ms()
+
+-- feed_add records the delivery of signal sig with effect in the
+-- partition's signal feed.
+local function feed_add(sig, effect)
+  local seq = redis.call('INCR', K_feed_seq)
+  redis.call('XADD', K_feed, 'MAXLEN', S(SIGNAL_FEED_LEN), '0-' .. seq, 'x', A_id, 'w', A_waitpoint, 's', sig,
+    'e', effect, 't', S(now))
+end
+
 local e = the_exec()
 if e == nil then return fail('execution_not_found') end
 local wk = wp_key(A_waitpoint)
@@ -26,6 +35,7 @@ if A_idem ~= '' then
   if d then
     local c = string.find(d, ':', 1, true)
     if N(string.sub(d, 1, c - 1)) > now then
+      feed_add(string.sub(d, c + 1), 'duplicate')
       return { 'signal', string.sub(d, c + 1), 'effect', 'duplicate', 'ignored_reason', '',
         'state', vector(e), 'delay_until', 0 }
     end
@@ -66,6 +76,7 @@ if A_idem ~= '' then
   local gc = ttl + N(A_gc_slack)
   if redis.call('PTTL', dk) < gc then redis.call('PEXPIRE', dk, S(gc)) end
 end
+feed_add(A_signal, effect)
 e.last_mutation_at = now
 local until_ms = 0
 if effect == 'resumed' then until_ms = susp_resume(e, now, 'signal') end
