@@ -27,6 +27,7 @@
 //	GET  /v1/executions/{id}/suspension           its open or last suspension, with its signals
 //	GET  /v1/executions/{id}/waitpoints           its waitpoints, with the tokens of the open ones
 //	GET  /v1/suspended?partition=&after=&limit=   one page of a partition's suspended executions
+//	GET  /v1/signal-feed?partition=&after=&limit= a partition's signal deliveries by seq, and the last seq
 //	POST /v1/signals                              {"token","name","source","payload"|"payload_base64","idempotency_key","dedup_ttl"}
 //	                                              deliver a signal; the waitpoint token is the credential (no bearer token)
 //	POST /v1/flows                                submit a flow (201; 200 with "duplicate":true for a repeated key)

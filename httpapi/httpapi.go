@@ -105,6 +105,7 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"GET /v1/executions/{id}/suspension", a.suspension},
 		{"GET /v1/executions/{id}/waitpoints", a.waitpoints},
 		{"GET /v1/suspended", a.listSuspended},
+		{"GET /v1/signal-feed", a.signalFeed},
 		{"POST " + signalPath, a.deliverSignal},
 		{"POST /v1/flows", a.submitFlow},
 		{"GET /v1/flows/{id}", a.describeFlow},

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/base64"
 	"net/http"
+	"strconv"
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/model"
@@ -232,5 +233,43 @@ func (a *api) listSuspended(w http.ResponseWriter, r *http.Request) error {
 		resp["next"] = page.Next.String()
 	}
 	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+type feedEventView struct {
+	Seq       uint64   `json:"seq"`
+	Execution string   `json:"execution"`
+	Waitpoint string   `json:"waitpoint"`
+	Signal    string   `json:"signal"`
+	Effect    string   `json:"effect"`
+	At        jsonTime `json:"at"`
+}
+
+// signalFeed pages through a partition's signal-delivery feed by seq.
+func (a *api) signalFeed(w http.ResponseWriter, r *http.Request) error {
+	part, err := queryInt(r, "partition", 0, 0, a.e.Partitions()-1)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", 50, 1, model.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	var after uint64
+	if s := r.URL.Query().Get("after"); s != "" {
+		if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return model.OutOfRange("after", strconv.Quote(s), "a sequence number (0 or more)")
+		}
+	}
+	events, last, err := a.e.SignalFeed(r.Context(), part, after, limit)
+	if err != nil {
+		return err
+	}
+	out := make([]feedEventView, len(events))
+	for i, ev := range events {
+		out[i] = feedEventView{Seq: ev.Seq, Execution: ev.Execution.String(), Waitpoint: ev.Waitpoint.String(),
+			Signal: ev.Signal.String(), Effect: ev.Effect.String(), At: jsonTime(ev.At)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": out, "last": last})
 	return nil
 }

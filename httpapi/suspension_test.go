@@ -110,6 +110,13 @@ func TestSignalsOverHTTP(t *testing.T) {
 	anon.fails(http.StatusRequestEntityTooLarge, "body_too_large", "POST", "/v1/signals",
 		`{"token":"`+tok+`","payload_base64":"`+strings.Repeat("A", httpapi.DefaultMaxSignalBodyBytes)+`"}`)
 
+	feed := ok[map[string]any](op, http.StatusOK, "GET", "/v1/signal-feed?partition="+strconv.Itoa(id.Partition())+"&after=1", "")
+	if evs, _ := feed["events"].([]any); feed["last"] != float64(3) || len(evs) != 2 ||
+		evs[0].(map[string]any)["effect"] != "resumed" || evs[1].(map[string]any)["effect"] != "duplicate" {
+		t.Fatalf("signal feed after 1: %v", feed)
+	}
+	op.fails(http.StatusBadRequest, "invalid_input", "GET", "/v1/signal-feed?after=-1", "")
+
 	// After the run: the closed suspension keeps its signals; a resume of
 	// a finished execution is a conflict.
 	closed := ok[map[string]any](op, http.StatusOK, "GET", ep(s.ID, "/suspension"), "")
