@@ -346,7 +346,14 @@ func (e *Engine) writeFlow(ctx context.Context, fs model.FlowStore, p *flowPlan)
 	}
 	err = e.finishFlow(ctx, fs, p)
 	if errors.Is(err, model.ErrFlowSealed) {
-		return dup, nil // another submission with this key finished it meanwhile
+		// another submission with this key finished it meanwhile: it is
+		// this one only if it stored the same graph (two concurrent
+		// submissions of different graphs under one key: seed 5447)
+		snap, err := fs.FlowDescribe(ctx, &model.FlowDescribeParams{Flow: p.id})
+		if err != nil {
+			return true, err
+		}
+		return true, e.sameFlow(ctx, p, snap)
 	}
 	return dup, err
 }

@@ -104,6 +104,8 @@ var regressions = []struct {
 		"(TestSameExecutionTwiceOnOneWorker)"},
 	{1102, false, "a signal delivery the network applied twice was stored twice under one signal id " +
 		"(storetest Suspend/SignalReplayByID)"},
+	{5447, false, "two concurrent SubmitFlow calls with one key and different graphs: the one that found the flow " +
+		"sealed by the other reported success for nodes that do not exist (now ErrIdempotencyConflict)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {
