@@ -446,16 +446,20 @@ func (a *api) reclaim(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *api) retryNow(w http.ResponseWriter, r *http.Request) error {
-	id, _, err := a.control(w, r)
-	if err != nil {
-		return err
+// plainAction is an operator action that takes no field (retry-now,
+// resume).
+func (a *api) plainAction(act func(context.Context, flowfabric.ExecutionID) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, _, err := a.control(w, r)
+		if err != nil {
+			return err
+		}
+		if err := act(r.Context(), id); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, actionResponse{ID: id.String()})
+		return nil
 	}
-	if err := a.e.RetryNow(r.Context(), id); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, actionResponse{ID: id.String()})
-	return nil
 }
 
 func (a *api) priority(w http.ResponseWriter, r *http.Request) error {

@@ -67,18 +67,6 @@ func (a *api) deliverSignal(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *api) resume(w http.ResponseWriter, r *http.Request) error {
-	id, _, err := a.control(w, r)
-	if err != nil {
-		return err
-	}
-	if err := a.e.Resume(r.Context(), id); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, actionResponse{ID: id.String()})
-	return nil
-}
-
 type signalView struct {
 	ID             string   `json:"id"`
 	Waitpoint      string   `json:"waitpoint"`
