@@ -2,6 +2,7 @@ package flowfabric
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -275,7 +276,8 @@ func (t *TaskInfo) CreateWaitpoint(ctx context.Context, opts *WaitpointOpts) (*W
 
 // renameField names an option instead of the store parameter it became.
 func renameField(err error, from, to string) error {
-	if me, ok := err.(*model.Error); ok && me.Field == from {
+	var me *model.Error
+	if errors.As(err, &me) && me.Field == from {
 		c := *me
 		c.Field = to
 		return &c

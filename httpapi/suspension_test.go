@@ -105,7 +105,7 @@ func TestSignalsOverHTTP(t *testing.T) {
 	}
 	h.WaitTerminal(id)
 	anon.fails(http.StatusGone, "waitpoint_closed", "POST", "/v1/signals", `{"token":"`+tok+`","name":"go"}`)
-	anon.fails(http.StatusBadRequest, "bad_request", "POST", "/v1/signals", `{"token":"`+tok+`","nmae":"go"}`)
+	anon.fails(http.StatusBadRequest, "bad_request", "POST", "/v1/signals", `{"token":"`+tok+`","label":"go"}`)
 	anon.fails(http.StatusBadRequest, "invalid_input", "POST", "/v1/signals", `{"token":"`+tok+`","dedup_ttl":"soon"}`)
 	anon.fails(http.StatusRequestEntityTooLarge, "body_too_large", "POST", "/v1/signals",
 		`{"token":"`+tok+`","payload_base64":"`+strings.Repeat("A", httpapi.DefaultMaxSignalBodyBytes)+`"}`)

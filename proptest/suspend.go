@@ -236,7 +236,7 @@ func (m *machine) actSuspend(t *rapid.T) {
 		// refused: a suspended, terminal or unclaimed execution
 		id := m.pickExec(t, func(s *model.ExecutionSnapshot) bool { return s.State.LifecyclePhase != model.PhaseActive })
 		p := m.suspendParams(t, id, m.drawFence(t, id))
-		m.suspend(t, p, -1)
+		_, _ = m.suspend(t, p, -1) // checked inside
 	}
 }
 
@@ -289,7 +289,7 @@ func (m *machine) suspendRetry(t *rapid.T) {
 	}
 	q := *m.susp.suspend[drawFrom(t, ids, "susp_retry")]
 	q.Now = m.now()
-	m.suspend(t, &q, -1)
+	_, _ = m.suspend(t, &q, -1) // checked inside
 }
 
 // suspendParams draws a suspend of id: its own waitpoint fresh or one of
@@ -639,7 +639,7 @@ func (m *machine) claimResumed(t *rapid.T, id model.ExecutionID) {
 	m.observeQuiet(t)
 	if chance(t, 40, "drive_suspend_again") {
 		q := m.suspendParams(t, id, res.Fence())
-		m.suspend(t, q, -1)
+		_, _ = m.suspend(t, q, -1) // checked inside
 	}
 }
 
@@ -916,7 +916,11 @@ func (m *machine) signal(t *rapid.T, p *model.SignalDeliverParams) {
 func (m *machine) checkResumed(t *rapid.T, how string, id model.ExecutionID, sp *model.SuspensionSnapshot, why model.CloseReason) {
 	t.Helper()
 	s, so := m.snap(id), m.suspObs(id)
-	m.expect(t, s != nil && so.Suspension != nil && so.Suspension.ID == sp.ID && so.Suspension.ClosedBy == why &&
+	if s == nil {
+		m.fatalf(t, "%s: %v is gone", how, id)
+		return
+	}
+	m.expect(t, so.Suspension != nil && so.Suspension.ID == sp.ID && so.Suspension.ClosedBy == why &&
 		so.Suspension.ClosedAt.Equal(m.now().Truncate(time.Millisecond)),
 		"%s: suspension %+v, want %v closed by %v now", how, so.suspension(), sp.ID, why)
 	want := model.PublicWaiting
@@ -1193,7 +1197,7 @@ func (m *machine) actSuspendScenario(t *rapid.T) {
 		res, err := m.suspend(t, p, -1)
 		if err == nil && !res.Replayed {
 			q := *p
-			m.suspend(t, &q, -1)
+			_, _ = m.suspend(t, &q, -1) // checked inside
 		}
 	case 1:
 		p := m.suspendParams(t, id, f)
@@ -1215,7 +1219,7 @@ func (m *machine) actSuspendScenario(t *rapid.T) {
 		q := m.suspendParams(t, id, cr.Fence())
 		q.UsePending, q.Waitpoint, q.SignalLimit = true, p.Waitpoint, 0
 		q.Condition = model.SignalFor("")
-		m.suspend(t, q, -1)
+		_, _ = m.suspend(t, q, -1) // checked inside
 	default:
 		for range model.MaxOpenWaitpoints + 1 {
 			m.waitpointCreate(t, id, f)

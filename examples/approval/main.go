@@ -153,7 +153,7 @@ func webhook(engine *flowfabric.Engine) http.Handler {
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		default:
-			fmt.Fprint(w, d.Effect)
+			_, _ = fmt.Fprint(w, d.Effect)
 		}
 	})
 }
@@ -168,7 +168,7 @@ func click(link, who string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // a read-only response
 	b, err := io.ReadAll(resp.Body)
 	return strings.TrimSpace(string(b)), err
 }
@@ -191,8 +191,8 @@ func run(store flowfabric.Store, say func(string)) error {
 		return err
 	}
 	srv := &http.Server{Handler: webhook(engine), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // ends with Close
-	defer srv.Close()
+	go srv.Serve(ln)  //nolint:errcheck // ends with Close
+	defer srv.Close() //nolint:errcheck // best effort at exit
 
 	outbox := make(chan mail, 8)
 	w := flowfabric.NewWorker(engine, nil)
