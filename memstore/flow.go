@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tidwall/btree"
 
@@ -392,8 +393,8 @@ func (s *Store) flowEnded(e *execution, now int64) {
 	for i := 0; i < len(s.flowQueue); i++ {
 		u := s.flowQueue[i]
 		f := s.flows[s.flowOf[u.id]]
-		for d, id := range f.out[u.id] {
-			if ed := f.edges[id]; ed.state == model.EdgePending {
+		for _, d := range downstreams(f.out[u.id]) {
+			if ed := f.edges[f.out[u.id][d]]; ed.state == model.EdgePending {
 				s.edgeResolve(f, ed, u)
 				s.groupDecide(f, d, now)
 			}
@@ -401,6 +402,19 @@ func (s *Store) flowEnded(e *execution, now int64) {
 	}
 	s.flowQueue = s.flowQueue[:0]
 	s.flowDraining = false
+}
+
+// downstreams returns the downstreams of out in id order (as valkeystore's
+// flow library sorts them): the order decisions cascade in must not be a
+// map's (seed 1 of the simulator claimed different executions in two runs
+// of one history).
+func downstreams(out map[model.ExecutionID]model.EdgeID) []model.ExecutionID {
+	ds := make([]model.ExecutionID, 0, len(out))
+	for d := range out {
+		ds = append(ds, d)
+	}
+	slices.SortFunc(ds, func(a, b model.ExecutionID) int { return strings.Compare(a.String(), b.String()) })
+	return ds
 }
 
 // flowReplayed re-opens what a replayed member decided (see the
@@ -419,8 +433,8 @@ func (s *Store) flowReplayed(e *execution, now int64, as model.AttemptState) boo
 	if f.state != model.FlowOpen {
 		return false // a cancelled flow decides nothing more
 	}
-	for d, id := range f.out[e.id] {
-		ed, g := f.edges[id], f.gstate[d]
+	for _, d := range downstreams(f.out[e.id]) {
+		ed, g := f.edges[f.out[e.id][d]], f.gstate[d]
 		if ed.state == model.EdgePending || g.state != model.GroupWaiting || ed.gen != g.gen {
 			continue
 		}

@@ -21,6 +21,23 @@ end
 -- flow_live adds d to the live members of flow fid (base its keys' base)
 -- and files it as live (I:flows) or finished (I:flows_done): finished once
 -- no member is live and it is sealed or cancelled (model.FlowListParams).
+-- sorted_pairs sorts a flat HGETALL reply (key, value, ...) by key, so
+-- decisions cascade in one order on every store (memstore's downstreams).
+local function sorted_pairs(flat)
+  local keys, val = {}, {}
+  for j = 1, #flat, 2 do
+    keys[#keys + 1] = flat[j]
+    val[flat[j]] = flat[j + 1]
+  end
+  table.sort(keys)
+  local out = {}
+  for _, k in ipairs(keys) do
+    out[#out + 1] = k
+    out[#out + 1] = val[k]
+  end
+  return out
+end
+
 local function flow_live(base, fid, d)
   local live = redis.call('HINCRBY', base .. ':core', 'live', S(d))
   if live == 0 then
@@ -311,7 +328,7 @@ local function flow_kit()
         flow_live(fbase, fid, -1)
         local sealed = redis.call('HGET', fbase .. ':core', 'sealed') == '1'
         local to, ubase = e.terminal_outcome, e.k.base
-        local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
+        local outs = sorted_pairs(redis.call('HGETALL', fbase .. ':out:' .. e.id))
         for j = 1, #outs, 2 do
           local down, edge = outs[j], outs[j + 1]
           if redis.call('HGET', fbase .. ':edge:' .. edge, 'state') == 'pending' then
@@ -342,7 +359,7 @@ local function flow_kit()
     -- a cancelled flow decides nothing more
     if core[2] ~= 'open' then return false end
     local sealed = core[1] == '1'
-    local outs = redis.call('HGETALL', fbase .. ':out:' .. e.id)
+    local outs = sorted_pairs(redis.call('HGETALL', fbase .. ':out:' .. e.id))
     for j = 1, #outs, 2 do
       local down, ekey = outs[j], fbase .. ':edge:' .. outs[j + 1]
       local ed = redis.call('HMGET', ekey, 'state', 'gen')
