@@ -336,8 +336,8 @@ func (s *Store) groupDecide(f *flowRec, d model.ExecutionID, now int64) {
 		if st == model.GroupImpossible {
 			reason = model.ReasonSiblingImpossible
 		}
-		for up, id := range f.in[d] {
-			if f.edges[id].gen != g.gen {
+		for _, up := range byID(f.in[d]) {
+			if f.edges[f.in[d][up]].gen != g.gen {
 				continue // a child of an earlier await is not a sibling
 			}
 			if u := s.execs[up]; u != nil && u.lifecyclePhase != model.PhaseTerminal {
@@ -393,7 +393,7 @@ func (s *Store) flowEnded(e *execution, now int64) {
 	for i := 0; i < len(s.flowQueue); i++ {
 		u := s.flowQueue[i]
 		f := s.flows[s.flowOf[u.id]]
-		for _, d := range downstreams(f.out[u.id]) {
+		for _, d := range byID(f.out[u.id]) {
 			if ed := f.edges[f.out[u.id][d]]; ed.state == model.EdgePending {
 				s.edgeResolve(f, ed, u)
 				s.groupDecide(f, d, now)
@@ -404,13 +404,13 @@ func (s *Store) flowEnded(e *execution, now int64) {
 	s.flowDraining = false
 }
 
-// downstreams returns the downstreams of out in id order (as valkeystore's
-// flow library sorts them): the order decisions cascade in must not be a
-// map's (seed 1 of the simulator claimed different executions in two runs
-// of one history).
-func downstreams(out map[model.ExecutionID]model.EdgeID) []model.ExecutionID {
-	ds := make([]model.ExecutionID, 0, len(out))
-	for d := range out {
+// byID returns the other ends of a member's edges (f.out or f.in of it)
+// in id order, as valkeystore's flow library sorts them: the order
+// decisions and sibling cancels cascade in must not be a map's (seed 1 of
+// the simulator claimed different executions in two runs of one history).
+func byID(ends map[model.ExecutionID]model.EdgeID) []model.ExecutionID {
+	ds := make([]model.ExecutionID, 0, len(ends))
+	for d := range ends {
 		ds = append(ds, d)
 	}
 	slices.SortFunc(ds, func(a, b model.ExecutionID) int { return strings.Compare(a.String(), b.String()) })
@@ -433,7 +433,7 @@ func (s *Store) flowReplayed(e *execution, now int64, as model.AttemptState) boo
 	if f.state != model.FlowOpen {
 		return false // a cancelled flow decides nothing more
 	}
-	for _, d := range downstreams(f.out[e.id]) {
+	for _, d := range byID(f.out[e.id]) {
 		ed, g := f.edges[f.out[e.id][d]], f.gstate[d]
 		if ed.state == model.EdgePending || g.state != model.GroupWaiting || ed.gen != g.gen {
 			continue

@@ -241,7 +241,7 @@ local function flow_kit()
   local function cancel_siblings(base, down, gen, st, now)
     local reason = 'sibling_quorum_satisfied'
     if st == 'impossible' then reason = 'sibling_quorum_impossible' end
-    local ups = redis.call('HGETALL', base .. ':in:' .. down)
+    local ups = sorted_pairs(redis.call('HGETALL', base .. ':in:' .. down))
     for i = 1, #ups, 2 do
       local e = load_exec(exec_keys_of(ups[i]))
       if e ~= nil and e.lifecycle_phase ~= 'terminal'
