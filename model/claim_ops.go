@@ -49,10 +49,17 @@ type ClaimGrantIssueResult struct {
 // ExecutionBlockParams moves an eligible execution off the eligible index
 // into the blocked index of its reason (admission: budget, quota, route,
 // operator, lane state).
+//
+// A block on WaitingForBudget names the exhausted Budget (required; the
+// execution joins that budget's blocked group of its lane); a block on
+// WaitingForQuota needs an execution with a quota (otherwise
+// ErrInvalidBlockingReason) and joins its bucket's group. Budget is
+// refused with any other reason. A block clears the execution's grant.
 type ExecutionBlockParams struct {
 	ID     ExecutionID
 	Reason BlockingReason
 	Detail string
+	Budget BudgetID
 	Now    time.Time
 }
 
@@ -66,6 +73,12 @@ func (p *ExecutionBlockParams) Validate(cfg PartitionConfig) error {
 	}
 	if err := ValidateText("Detail", p.Detail); err != nil {
 		return err
+	}
+	if (p.Reason == WaitingForBudget) == UUID(p.Budget).IsZero() {
+		if p.Reason == WaitingForBudget {
+			return invalidField("Budget", "empty")
+		}
+		return invalidField("Budget", "set_without_budget_reason")
 	}
 	return checkNow(p.Now)
 }
@@ -112,6 +125,10 @@ type ExecutionClaimParams struct {
 	ID ExecutionID
 	// Capabilities are the claiming worker's.
 	Capabilities Capabilities
+	// AdmissionToken is the quota admission (QuotaAdmit) the lease will
+	// hold: required when the execution has a quota (otherwise
+	// ErrAdmissionRequired), ignored when it has none.
+	AdmissionToken string
 	LeaseRequest
 	Now time.Time
 }
@@ -124,6 +141,9 @@ func (p *ExecutionClaimParams) Validate(cfg PartitionConfig) error {
 	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
 		return err
 	}
+	if err := ValidateAdmissionToken("AdmissionToken", p.AdmissionToken); err != nil {
+		return err
+	}
 	if err := p.LeaseRequest.validate(); err != nil {
 		return err
 	}
@@ -131,9 +151,11 @@ func (p *ExecutionClaimParams) Validate(cfg PartitionConfig) error {
 }
 
 // ExecutionGrantAndClaimParams checks capabilities and claims in one step.
+// AdmissionToken is as in ExecutionClaimParams.
 type ExecutionGrantAndClaimParams struct {
-	ID           ExecutionID
-	Capabilities Capabilities
+	ID             ExecutionID
+	Capabilities   Capabilities
+	AdmissionToken string
 	LeaseRequest
 	Now time.Time
 }
@@ -144,6 +166,9 @@ func (p *ExecutionGrantAndClaimParams) Validate(cfg PartitionConfig) error {
 		return err
 	}
 	if _, err := NormalizeCapabilities("Capabilities", p.Capabilities); err != nil {
+		return err
+	}
+	if err := ValidateAdmissionToken("AdmissionToken", p.AdmissionToken); err != nil {
 		return err
 	}
 	if err := p.LeaseRequest.validate(); err != nil {
@@ -178,6 +203,13 @@ type ClaimResult struct {
 	CreatedAt  time.Time
 	// TimeoutAt is when the attempt times out (zero: no attempt timeout).
 	TimeoutAt time.Time
+	// Budgets, Quota and QuotaKey are the execution's admission
+	// attachments (nil / zero: none); AdmissionToken is the quota
+	// admission the lease holds.
+	Budgets        []BudgetID
+	Quota          QuotaID
+	QuotaKey       string
+	AdmissionToken string
 }
 
 // Fence returns the fence of the claim's lease.
@@ -205,6 +237,9 @@ type ExecutionClaimNextParams struct {
 	LiveCapabilities Capabilities
 	// ScanLimit bounds the heads examined (1–1000).
 	ScanLimit int
+	// AdmissionGrantTTL is the grant issued on a head that needs
+	// admission (0: DefaultAdmissionGrantTTL; at most MaxGrantTTL).
+	AdmissionGrantTTL time.Duration
 	LeaseRequest
 	Now time.Time
 }
@@ -231,6 +266,9 @@ func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
 	if err := checkLimit("ScanLimit", p.ScanLimit); err != nil {
 		return err
 	}
+	if err := checkDuration("AdmissionGrantTTL", p.AdmissionGrantTTL, 0, MaxGrantTTL); err != nil {
+		return err
+	}
 	if err := p.LeaseRequest.validate(); err != nil {
 		return err
 	}
@@ -238,7 +276,17 @@ func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
 }
 
 // ExecutionClaimNextResult reports a claim-next.
+//
+// A claimable head of the namespace that this worker can serve (the
+// capability check comes first, so a head no one can serve never takes a
+// quota slot) and that has budgets or a quota (and no live grant to
+// another worker) is never claimed here: the walk grants it to the
+// claiming worker for AdmissionGrantTTL (replacing a grant the worker
+// already held on it), reports it as Admit and stops, with Claimed nil.
+// The caller admits it (see AdmissionStore) and claims the grant.
 type ExecutionClaimNextResult struct {
+	// Admit is the head that needs admission first (nil: none met).
+	Admit *AdmissionCandidate
 	// Claimed is nil when nothing could be claimed.
 	Claimed *ClaimResult
 	// Blocked lists the executions moved to blocked:route.

@@ -105,6 +105,11 @@ const (
 	CodeWaitpointLimit        Code = "waitpoint_limit_exceeded"
 	CodeSignalLimit           Code = "signal_limit_exceeded"
 
+	CodeBudgetNotFound    Code = "budget_not_found"
+	CodeQuotaNotFound     Code = "quota_not_found"
+	CodeBudgetExceeded    Code = "budget_exceeded"
+	CodeAdmissionRequired Code = "admission_required"
+
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
 	CodeWorkerHasNoHandlers      Code = "worker_has_no_handlers"
@@ -179,6 +184,11 @@ var codeClass = map[Code]Class{
 	CodeWaitpointNotPending:   ClassTerminal,
 	CodeWaitpointLimit:        ClassTerminal,
 	CodeSignalLimit:           ClassTerminal,
+
+	CodeBudgetNotFound:    ClassTerminal,
+	CodeQuotaNotFound:     ClassTerminal,
+	CodeBudgetExceeded:    ClassTerminal,
+	CodeAdmissionRequired: ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -371,6 +381,16 @@ var (
 	ErrWaitpointLimit = &Error{Code: CodeWaitpointLimit}
 	// ErrSignalLimit: the waitpoint already holds its SignalLimit signals.
 	ErrSignalLimit = &Error{Code: CodeSignalLimit}
+	// ErrBudgetNotFound: no budget has the id.
+	ErrBudgetNotFound = &Error{Code: CodeBudgetNotFound}
+	// ErrQuotaNotFound: no quota policy has the id.
+	ErrQuotaNotFound = &Error{Code: CodeQuotaNotFound}
+	// ErrBudgetExceeded: a usage report would pass a hard limit; nothing
+	// of it applied (the engine's error for ReportHardBreach).
+	ErrBudgetExceeded = &Error{Code: CodeBudgetExceeded}
+	// ErrAdmissionRequired: a claim of an execution with a quota named no
+	// admission token.
+	ErrAdmissionRequired = &Error{Code: CodeAdmissionRequired}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}

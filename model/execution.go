@@ -171,6 +171,14 @@ type ExecutionSnapshot struct {
 	Flow FlowID
 
 	Tags map[string]string
+
+	// Budgets, Quota and QuotaKey are the execution's admission
+	// attachments (see AdmissionStore); AdmissionToken is the quota
+	// admission its current lease holds ("": none).
+	Budgets        []BudgetID
+	Quota          QuotaID
+	QuotaKey       string
+	AdmissionToken string
 }
 
 // Attempt is one attempt of an execution.

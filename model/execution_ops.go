@@ -59,11 +59,29 @@ type ExecutionCreateParams struct {
 	// ErrFlowTerminal, ErrFlowSealed. Stores without FlowStore refuse it
 	// as invalid input.
 	Flow FlowID
-	Now  time.Time
+	// Budgets are checked by the claim path before each attempt: while
+	// one is exhausted the execution is blocked on it (AdmissionStore).
+	// At most MaxExecutionBudgets, distinct.
+	Budgets []BudgetID
+	// Quota, when set, admits each attempt to the bucket QuotaKey of that
+	// quota policy before its claim (AdmissionStore). QuotaKey is set
+	// only with Quota.
+	Quota    QuotaID
+	QuotaKey string
+	Now      time.Time
 }
 
 // Validate checks every field.
 func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
+	if err := validateBudgets("Budgets", p.Budgets); err != nil {
+		return err
+	}
+	if UUID(p.Quota).IsZero() && p.QuotaKey != "" {
+		return invalidField("QuotaKey", "set_without_quota")
+	}
+	if err := ValidateQuotaKey("QuotaKey", p.QuotaKey); err != nil {
+		return err
+	}
 	if err := cfg.CheckExecutionID(p.ID); err != nil {
 		return err
 	}
@@ -220,6 +238,8 @@ type NextClaim struct {
 	Capabilities     Capabilities
 	LiveCapabilities Capabilities
 	ScanLimit        int
+	// AdmissionGrantTTL is as in ExecutionClaimNextParams.
+	AdmissionGrantTTL time.Duration
 	LeaseRequest
 }
 
@@ -248,6 +268,9 @@ func (n *NextClaim) validate() error {
 		return prefix(err)
 	}
 	if err := checkLimit("ScanLimit", n.ScanLimit); err != nil {
+		return prefix(err)
+	}
+	if err := checkDuration("AdmissionGrantTTL", n.AdmissionGrantTTL, 0, MaxGrantTTL); err != nil {
 		return prefix(err)
 	}
 	return prefix(n.LeaseRequest.validate())

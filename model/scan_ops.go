@@ -83,6 +83,10 @@ type IndexScanDueParams struct {
 	Now       time.Time
 	After     *DueCursor
 	Limit     int // 1–1000
+	// Filter, when set, leaves out the entries of executions it does not
+	// match (an entry whose execution is gone matches): they count
+	// towards Limit and move LastSeen, so a scanner's cursor passes them.
+	Filter ScannerFilter
 }
 
 // Validate checks every field.
@@ -94,6 +98,9 @@ func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
 		return invalidField("Index", "unknown")
 	}
 	if err := checkLimit("Limit", p.Limit); err != nil {
+		return err
+	}
+	if err := p.Filter.Validate("Filter"); err != nil {
 		return err
 	}
 	if p.After != nil {
@@ -122,6 +129,9 @@ type IndexScanDueResult struct {
 	// NextDueAt is the earliest entry due after Now (zero: none), so a
 	// scanner can sleep until then.
 	NextDueAt time.Time
+	// LastSeen is the last due entry examined, matched or filtered out
+	// (nil when none was): with a Filter, the cursor to continue from.
+	LastSeen *DueCursor
 }
 
 // PartitionDueParams asks what one partition has scheduled, so a sweep
@@ -147,7 +157,11 @@ type PartitionDueResult struct {
 	SuspensionTimeout time.Time
 	WaitpointExpiry   time.Time
 	RouteBlocked      bool
-	Executions        int
+	// AdmissionBlocked: some execution waits blocked on a budget or a
+	// quota. QuotaReleasePending: the quota release outbox is not empty.
+	AdmissionBlocked    bool
+	QuotaReleasePending bool
+	Executions          int
 }
 
 // Due returns the earliest entry of timer index k (zero: none).
@@ -184,9 +198,12 @@ type RouteUnblockParams struct {
 	// All unblocks regardless of capabilities (Live is ignored): the
 	// fail-open mode the unblock scanner uses when the live workers'
 	// capabilities cannot be read.
-	All   bool
-	Limit int // 1–1000
-	Now   time.Time
+	All bool
+	// Filter's tag condition, when set, keeps the executions it does not
+	// match blocked (its Namespace must be empty or Namespace).
+	Filter ScannerFilter
+	Limit  int // 1–1000
+	Now    time.Time
 }
 
 // Validate checks every field.
@@ -199,6 +216,12 @@ func (p *RouteUnblockParams) Validate(cfg PartitionConfig) error {
 	}
 	if _, err := NormalizeCapabilities("Live", p.Live); err != nil {
 		return err
+	}
+	if err := p.Filter.Validate("Filter"); err != nil {
+		return err
+	}
+	if p.Filter.Namespace != "" && p.Filter.Namespace != p.Namespace {
+		return invalidField("Filter.Namespace", "differs_from_namespace")
 	}
 	if err := checkLimit("Limit", p.Limit); err != nil {
 		return err
