@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -177,6 +179,10 @@ type FlowOpts struct {
 	IdempotencyKey string
 	// Tags label the flow ("team.owner" = "build").
 	Tags map[string]string
+	// Budgets are attached to every node besides its own
+	// (SubmitOpts.Budgets), so the flow's members share them: the token
+	// budget of an agent's run.
+	Budgets []BudgetID
 }
 
 // FlowResult reports a submitted flow.
@@ -276,6 +282,11 @@ func (e *Engine) planFlow(ctx context.Context, f *Flow, opts *FlowOpts) (*flowPl
 		}
 		cp.ID = model.NewExecutionID(part, derivedUUID(p.id.String(), "node", strconv.Itoa(i)))
 		cp.Flow = p.id
+		for _, b := range opts.Budgets {
+			if !slices.Contains(cp.Budgets, b) {
+				cp.Budgets = append(slices.Clip(cp.Budgets), b)
+			}
+		}
 		if err := cp.Validate(e.parts); err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
@@ -534,6 +545,7 @@ func (e *Engine) CancelFlow(ctx context.Context, id FlowID, policy FlowCancelPol
 	if err != nil {
 		return nil, wrap("cancel flow", err)
 	}
+	e.quotaRel.Hint(e.parts.FlowPartition(id), time.Time{}) // running members' quota slots free
 	return r.Cancelled, nil
 }
 

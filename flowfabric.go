@@ -119,6 +119,19 @@ type ScannerConfig struct {
 	// find timers and route blocks that other processes scheduled
 	// (default 1m). What this engine schedules, its scanners know at once.
 	SweepInterval time.Duration
+	// Filter limits every execution-shaped scanner (the timer scanners
+	// and the unblock scanner) to the executions it matches: a namespace
+	// and an instance tag, so tenants sharing a keyspace never act on each
+	// other's executions (the zero value matches every execution).
+	// Budget and quota scanners ignore it.
+	Filter ScannerFilter
+	// BudgetReset (scanner 8), BudgetReconcile (9), QuotaReconcile (10)
+	// and QuotaRelease (which frees the quota slots of ended leases) run
+	// only on a store with budgets and quotas (memstore, valkeystore).
+	BudgetReset     BudgetScanConfig
+	BudgetReconcile BudgetScanConfig
+	QuotaReconcile  QuotaReconcileConfig
+	QuotaRelease    BudgetScanConfig
 }
 
 // Engine is the embedded engine: submit and manage executions, run
@@ -148,6 +161,9 @@ type Engine struct {
 	timeouts *scan.Expirer
 	deadline *scan.Expirer
 	unblock  *scan.Unblock
+	// quotaRel frees the quota slots of ended leases (inert without
+	// budgets and quotas).
+	quotaRel scan.Hinter
 	// suspTimeout and wpExpiry run when the store supports suspension;
 	// otherwise they are inert hinters.
 	suspTimeout scan.Hinter
@@ -227,12 +243,23 @@ func New(store Store, cfg *Config) *Engine {
 	})
 	sc := c.Scanners
 	sc.Unblock.Namespace = cmp.Or(sc.Unblock.Namespace, c.Namespace)
+	for _, tc := range []*scan.TimerConfig{&sc.LeaseExpiry.TimerConfig, &sc.DelayedPromoter, &sc.AttemptTimeout,
+		&sc.ExecutionDeadline, &sc.SuspensionTimeout, &sc.WaitpointExpiry} {
+		if tc.Filter.IsZero() {
+			tc.Filter = sc.Filter
+		}
+	}
+	if sc.Unblock.Filter.IsZero() {
+		sc.Unblock.Filter = sc.Filter
+		sc.Unblock.Filter.Namespace = "" // the unblock scanner keeps to its namespace anyway
+	}
 	e.lease = scan.NewLeaseExpiry(store, c.Clock, sc.LeaseExpiry)
 	e.delayed = scan.NewDelayedPromoter(store, c.Clock, sc.DelayedPromoter)
 	e.timeouts = scan.NewAttemptTimeout(store, c.Clock, sc.AttemptTimeout)
 	e.timeouts.HintRetries(e.delayed)
 	e.deadline = scan.NewExecutionDeadline(store, c.Clock, sc.ExecutionDeadline)
 	e.unblock = scan.NewUnblock(store, c.Clock, sc.Unblock)
+	e.quotaRel = noHint{}
 	workers := scan.NewWorkerExpiry(store, c.Clock, sc.WorkerExpiryInterval, c.Namespace)
 	timers := []scan.Hinter{e.lease, e.delayed, e.timeouts, e.deadline}
 	scanners := []scan.Scanner{e.lease, e.delayed, e.timeouts, e.deadline, e.unblock, workers}
@@ -246,6 +273,20 @@ func New(store Store, cfg *Config) *Engine {
 		scanners = append(scanners, st, we)
 	}
 	sweeper := scan.NewSweeper(store, sc.SweepInterval, e.unblock, timers...)
+	if as, ok := store.(model.AdmissionStore); ok {
+		ds := admissionScanStore{store, as}
+		e.unblock.SetAdmission(ds)
+		rel := scan.NewQuotaRelease(ds, c.Clock, sc.QuotaRelease, e.unblock)
+		e.quotaRel = rel
+		sweeper.SetQuotaRelease(rel)
+		e.lease.HintReleases(rel)
+		e.timeouts.HintReleases(rel)
+		e.deadline.HintReleases(rel)
+		scanners = append(scanners, rel,
+			scan.NewBudgetReset(ds, c.Clock, sc.BudgetReset, e.unblock),
+			scan.NewBudgetReconcile(ds, c.Clock, sc.BudgetReconcile),
+			scan.NewQuotaReconcile(ds, c.Clock, sc.QuotaReconcile, e.unblock))
+	}
 	e.runner = scan.NewRunner(scan.RunnerConfig{
 		Clock: c.Clock, Logger: c.Logger,
 		OnPass: func(_ string, res scan.Result, _ error) {
@@ -292,6 +333,23 @@ func (c *Config) validate() error {
 	}
 	if c.Scanners.WorkerExpiryInterval < 0 {
 		return model.OutOfRange("Scanners.WorkerExpiryInterval", c.Scanners.WorkerExpiryInterval, "0 (the default) or more")
+	}
+	if err := c.Scanners.Filter.Validate("Scanners.Filter"); err != nil {
+		return err
+	}
+	if err := c.Scanners.Unblock.Filter.Validate("Scanners.Unblock.Filter"); err != nil {
+		return err
+	}
+	for name, bc := range map[string]scan.BudgetConfig{
+		"Scanners.BudgetReset": c.Scanners.BudgetReset, "Scanners.BudgetReconcile": c.Scanners.BudgetReconcile,
+		"Scanners.QuotaReconcile": c.Scanners.QuotaReconcile.BudgetConfig, "Scanners.QuotaRelease": c.Scanners.QuotaRelease,
+	} {
+		if err := bc.Validate(name); err != nil {
+			return err
+		}
+	}
+	if c.Scanners.QuotaReconcile.Grace < 0 {
+		return model.OutOfRange("Scanners.QuotaReconcile.Grace", c.Scanners.QuotaReconcile.Grace, "0 (the default) or more")
 	}
 	if c.Scanners.SweepInterval < 0 {
 		return model.OutOfRange("Scanners.SweepInterval", c.Scanners.SweepInterval, "0 (the default) or more")
@@ -433,6 +491,13 @@ func (e *Engine) watchTerminal(sig *model.Signal) (stop func()) {
 type noHint struct{}
 
 func (noHint) Hint(int, time.Time) {}
+
+// admissionScanStore is a store with its AdmissionStore, as the budget
+// and quota scanners need it.
+type admissionScanStore struct {
+	model.Store
+	model.AdmissionStore
+}
 
 // suspendScanStore is a store with its SuspendStore, as the suspension
 // scanners need it.

@@ -2,6 +2,8 @@ package flowfabric
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/flowfabric/flowfabric/model"
@@ -66,14 +68,21 @@ func Work[T Args](ctx context.Context, e *Engine, h Handler[T], args T, opts *Su
 	}
 	w.taskCtx = ctx
 	leaseID, attemptID := e.newLeaseIDs()
+	token, err := e.admitInline(ctx, p, sub.ID, leaseID)
+	if err != nil {
+		return nil, wrap("work: admission", err)
+	}
 	c, err := e.store.ExecutionGrantAndClaim(ctx, &model.ExecutionGrantAndClaimParams{
-		ID: sub.ID, Capabilities: w.caps, Now: e.clock.Now(),
+		ID: sub.ID, Capabilities: w.caps, AdmissionToken: token, Now: e.clock.Now(),
 		LeaseRequest: model.LeaseRequest{
 			WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
 			LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: w.cfg.LeaseTTL,
 		},
 	})
 	if err != nil {
+		if token != "" {
+			e.releaseAdmission(ctx, p.Quota, p.QuotaKey, sub.ID, token)
+		}
 		return nil, wrap("work: claim", err)
 	}
 	taskCtx, cancel := context.WithCancelCause(ctx)
@@ -115,4 +124,52 @@ func Work[T Args](ctx context.Context, e *Engine, h Handler[T], args T, opts *Su
 	}
 	out.Snapshot = snap
 	return out, nil
+}
+
+// ErrAdmissionRefused is returned by Work when the execution's budget is
+// exhausted or its quota refuses it: Work runs it now or not at all (the
+// execution stays waiting for a worker).
+var ErrAdmissionRefused = errors.New("flowfabric: admission refused")
+
+// admitInline runs the claim path's admission for Work: every budget must
+// have room and the quota must admit the execution; it returns the
+// admission's token ("" without a quota).
+func (e *Engine) admitInline(ctx context.Context, p *model.ExecutionCreateParams, id ExecutionID, lease model.LeaseID) (string, error) {
+	if len(p.Budgets) == 0 && model.UUID(p.Quota).IsZero() {
+		return "", nil
+	}
+	as, err := e.admissionStore()
+	if err != nil {
+		return "", err
+	}
+	now := e.clock.Now()
+	for _, b := range p.Budgets {
+		st, err := as.BudgetStatus(ctx, &model.BudgetStatusParams{ID: b, Now: now})
+		if err != nil {
+			return "", err
+		}
+		if st.Exhausted != "" {
+			return "", fmt.Errorf("%w: budget %s exhausted (%s)", ErrAdmissionRefused, b, st.Exhausted)
+		}
+	}
+	if model.UUID(p.Quota).IsZero() {
+		return "", nil
+	}
+	token := lease.String()
+	r, err := as.QuotaAdmit(ctx, &model.QuotaAdmitParams{ID: p.Quota, Key: p.QuotaKey, Execution: id, Token: token, Now: now})
+	if err != nil {
+		return "", err
+	}
+	if r.Outcome != model.QuotaAdmitted && r.Outcome != model.QuotaAlreadyAdmitted {
+		return "", fmt.Errorf("%w: quota %s: %s", ErrAdmissionRefused, p.Quota, r.Outcome)
+	}
+	return token, nil
+}
+
+// releaseAdmission frees an admission whose claim did not happen; a
+// failure is left to the quota reconciler.
+func (e *Engine) releaseAdmission(ctx context.Context, q QuotaID, key string, id ExecutionID, token string) {
+	if as, err := e.admissionStore(); err == nil {
+		_, _ = as.QuotaRelease(ctx, &model.QuotaReleaseParams{ID: q, Key: key, Execution: id, Token: token, Now: e.clock.Now()})
+	}
 }

@@ -103,6 +103,9 @@ func (e *Engine) Cancel(ctx context.Context, id ExecutionID, reason string) erro
 	_, err := e.store.ExecutionCancel(ctx, &model.ExecutionCancelParams{
 		ID: id, Reason: reason, Source: model.SourceOperator, Now: e.clock.Now(),
 	})
+	if err == nil {
+		e.quotaRel.Hint(id.Partition(), time.Time{}) // a running attempt's quota slot frees
+	}
 	return wrap("cancel", err)
 }
 

@@ -63,6 +63,13 @@ type SubmitOpts struct {
 	// the first execution instead of creating another.
 	IdempotencyKey string
 	IdempotencyTTL time.Duration
+	// Budgets are checked before each attempt starts: while one is
+	// exhausted the execution waits blocked on it (see CreateBudget).
+	Budgets []BudgetID
+	// Quota admits each attempt to the bucket QuotaKey of a quota policy
+	// before it starts (see CreateQuota); QuotaKey is set only with Quota.
+	Quota    QuotaID
+	QuotaKey string
 }
 
 // merge overlays the set fields of o on d.
@@ -114,6 +121,12 @@ func (d SubmitOpts) merge(o *SubmitOpts) SubmitOpts {
 	}
 	if o.IdempotencyTTL != 0 {
 		r.IdempotencyTTL = o.IdempotencyTTL
+	}
+	if o.Budgets != nil {
+		r.Budgets = o.Budgets
+	}
+	if !model.UUID(o.Quota).IsZero() {
+		r.Quota, r.QuotaKey = o.Quota, o.QuotaKey
 	}
 	return r
 }
@@ -321,7 +334,7 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		Priority: o.Priority, Tags: o.Tags, RequiredCapabilities: caps, RetryPolicy: retry,
 		MaxReclaims: o.MaxReclaims, MaxReplays: o.MaxReplays, AttemptTimeout: o.AttemptTimeout,
 		Deadline: o.Deadline, DelayUntil: runAt, IdempotencyKey: o.IdempotencyKey,
-		IdempotencyTTL: o.IdempotencyTTL, Now: now,
+		IdempotencyTTL: o.IdempotencyTTL, Budgets: o.Budgets, Quota: o.Quota, QuotaKey: o.QuotaKey, Now: now,
 	}
 	if err := p.Validate(e.parts); err != nil {
 		return nil, err

@@ -71,6 +71,11 @@ type (
 	LeaseExpiryConfig = scan.LeaseExpiryConfig
 	// UnblockConfig tunes the unblock scanner.
 	UnblockConfig = scan.UnblockConfig
+	// BudgetScanConfig configures the budget reset and reconcile
+	// scanners and the quota releaser.
+	BudgetScanConfig = scan.BudgetConfig
+	// QuotaReconcileConfig configures the quota reconciler.
+	QuotaReconcileConfig = scan.QuotaReconcileConfig
 )
 
 // NewSimClock returns a simulated clock reading start. Time moves only when
@@ -185,7 +190,44 @@ var (
 	// because its lease was taken away (cancelled, revoked, timed out,
 	// expired, taken over); see Task for the specific causes.
 	ErrLeaseLost = errors.New("flowfabric: lease lost")
+	// ErrBudgetExceeded: a usage report would pass a hard limit; nothing
+	// of it applied.
+	ErrBudgetExceeded = model.ErrBudgetExceeded
+	// ErrBudgetNotFound: no budget has the id.
+	ErrBudgetNotFound = model.ErrBudgetNotFound
+	// ErrQuotaNotFound: no quota policy has the id.
+	ErrQuotaNotFound = model.ErrQuotaNotFound
 )
 
 // MaxResultBytes is the largest result TaskInfo.SetResult accepts (1 MiB).
 const MaxResultBytes = model.MaxResultBytes
+
+// Budgets and quotas (see CreateBudget, CreateQuota).
+type (
+	// BudgetID identifies a budget.
+	BudgetID = model.BudgetID
+	// QuotaID identifies a quota policy.
+	QuotaID = model.QuotaID
+	// BudgetLimit is one dimension's hard and soft limits.
+	BudgetLimit = model.BudgetLimit
+	// BudgetStatus is a budget as it stands.
+	BudgetStatus = model.BudgetStatus
+	// QuotaStatus is one bucket of a quota policy as it stands.
+	QuotaStatus = model.QuotaStatus
+	// BudgetBreachAction is what a flow member's hard breach does.
+	BudgetBreachAction = model.BudgetBreachAction
+	// BudgetReportOutcome is what a usage report did.
+	BudgetReportOutcome = model.BudgetReportOutcome
+	// ScannerFilter limits the scanners to one tenant's executions.
+	ScannerFilter = model.ScannerFilter
+)
+
+// Breach actions and report outcomes.
+const (
+	BreachNone           = model.BreachNone
+	BreachCancelFlow     = model.BreachCancelFlow
+	ReportApplied        = model.ReportApplied
+	ReportSoftBreach     = model.ReportSoftBreach
+	ReportHardBreach     = model.ReportHardBreach
+	ReportAlreadyApplied = model.ReportAlreadyApplied
+)

@@ -394,14 +394,12 @@ func (w *Worker) claimOnce(ctx context.Context) (took, left bool, err error) {
 		return false, true, nil
 	}
 	e := w.engine
-	out, err := e.sched.Claim(ctx, &claim.Request{
-		Lanes: w.cfg.Lanes, WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
-		Capabilities: w.caps, LeaseTTL: w.cfg.LeaseTTL, NewIDs: e.newLeaseIDs, Cursor: &w.cursor,
-	})
+	out, err := e.sched.Claim(ctx, w.claimRequest())
 	if out != nil {
 		for _, id := range out.Blocked {
 			e.hint(e.unblock, id, e.clock.Now())
 		}
+		e.hintAdmissionBlocks(out)
 	}
 	if err != nil || out.Claimed == nil {
 		w.releaseSlot()
@@ -443,6 +441,23 @@ func (w *Worker) ClaimGrant(ctx context.Context, g *claim.Grant) error {
 	}
 	w.startTask(r)
 	return nil
+}
+
+// claimRequest is the scheduler request of this worker.
+func (w *Worker) claimRequest() *claim.Request {
+	e := w.engine
+	return &claim.Request{
+		Lanes: w.cfg.Lanes, WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
+		Capabilities: w.caps, LeaseTTL: w.cfg.LeaseTTL, NewIDs: e.newLeaseIDs, Cursor: &w.cursor,
+	}
+}
+
+// hintAdmissionBlocks tells the unblock scanner about executions a claim
+// blocked on a budget or a quota (and when a rate window frees a slot).
+func (e *Engine) hintAdmissionBlocks(out *claim.Outcome) {
+	for _, b := range out.AdmissionBlocked {
+		e.unblock.HintAdmission(b.ID.Partition(), b.RetryAt)
+	}
 }
 
 func (w *Worker) takeSlot() bool {
@@ -660,11 +675,17 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 					e.hint(e.unblock, b, now)
 				}
 				next = res.Next.Claimed
+				if res.Next.Admit != nil {
+					// the head needs admission: it is granted to this worker
+					out := &claim.Outcome{}
+					next, _ = e.sched.Admit(ctx, w.claimRequest(), res.Next.Admit, out)
+					e.hintAdmissionBlocks(out)
+				}
 				// The worker's only lane had nothing for it: unless work was
 				// announced meanwhile, it is idle, without another look. A
 				// spread lane's next claim probed one partition of many, so
 				// it proves nothing: the worker looks again.
-				quiet = next == nil && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
+				quiet = next == nil && res.Next.Admit == nil && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
 			}
 			if err == nil && dbg {
 				w.log.Debug("task completed", "execution", id.String(), "kind", string(info.Kind),
@@ -721,6 +742,9 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 	for {
 		err := op(ctx)
 		if err == nil {
+			if r.claim.AdmissionToken != "" {
+				e.quotaRel.Hint(id.Partition(), time.Time{}) // the lease ended: free its quota slot
+			}
 			if failed != nil && w.cfg.OnError != nil {
 				w.cfg.OnError(ctx, info, failed)
 			}

@@ -21,6 +21,7 @@ package claim
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -65,6 +66,10 @@ type Config struct {
 	// Spread reports whether a lane spreads its executions over all
 	// partitions (nil: no lane does; each lane lives on its solo partition).
 	Spread func(model.LaneID) bool
+	// AdmissionGrantTTL is how long a head that needs admission is
+	// granted to the worker admitting it (default
+	// model.DefaultAdmissionGrantTTL).
+	AdmissionGrantTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -72,6 +77,7 @@ func (c Config) withDefaults() Config {
 	c.ScanLimit = cmp.Or(c.ScanLimit, DefaultScanLimit)
 	c.ProbePartitions = cmp.Or(c.ProbePartitions, DefaultProbePartitions)
 	c.LiveCapsTTL = cmp.Or(c.LiveCapsTTL, DefaultLiveCapsTTL)
+	c.AdmissionGrantTTL = cmp.Or(c.AdmissionGrantTTL, model.DefaultAdmissionGrantTTL)
 	return c
 }
 
@@ -88,6 +94,8 @@ func (c Config) Validate() error {
 		return model.OutOfRange("Claim.ProbePartitions", c.ProbePartitions, "at least 1 (0 means the default)")
 	case c.LiveCapsTTL < 0:
 		return model.OutOfRange("Claim.LiveCapsTTL", c.LiveCapsTTL, "0 (the default) or more")
+	case c.AdmissionGrantTTL < 0 || c.AdmissionGrantTTL > model.MaxGrantTTL:
+		return model.OutOfRange("Claim.AdmissionGrantTTL", c.AdmissionGrantTTL, "0 (the default) to "+model.MaxGrantTTL.String())
 	}
 	return nil
 }
@@ -96,6 +104,7 @@ func (c Config) Validate() error {
 // concurrent use.
 type Scheduler struct {
 	store Store
+	adm   AdmissionStore // nil: the store has no budgets or quotas
 	clock model.Clock
 	cfg   Config
 	parts int
@@ -107,7 +116,8 @@ type Scheduler struct {
 	liveKnown bool
 	refresh   sync.Mutex // one WorkerList read at a time; the others wait for it
 
-	calls atomic.Uint64
+	calls   atomic.Uint64
+	jitters jitterCache
 }
 
 // New returns a scheduler. It panics on an invalid config (a programming
@@ -116,7 +126,9 @@ func New(store Store, clock model.Clock, cfg Config) *Scheduler {
 	if err := cfg.Validate(); err != nil {
 		panic("claim: " + err.Error())
 	}
-	return &Scheduler{store: store, clock: clock, cfg: cfg.withDefaults(), parts: store.Partitions().WithDefaults().FlowPartitions}
+	s := &Scheduler{store: store, clock: clock, cfg: cfg.withDefaults(), parts: store.Partitions().WithDefaults().FlowPartitions}
+	s.adm, _ = store.(AdmissionStore)
+	return s
 }
 
 // Request asks for one execution.
@@ -226,6 +238,8 @@ type Outcome struct {
 	// Blocked lists executions moved to blocked:route because no live
 	// worker can serve them.
 	Blocked []model.ExecutionID
+	// AdmissionBlocked lists executions blocked on a budget or a quota.
+	AdmissionBlocked []AdmissionBlock
 	// Probed counts the partition probes made.
 	Probed int
 	// Skipped counts heads left for another worker: ones this worker
@@ -256,36 +270,21 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 	out := &Outcome{}
 	call := s.calls.Add(1)
 	n := len(req.Lanes)
+	adm := &admission{}
 	for i := range n {
 		lane := req.Lanes[(int(call)+i)%n]
 		parts, all, moved := s.partitionsFor(lane, req)
 		out.Partial = out.Partial || !all
 		for k, part := range parts {
-			leaseID, attemptID := req.NewIDs()
-			res, err := s.store.ExecutionClaimNext(ctx, &model.ExecutionClaimNextParams{
-				Partition:        part,
-				Lane:             lane,
-				Namespace:        s.cfg.Namespace,
-				Capabilities:     req.Capabilities,
-				LiveCapabilities: live,
-				ScanLimit:        s.cfg.ScanLimit,
-				LeaseRequest: model.LeaseRequest{
-					WorkerID: req.WorkerID, WorkerInstanceID: req.WorkerInstanceID,
-					LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: req.LeaseTTL,
-				},
-				Now: s.clock.Now(),
-			})
-			out.Probed++
+			claimed, err := s.probe(ctx, req, lane, part, live, adm, out)
 			if err != nil {
-				return out, fmt.Errorf("claim: lane %s partition %d: %w", lane, part, err)
+				return out, err
 			}
-			out.Blocked = append(out.Blocked, res.Blocked...)
-			out.Skipped += res.Skipped
-			if res.Claimed != nil {
+			if claimed != nil {
 				if moved != nil {
 					moved(k, true)
 				}
-				out.Claimed = res.Claimed
+				out.Claimed = claimed
 				return out, nil
 			}
 		}
@@ -294,6 +293,55 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxAdmissionsPerProbe bounds how many heads needing admission one
+// partition probe admits or blocks before it moves on.
+const maxAdmissionsPerProbe = 8
+
+// probe claims from one partition. A head that needs admission is
+// admitted (or blocked) and, when it was blocked, the partition is probed
+// again, up to maxAdmissionsPerProbe times.
+func (s *Scheduler) probe(ctx context.Context, req *Request, lane model.LaneID, part int, live model.Capabilities,
+	adm *admission, out *Outcome) (*model.ClaimResult, error) {
+	for tries := 0; ; tries++ {
+		leaseID, attemptID := req.NewIDs()
+		res, err := s.store.ExecutionClaimNext(ctx, &model.ExecutionClaimNextParams{
+			Partition:         part,
+			Lane:              lane,
+			Namespace:         s.cfg.Namespace,
+			Capabilities:      req.Capabilities,
+			LiveCapabilities:  live,
+			ScanLimit:         s.cfg.ScanLimit,
+			AdmissionGrantTTL: s.cfg.AdmissionGrantTTL,
+			LeaseRequest: model.LeaseRequest{
+				WorkerID: req.WorkerID, WorkerInstanceID: req.WorkerInstanceID,
+				LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: req.LeaseTTL,
+			},
+			Now: s.clock.Now(),
+		})
+		out.Probed++
+		if err != nil {
+			return nil, fmt.Errorf("claim: lane %s partition %d: %w", lane, part, err)
+		}
+		out.Blocked = append(out.Blocked, res.Blocked...)
+		out.Skipped += res.Skipped
+		if res.Claimed != nil || res.Admit == nil {
+			return res.Claimed, nil
+		}
+		if tries >= maxAdmissionsPerProbe {
+			out.Skipped++ // granted to this worker; the grant lapses
+			return nil, nil
+		}
+		blocked := len(out.AdmissionBlocked)
+		claimed, err := s.admit(ctx, req, res.Admit, adm, out)
+		if err != nil || claimed != nil {
+			return claimed, err
+		}
+		if len(out.AdmissionBlocked) == blocked {
+			return nil, nil // lost to a race: leave the partition for now
+		}
+	}
 }
 
 // partitionsFor returns the partitions to probe for lane, in order, and
@@ -452,8 +500,54 @@ func (s *Scheduler) ClaimGrant(ctx context.Context, g *Grant, lease model.LeaseR
 	res, err := s.store.ExecutionClaim(ctx, &model.ExecutionClaimParams{
 		ID: g.ID, Capabilities: caps, LeaseRequest: lease, Now: s.clock.Now(),
 	})
+	if errors.Is(err, model.ErrAdmissionRequired) && s.adm != nil {
+		// the execution has a quota: an explicit grant skips the budget
+		// check (an operator's decision) but not the quota
+		res, err = s.claimGrantAdmitted(ctx, g, lease, caps)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim: from grant: %w", err)
 	}
 	return res, nil
+}
+
+// ErrQuotaRefused is returned by ClaimGrant when the execution's quota
+// refuses it (its rate or concurrency is full); the grant stays usable
+// until it expires.
+var ErrQuotaRefused = errors.New("claim: the execution's quota refused admission")
+
+// describeStore is what claimGrantAdmitted reads the attachments with.
+type describeStore interface {
+	ExecutionDescribe(ctx context.Context, p *model.ExecutionDescribeParams) (*model.ExecutionSnapshot, error)
+}
+
+func (s *Scheduler) claimGrantAdmitted(ctx context.Context, g *Grant, lease model.LeaseRequest, caps model.Capabilities) (*model.ClaimResult, error) {
+	ds, ok := s.store.(describeStore)
+	if !ok {
+		return nil, model.ErrAdmissionRequired
+	}
+	snap, err := ds.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: g.ID})
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	token := lease.LeaseID.String()
+	r, err := s.adm.QuotaAdmit(ctx, &model.QuotaAdmitParams{
+		ID: snap.Quota, Key: snap.QuotaKey, Execution: g.ID, Token: token, Now: now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Outcome != model.QuotaAdmitted && r.Outcome != model.QuotaAlreadyAdmitted {
+		return nil, fmt.Errorf("%w: %s", ErrQuotaRefused, r.Outcome)
+	}
+	res, err := s.store.ExecutionClaim(ctx, &model.ExecutionClaimParams{
+		ID: g.ID, Capabilities: caps, AdmissionToken: token, LeaseRequest: lease, Now: s.clock.Now(),
+	})
+	if err != nil {
+		_, _ = s.adm.QuotaRelease(ctx, &model.QuotaReleaseParams{
+			ID: snap.Quota, Key: snap.QuotaKey, Execution: g.ID, Token: token, Now: s.clock.Now(),
+		})
+	}
+	return res, err
 }

@@ -66,8 +66,9 @@ const never = math.MaxInt64
 // walker walks one timer index over every partition with per-partition
 // cursors and next-due times.
 type walker struct {
-	index model.IndexKind
-	batch int
+	index  model.IndexKind
+	batch  int
+	filter model.ScannerFilter
 
 	mu      sync.Mutex
 	nextDue []int64 // ms; never: nothing until a hint or the sweeper's
@@ -196,7 +197,7 @@ func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanF
 		w.hinted[p] = never // hints from here on are merged after the scan
 		w.mu.Unlock()
 		out, err := scan(ctx, &model.IndexScanDueParams{
-			Partition: p, Index: w.index, Now: now, After: cursor, Limit: w.batch,
+			Partition: p, Index: w.index, Now: now, After: cursor, Limit: w.batch, Filter: w.filter,
 		})
 		res.Partitions++
 		if err != nil {
@@ -226,9 +227,8 @@ func (w *walker) pass(ctx context.Context, now time.Time, passNo int, scan scanF
 			}
 		}
 		w.mu.Lock()
-		if out.More && len(out.Items) > 0 {
-			last := out.Items[len(out.Items)-1]
-			w.cursors[p] = &model.DueCursor{DueAt: last.DueAt, ID: last.ID}
+		if last := lastSeen(out); out.More && last != nil {
+			w.cursors[p] = last
 			w.nextDue[p] = nowMs
 			res.More = true
 		} else {
@@ -276,4 +276,16 @@ func (w *walker) ok(id model.ExecutionID) {
 	w.mu.Lock()
 	delete(w.failures, id)
 	w.mu.Unlock()
+}
+
+// lastSeen is the cursor past what a scan examined: the entries a filter
+// left out count, so they never hold back the ones behind them.
+func lastSeen(out *model.IndexScanDueResult) *model.DueCursor {
+	if out.LastSeen != nil {
+		return out.LastSeen
+	}
+	if n := len(out.Items); n > 0 {
+		return &model.DueCursor{DueAt: out.Items[n-1].DueAt, ID: out.Items[n-1].ID}
+	}
+	return nil
 }

@@ -28,6 +28,10 @@ type TimerConfig struct {
 	Interval time.Duration
 	// Batch is how many due entries one partition visit handles (1–1000).
 	Batch int
+	// Filter limits the scanner to the executions it matches (the seed-000
+	// tenant filter: a namespace and an instance tag); the zero value
+	// matches every execution.
+	Filter model.ScannerFilter
 }
 
 func (c TimerConfig) withDefaults(interval time.Duration) TimerConfig {
@@ -44,7 +48,7 @@ func (c TimerConfig) Validate(name string) error {
 	if c.Batch < 0 || c.Batch > model.MaxPageSize {
 		return model.OutOfRange(name+".Batch", c.Batch, "0 (the default) to "+strconv.Itoa(model.MaxPageSize))
 	}
-	return nil
+	return c.Filter.Validate(name + ".Filter")
 }
 
 // timer is the shared part of the timer scanners.
@@ -55,7 +59,15 @@ type timer struct {
 	w     *walker
 	scan  scanFunc
 	passN atomic.Int64
+	// release, when set, is hinted with the partition of every execution
+	// the scanner acted on: an ended lease may leave a quota slot to free.
+	release Hinter
 }
+
+// HintReleases makes the scanner hint h (the quota releaser) with the
+// partition of every execution it acts on. Call it before the scanner
+// runs.
+func (t *timer) HintReleases(h Hinter) { t.release = h }
 
 func newTimer(name string, parts int, idx model.IndexKind, clock model.Clock, cfg TimerConfig,
 	interval time.Duration, scan scanFunc) timer {
@@ -63,7 +75,9 @@ func newTimer(name string, parts int, idx model.IndexKind, clock model.Clock, cf
 		panic("scan: " + err.Error())
 	}
 	cfg = cfg.withDefaults(interval)
-	return timer{name: name, clock: clock, cfg: cfg, w: newWalker(parts, idx, cfg.Batch, cfg.Interval), scan: scan}
+	w := newWalker(parts, idx, cfg.Batch, cfg.Interval)
+	w.filter = cfg.Filter
+	return timer{name: name, clock: clock, cfg: cfg, w: w, scan: scan}
 }
 
 func (t *timer) Name() string                     { return t.name }
@@ -78,6 +92,16 @@ func (t *timer) setWake(f func()) { t.w.setWake(f) }
 
 func (t *timer) run(ctx context.Context, handle func(context.Context, model.DueItem) (bool, error)) (Result, error) {
 	n := int(t.passN.Add(1))
+	if t.release != nil {
+		inner := handle
+		handle = func(ctx context.Context, it model.DueItem) (bool, error) {
+			acted, err := inner(ctx, it)
+			if acted {
+				t.release.Hint(it.ID.Partition(), time.Time{})
+			}
+			return acted, err
+		}
+	}
 	return t.w.pass(ctx, t.clock.Now(), n, t.scan, handle)
 }
 
@@ -247,9 +271,13 @@ type UnblockConfig struct {
 	Namespace model.Namespace
 	// Batch bounds the executions unblocked per partition per pass.
 	Batch int
+	// Filter limits the scanner to the executions it matches (the seed-000
+	// tenant filter); its Namespace, when set, must be Namespace.
+	Filter model.ScannerFilter
 }
 
-// Unblock returns route-blocked executions to the eligible index when the
+// Unblock is scanner 11 (seeds 000/001). Its route half returns
+// route-blocked executions to the eligible index when the
 // union of the live workers' capabilities covers their requirements. The
 // union is read once per pass and shared by every partition; if it cannot
 // be read, the pass fails open and unblocks (the claim path re-blocks what
@@ -258,11 +286,24 @@ type UnblockConfig struct {
 // hinted since the last pass (a local block, or the Sweeper finding
 // route-blocked executions); its cost does not grow with the executions
 // that stay blocked.
+//
+// Its budget and quota half (SetAdmission) visits the partitions known to
+// hold budget- or quota-blocked executions, reads each budget and quota
+// bucket they are blocked on once per pass (shared by every partition),
+// and unblocks the executions of a budget no longer exhausted and, up to
+// the free slots, of a bucket with room; the store re-checks each one's
+// reason in the same step. A read error keeps them blocked
+// (fail-closed). It wakes early when a rate window frees a slot, a
+// concurrency slot is released or a budget is reset. A pass costs the
+// number of partitions and distinct budgets and buckets blocked on, not
+// the number of blocked executions.
 type Unblock struct {
 	store UnblockStore
 	clock model.Clock
 	cfg   UnblockConfig
 	parts int
+
+	adm *admissionHalf // nil: route half only
 
 	mu        sync.Mutex
 	lastUnion string
@@ -331,7 +372,7 @@ func (s *Unblock) RunOnce(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		r, err := s.store.RouteUnblock(ctx, &model.RouteUnblockParams{
-			Partition: p, Namespace: s.cfg.Namespace, Live: live, All: failOpen, Limit: s.cfg.Batch, Now: now,
+			Partition: p, Namespace: s.cfg.Namespace, Live: live, All: failOpen, Filter: s.cfg.Filter, Limit: s.cfg.Batch, Now: now,
 		})
 		res.Partitions++
 		if err != nil {
@@ -343,6 +384,11 @@ func (s *Unblock) RunOnce(ctx context.Context) (Result, error) {
 		if r.More {
 			res.More = true
 			s.Hint(p, now)
+		}
+	}
+	if s.adm != nil {
+		if err := s.runAdmission(ctx, now, &res); err != nil {
+			return res, err
 		}
 	}
 	return res, nil

@@ -29,7 +29,12 @@ type Sweeper struct {
 	parts    int
 	timers   []*timer
 	unblock  *Unblock
+	release  *QuotaRelease
 }
+
+// SetQuotaRelease makes the sweeper tell the quota releaser which
+// partitions have a pending release.
+func (s *Sweeper) SetQuotaRelease(r *QuotaRelease) { s.release = r }
 
 // NewSweeper returns a sweeper feeding the given scanners (nil ones are
 // skipped).
@@ -75,6 +80,10 @@ func (s *Sweeper) RunOnce(ctx context.Context) (Result, error) {
 		}
 		if s.unblock != nil {
 			s.unblock.settle(p, r.RouteBlocked)
+			s.unblock.settleAdmission(p, r.AdmissionBlocked)
+		}
+		if s.release != nil {
+			s.release.settle(p, r.QuotaReleasePending)
 		}
 	}
 	return res, nil

@@ -1,0 +1,207 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// AdmissionStore is the part of model.AdmissionStore (and model.Blocker)
+// the scheduler uses to admit executions that have budgets or a quota
+// (engine.md §2 steps 5–7). A store without it never returns admission
+// candidates.
+type AdmissionStore interface {
+	BudgetStatus(ctx context.Context, p *model.BudgetStatusParams) (*model.BudgetStatus, error)
+	QuotaStatus(ctx context.Context, p *model.QuotaStatusParams) (*model.QuotaStatus, error)
+	QuotaAdmit(ctx context.Context, p *model.QuotaAdmitParams) (*model.QuotaAdmitResult, error)
+	QuotaRelease(ctx context.Context, p *model.QuotaReleaseParams) (*model.QuotaReleaseResult, error)
+	ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParams) (*model.ExecutionBlockResult, error)
+}
+
+// AdmissionBlock is an execution the claim path blocked on a budget or a
+// quota, for the unblock scanner: RetryAt, when set, is when a rate
+// refusal's window frees a slot.
+type AdmissionBlock struct {
+	ID      model.ExecutionID
+	Reason  model.BlockingReason
+	RetryAt time.Time
+}
+
+// admission is one claim call's admission state: budgets are read once
+// per call (the seeds' per-call cache) and a read error aborts the call
+// (fail-closed, engine.md §9 bug 1).
+type admission struct {
+	budgets map[model.BudgetID]*model.BudgetStatus // nil entry: budget not found
+}
+
+// jitterCache remembers each quota policy's jitter (policies never
+// change: a create with another definition is refused).
+type jitterCache struct {
+	mu sync.Mutex
+	m  map[model.QuotaID]time.Duration
+}
+
+func (c *jitterCache) get(q model.QuotaID) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j, ok := c.m[q]
+	return j, ok
+}
+
+func (c *jitterCache) put(q model.QuotaID, j time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[model.QuotaID]time.Duration)
+	}
+	c.m[q] = j
+}
+
+// errNoAdmissionStore is returned when a store hands out an admission
+// candidate without implementing AdmissionStore (a broken store).
+var errNoAdmissionStore = errors.New("claim: the store returned an admission candidate but does not implement claim.AdmissionStore")
+
+// Admit runs admission for a head the store granted to the worker
+// (ExecutionClaimNextResult.Admit) and claims it: each budget is read
+// (one read per budget per call) and an exhausted or missing one blocks
+// the execution on it; the quota bucket admits it or the execution is
+// blocked on the quota; then the grant is claimed with the admission's
+// token. It returns the claim, or nil when the execution was blocked or
+// lost to a race (out records blocks). A budget or quota read error is
+// returned and nothing is claimed (fail-closed); an admission whose claim
+// fails is released.
+func (s *Scheduler) Admit(ctx context.Context, req *Request, c *model.AdmissionCandidate, out *Outcome) (*model.ClaimResult, error) {
+	return s.admit(ctx, req, c, &admission{}, out)
+}
+
+func (s *Scheduler) admit(ctx context.Context, req *Request, c *model.AdmissionCandidate, a *admission, out *Outcome) (*model.ClaimResult, error) {
+	if s.adm == nil {
+		return nil, errNoAdmissionStore
+	}
+	now := s.clock.Now()
+	for _, b := range c.Budgets {
+		st, ok := a.budgets[b]
+		if !ok {
+			var err error
+			st, err = s.adm.BudgetStatus(ctx, &model.BudgetStatusParams{ID: b, Now: now})
+			if errors.Is(err, model.ErrBudgetNotFound) {
+				st, err = nil, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("claim: reading budget %s of %s (the execution stays unclaimed): %w", b, c.ID, err)
+			}
+			if a.budgets == nil {
+				a.budgets = make(map[model.BudgetID]*model.BudgetStatus)
+			}
+			a.budgets[b] = st
+		}
+		detail := ""
+		switch {
+		case st == nil:
+			detail = "budget " + b.String() + " does not exist"
+		case st.Exhausted != "":
+			detail = "budget " + b.String() + " exhausted: " + st.Exhausted
+		default:
+			continue
+		}
+		return nil, s.block(ctx, c.ID, model.WaitingForBudget, b, detail, time.Time{}, out)
+	}
+	leaseID, attemptID := req.NewIDs()
+	token := ""
+	if !model.UUID(c.Quota).IsZero() {
+		token = leaseID.String()
+		jitter, err := s.jitter(ctx, c, now)
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.adm.QuotaAdmit(ctx, &model.QuotaAdmitParams{
+			ID: c.Quota, Key: c.QuotaKey, Execution: c.ID, Token: token, Jitter: jitter, Now: now,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("claim: admitting %s to quota %s (the execution stays unclaimed): %w", c.ID, c.Quota, err)
+		}
+		switch r.Outcome {
+		case model.QuotaRateExceeded:
+			return nil, s.block(ctx, c.ID, model.WaitingForQuota, model.BudgetID{},
+				"quota "+c.Quota.String()+" rate exceeded; retry after "+r.RetryAfter.String(), now.Add(r.RetryAfter), out)
+		case model.QuotaConcurrencyExceeded:
+			return nil, s.block(ctx, c.ID, model.WaitingForQuota, model.BudgetID{},
+				"quota "+c.Quota.String()+" concurrency exceeded", time.Time{}, out)
+		}
+	}
+	res, err := s.store.ExecutionClaim(ctx, &model.ExecutionClaimParams{
+		ID: c.ID, Capabilities: req.Capabilities, AdmissionToken: token,
+		LeaseRequest: model.LeaseRequest{
+			WorkerID: req.WorkerID, WorkerInstanceID: req.WorkerInstanceID,
+			LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: req.LeaseTTL,
+		},
+		Now: s.clock.Now(),
+	})
+	if err != nil {
+		if token != "" {
+			// every failure after admission releases it; a release that
+			// fails is left to the quota reconciler
+			_, _ = s.adm.QuotaRelease(ctx, &model.QuotaReleaseParams{
+				ID: c.Quota, Key: c.QuotaKey, Execution: c.ID, Token: token, Now: s.clock.Now(),
+			})
+		}
+		var me *model.Error
+		if errors.As(err, &me) && (me.Retryable() || me.Code == model.CodeExecutionNotEligible) {
+			out.Skipped++ // lost to a race (the grant lapsed, the execution moved)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("claim: claiming admitted %s: %w", c.ID, err)
+	}
+	return res, nil
+}
+
+// block parks an execution that failed admission. A race (it is no longer
+// eligible) is not an error.
+func (s *Scheduler) block(ctx context.Context, id model.ExecutionID, reason model.BlockingReason, budget model.BudgetID,
+	detail string, retryAt time.Time, out *Outcome) error {
+	_, err := s.adm.ExecutionBlock(ctx, &model.ExecutionBlockParams{
+		ID: id, Reason: reason, Budget: budget, Detail: detail, Now: s.clock.Now(),
+	})
+	var me *model.Error
+	switch {
+	case err == nil:
+		out.AdmissionBlocked = append(out.AdmissionBlocked, AdmissionBlock{ID: id, Reason: reason, RetryAt: retryAt})
+		return nil
+	case errors.As(err, &me) && (me.Code == model.CodeExecutionNotEligible || me.Code == model.CodeExecutionNotActive || me.Retryable()):
+		out.Skipped++
+		return nil
+	}
+	return fmt.Errorf("claim: blocking %s on %s: %w", id, reason, err)
+}
+
+// jitter draws the random part of a rate refusal's retry time for c,
+// within its policy's jitter, deterministically from the execution and
+// the time (so the simulator stays reproducible).
+func (s *Scheduler) jitter(ctx context.Context, c *model.AdmissionCandidate, now time.Time) (time.Duration, error) {
+	j, ok := s.jitters.get(c.Quota)
+	if !ok {
+		st, err := s.adm.QuotaStatus(ctx, &model.QuotaStatusParams{ID: c.Quota, Key: c.QuotaKey, Now: now})
+		if err != nil {
+			return 0, fmt.Errorf("claim: reading quota %s of %s (the execution stays unclaimed): %w", c.Quota, c.ID, err)
+		}
+		j = st.Jitter
+		s.jitters.put(c.Quota, j)
+	}
+	if j <= 0 {
+		return 0, nil
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(c.ID.String()))
+	var b [8]byte
+	ms := uint64(now.UnixMilli())
+	for i := range b {
+		b[i] = byte(ms >> (8 * i))
+	}
+	_, _ = h.Write(b[:])
+	return time.Duration(h.Sum64() % uint64(j.Milliseconds()+1) * uint64(time.Millisecond)), nil
+}
