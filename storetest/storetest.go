@@ -73,6 +73,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"LeaseNotices", testLeaseNotices},
 		{"Flows", testFlows},
 		{"Suspend", testSuspend},
+		{"Admission", testAdmission},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -342,9 +343,14 @@ func (h *harness) revoke(id model.ExecutionID, now time.Time) *model.LeaseRevoke
 	return call(h.s.LeaseRevoke(h.ctx, &model.LeaseRevokeParams{ID: id, Reason: "operator", Now: now})).must(h.t)
 }
 
+// block blocks id for reason r; a budget block names heldBudget.
 func (h *harness) block(id model.ExecutionID, r model.BlockingReason, now time.Time) {
 	h.t.Helper()
-	call(h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: id, Reason: r, Detail: "held", Now: now})).must(h.t)
+	p := &model.ExecutionBlockParams{ID: id, Reason: r, Detail: "held", Now: now}
+	if r == model.WaitingForBudget {
+		p.Budget = heldBudget
+	}
+	call(h.s.ExecutionBlock(h.ctx, p)).must(h.t)
 }
 
 func (h *harness) grant(id model.ExecutionID, w workerRef, now time.Time) *model.ClaimGrantIssueResult {
@@ -462,6 +468,7 @@ func (h *harness) historyKinds(id model.ExecutionID) []model.LeaseEventKind {
 func cloneSnapshot(s *model.ExecutionSnapshot) *model.ExecutionSnapshot {
 	c := *s
 	c.RequiredCapabilities = slices.Clone(s.RequiredCapabilities)
+	c.Budgets = slices.Clone(s.Budgets)
 	c.Tags = maps.Clone(s.Tags)
 	if s.CurrentAttempt != nil {
 		a := *s.CurrentAttempt
