@@ -120,6 +120,20 @@ func ixQuota(l model.LaneID) string  { return ixLane(l, "blocked:quota") }
 // the budget need not exist on the budget partition).
 var heldBudget = model.BudgetID(model.NewUUIDv4([16]byte{0xb0, 0xd9, 0xe7, 15: 1}))
 
+// heldQuota is the quota of the executions the suite's other groups
+// block on WaitingForQuota (only an execution with a quota can be).
+var heldQuota = model.QuotaID(model.NewUUIDv4([16]byte{0x90, 0x07, 0xa0, 15: 1}))
+
+// blockable makes an execution that can be blocked for r: one blocked on
+// its quota needs a quota (heldQuota).
+func blockable(r model.BlockingReason) createOpt {
+	return func(p *model.ExecutionCreateParams) {
+		if r == model.WaitingForQuota {
+			p.Quota = heldQuota
+		}
+	}
+}
+
 func withBudgets(bs ...model.BudgetID) createOpt {
 	return func(p *model.ExecutionCreateParams) { p.Budgets = bs }
 }

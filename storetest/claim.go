@@ -286,7 +286,7 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 			{"delayed", func(h *harness) model.ExecutionID { return h.create(at(0), withDelay(at(time.Hour))) }, nil, model.ErrNotEligible, ""},
 			{"blocked", func(h *harness) model.ExecutionID {
 				id := h.create(at(0))
-				h.block(id, model.WaitingForQuota, at(0))
+				h.block(id, model.WaitingForBudget, at(0))
 				return id
 			}, nil, model.ErrNotEligible, ""},
 			{"active", func(h *harness) model.ExecutionID { id, _ := h.active(at(0)); return id }, nil, model.ErrNotEligible, ""},
@@ -516,12 +516,14 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 			t.Run(c.reason.String(), func(t *testing.T) {
 				t.Parallel()
 				h := setup(t, newStore)
-				id := h.create(at(0))
+				id := h.create(at(0), blockable(c.reason))
 				h.grant(id, wA, at(0))
 				before := h.describe(id)
-				res := call(h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{
-					ID: id, Reason: c.reason, Detail: "held by admission", Now: at(time.Second),
-				})).must(t)
+				p := &model.ExecutionBlockParams{ID: id, Reason: c.reason, Detail: "held by admission", Now: at(time.Second)}
+				if c.reason == model.WaitingForBudget {
+					p.Budget = heldBudget
+				}
+				res := call(h.s.ExecutionBlock(h.ctx, p)).must(t)
 				if res.EligibilityState != c.es {
 					t.Fatalf("eligibility %v, want %v", res.EligibilityState, c.es)
 				}
@@ -575,19 +577,19 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 		h := setup(t, newStore)
 		delayed := h.create(at(0), withDelay(at(time.Hour)))
 		active, _ := h.active(at(0))
-		blocked := h.create(at(0))
+		blocked := h.create(at(0), blockable(model.WaitingForQuota))
 		h.block(blocked, model.WaitingForQuota, at(0))
 		terminal := h.create(at(0))
 		h.cancelOp(terminal, at(0))
 		eligible := h.create(at(0))
 		for _, id := range []model.ExecutionID{delayed, active, blocked} {
 			h.unchanged(id, func() {
-				_, err := h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForBudget, Now: at(time.Second)})
+				_, err := h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForBudget, Budget: heldBudget, Now: at(time.Second)})
 				wantErr(t, err, model.ErrNotEligible)
 			})
 		}
 		h.unchanged(terminal, func() {
-			_, err := h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: terminal, Reason: model.WaitingForBudget, Now: at(time.Second)})
+			_, err := h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: terminal, Reason: model.WaitingForBudget, Budget: heldBudget, Now: at(time.Second)})
 			wantNotActive(t, err, model.NotActiveState{LifecyclePhase: model.PhaseTerminal, TerminalOutcome: model.OutcomeCancelled})
 		})
 		for _, id := range []model.ExecutionID{delayed, active, terminal, eligible} {

@@ -132,7 +132,7 @@ func testFixes(t *testing.T, newStore NewStoreFunc) {
 		active, _ := h.active(at(0))
 		for _, id := range []model.ExecutionID{delayed, workerDelayed, active} {
 			h.unchanged(id, func() {
-				_, err := h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForQuota, Now: at(time.Second)})
+				_, err := h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForBudget, Budget: heldBudget, Now: at(time.Second)})
 				wantErr(t, err, model.ErrNotEligible)
 			})
 		}
@@ -154,7 +154,7 @@ func testFixes(t *testing.T, newStore NewStoreFunc) {
 			{model.PausedByOperator, model.PublicWaiting},
 			{model.PausedByPolicy, model.PublicWaiting},
 		} {
-			id := h.create(at(0))
+			id := h.create(at(0), blockable(c.reason))
 			h.block(id, c.reason, at(time.Second))
 			if s := h.describe(id); s.PublicState != c.want {
 				t.Errorf("%v: public state %v, want %v", c.reason, s.PublicState, c.want)

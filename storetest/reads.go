@@ -196,7 +196,7 @@ func testReads(t *testing.T, newStore NewStoreFunc) {
 				return err
 			}},
 			{"ExecutionBlock", func() error {
-				_, err := h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForBudget, Now: now})
+				_, err := h.s.ExecutionBlock(h.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForBudget, Budget: heldBudget, Now: now})
 				return err
 			}},
 			{"ExecutionClaim", func() error {

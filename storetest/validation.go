@@ -584,7 +584,9 @@ func (f *fixture) reclaimGrantCases() []badInput {
 
 func (f *fixture) blockCases() []badInput {
 	type P = model.ExecutionBlockParams
-	mk := maker(f.ctx, func() *P { return &P{ID: f.eligible, Reason: model.WaitingForBudget, Detail: "d", Now: f.now} }, f.s.ExecutionBlock)
+	mk := maker(f.ctx, func() *P {
+		return &P{ID: f.eligible, Reason: model.WaitingForBudget, Budget: heldBudget, Detail: "d", Now: f.now}
+	}, f.s.ExecutionBlock)
 	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
 	for _, r := range []model.BlockingReason{0, model.BlockingNone, model.WaitingForWorker, model.WaitingForDelay, model.WaitingForChildren, model.PausedByPolicy + 1} {
 		cs = append(cs, mk("reason_"+strconv.Itoa(int(r)), "Reason", model.ErrInvalidBlockingReason, func(p *P) { p.Reason = r }))
