@@ -40,6 +40,12 @@ type Store struct {
 	flowCancelling bool
 	tally          flowTally
 
+	// bparts and qparts are the budget and quota partitions (budget.go,
+	// quota.go), made on first use; quotaSeq numbers rate-window entries.
+	bparts   []*budgetPart
+	qparts   []*quotaPart
+	quotaSeq uint64
+
 	// leaseOut holds the lease notices of the transition in progress (mu).
 	leaseOut []leaseNote
 
