@@ -111,11 +111,16 @@ func (s *Store) claimResult(e *execution, resumed bool) *model.ClaimResult {
 		Payload: e.payload, RetryCount: e.retryCount, MaxRetries: e.retry.MaxRetries, CreatedAt: tm(e.createdAt), // read-only, see model.ClaimResult
 		Tags: maps.Clone(e.tags), TimeoutAt: tm(e.timeoutAt),
 	}
+	if e.admit {
+		r.Budgets, r.Quota, r.QuotaKey, r.AdmissionToken = cloneBudgets(e.budgets), e.quota, e.quotaKey, e.admissionToken
+	}
 	return r
 }
 
-// block moves an eligible execution to the blocked set of reason.
-func (s *Store) block(e *execution, now int64, reason model.BlockingReason, detail string) {
+// block moves an eligible execution to the blocked set of reason; a
+// budget block joins budget's group, a quota block its bucket's
+// (admission.go).
+func (s *Store) block(e *execution, now int64, reason model.BlockingReason, detail string, budget model.BudgetID) {
 	es, _ := model.BlockedEligibility(reason)
 	_, l := s.indexesOf(e)
 	l.eligible.remove(e.id)
@@ -123,7 +128,8 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 	e.blockingDetail = detail
 	clearGrant(e)
 	l.blocked[es].add(e.id, now)
-	if es == model.BlockedByRoute {
+	switch es {
+	case model.BlockedByRoute:
 		key := routeMember(e.namespace, e.requiredCaps.CSV())
 		g := l.routeGroups[key]
 		if g == nil {
@@ -131,6 +137,10 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 			l.routeGroups[key] = g
 		}
 		g.add(e.id, now)
+	case model.BlockedByBudget:
+		l.addBudgetGroup(e, budget, now)
+	case model.BlockedByQuota:
+		l.addQuotaGroup(e, now)
 	}
 }
 
@@ -188,6 +198,10 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 			continue
 		}
 		if len(e.requiredCaps.Missing(caps)) == 0 {
+			if e.admit {
+				res.Admit = s.admitCandidate(e, n, now)
+				return res
+			}
 			res.Claimed = s.claim(e, &n.LeaseRequest, now)
 			return res
 		}
@@ -196,7 +210,7 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 			continue
 		}
 		e.lastCapMismatchAt = now
-		s.block(e, now, model.WaitingForCapableWorker, "no live worker has: "+e.requiredCaps.Missing(live).CSV())
+		s.block(e, now, model.WaitingForCapableWorker, "no live worker has: "+e.requiredCaps.Missing(live).CSV(), model.BudgetID{})
 		res.Blocked = append(res.Blocked, id)
 	}
 	return res

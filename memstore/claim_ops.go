@@ -40,6 +40,9 @@ func (s *Store) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParam
 		if err := checkGrant(e, model.GrantClaim, &p.LeaseRequest, p.Capabilities, now); err != nil {
 			return nil, err
 		}
+		if err := takeAdmission(e, p.AdmissionToken); err != nil {
+			return nil, err
+		}
 		return s.claim(e, &p.LeaseRequest, now), nil
 	})
 }
@@ -70,6 +73,9 @@ func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGr
 		if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
 			return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
 		}
+		if err := takeAdmission(e, p.AdmissionToken); err != nil {
+			return nil, err
+		}
 		return s.claim(e, &p.LeaseRequest, now), nil
 	})
 }
@@ -78,7 +84,8 @@ func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGr
 func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimNextParams) (*model.ExecutionClaimNextResult, error) {
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionClaimNextResult, error) {
 		return s.claimNext(p.Partition, &model.NextClaim{Lane: p.Lane, Namespace: p.Namespace, Capabilities: p.Capabilities,
-			LiveCapabilities: p.LiveCapabilities, ScanLimit: p.ScanLimit, LeaseRequest: p.LeaseRequest}, ms(p.Now)), nil
+			LiveCapabilities: p.LiveCapabilities, ScanLimit: p.ScanLimit, AdmissionGrantTTL: p.AdmissionGrantTTL,
+			LeaseRequest: p.LeaseRequest}, ms(p.Now)), nil
 	})
 }
 
@@ -91,7 +98,10 @@ func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParam
 		if e.lifecyclePhase != model.PhaseRunnable || e.eligibilityState != model.EligibleNow {
 			return nil, model.ErrNotEligible
 		}
-		s.block(e, ms(p.Now), p.Reason, p.Detail)
+		if p.Reason == model.WaitingForQuota && model.UUID(e.quota).IsZero() {
+			return nil, &model.Error{Code: model.CodeInvalidBlockingReason, Field: "Reason", Detail: "execution_has_no_quota"}
+		}
+		s.block(e, ms(p.Now), p.Reason, p.Detail, p.Budget)
 		return &model.ExecutionBlockResult{EligibilityState: e.eligibilityState}, nil
 	})
 }

@@ -35,6 +35,11 @@ func (s *Store) newExec(p *model.ExecutionCreateParams, now int64) *execution {
 	if len(p.Tags) > 0 {
 		e.tags = maps.Clone(p.Tags)
 	}
+	if len(p.Budgets) > 0 || !model.UUID(p.Quota).IsZero() {
+		e.admit = true
+		e.budgets = cloneBudgets(p.Budgets)
+		e.quota, e.quotaKey = p.Quota, p.QuotaKey
+	}
 	s.execs[p.ID] = e
 	pt := s.part(p.ID.Partition())
 	pt.lane(p.Lane)

@@ -30,6 +30,9 @@
 //	flow.go      flows: members, edges, edge groups, the cycle check
 //	wait.go      waitpoints and suspensions: their records, indexes, and closing them when an execution ends
 //	suspend.go   suspending, signals and resume conditions, resuming, escalating
+//	budget.go    budgets on their partitions: usage, breaches, resets, ledgers, report dedup
+//	quota.go     quota policies on their partitions: buckets, rate windows, admissions
+//	admission.go admission on the execution partition: tokens, claim-next candidates, blocked groups, the release outbox
 //
 // A helper that does what a Lua helper does has its name in Go case
 // (check_fenced_op is checkFencedOp) and lives in the file of the same

@@ -27,8 +27,13 @@ func (s *Store) removeFromLane(e *execution) {
 		if z := l.runnableIndex(e.eligibilityState); z != nil {
 			z.remove(e.id)
 		}
-		if e.eligibilityState == model.BlockedByRoute {
+		switch e.eligibilityState {
+		case model.BlockedByRoute:
 			l.removeRouteGroup(e)
+		case model.BlockedByBudget:
+			l.removeBudgetGroup(e)
+		case model.BlockedByQuota:
+			l.removeQuotaGroup(e)
 		}
 	case model.PhaseActive:
 		l.active.remove(e.id)
@@ -75,8 +80,19 @@ func (s *Store) makeRunnable(e *execution, now, delayUntil int64, delayReason mo
 }
 
 // releaseLease drops the lease and every index entry that belongs to it.
-// The active period ends, so a reclaim grant issued during it goes too.
+// The active period ends, so a reclaim grant issued during it goes too,
+// and the quota admission the lease held moves to the partition's quota
+// release outbox (admission.go).
 func (s *Store) releaseLease(e *execution, now int64, kind model.LeaseEventKind, reason string) {
+	s.endLease(e, now, kind, reason)
+	if e.admissionToken != "" {
+		s.outboxAdmission(e, now)
+	}
+}
+
+// endLease is releaseLease keeping the admission token in the record:
+// ExecutionReclaim's new lease inherits the old one's admission.
+func (s *Store) endLease(e *execution, now int64, kind model.LeaseEventKind, reason string) {
 	p, l := s.indexesOf(e)
 	e.addHistory(now, kind, reason)
 	clearGrant(e)

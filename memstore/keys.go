@@ -41,6 +41,9 @@ type partition struct {
 	// oldest first, and feedSeq the last sequence number written.
 	feed    []model.SignalFeedEvent
 	feedSeq uint64
+	// releases is the quota release outbox (admission.go), nil until
+	// first used.
+	releases *releaseOutbox
 }
 
 // laneIndexes holds one lane's sorted sets in one partition.
@@ -52,6 +55,11 @@ type laneIndexes struct {
 	// number of distinct sets of its namespace, not the number of blocked
 	// executions.
 	routeGroups map[string]*zset
+	// budgetGroups and quotaGroups group the executions blocked on a
+	// budget (by budget) and on a quota (by bucket), like routeGroups
+	// (admission.go); nil until first used.
+	budgetGroups map[model.BudgetID]*zset
+	quotaGroups  map[model.QuotaBucket]*zset
 }
 
 func newLaneIndexes() *laneIndexes {

@@ -128,7 +128,8 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 			return &model.ExecutionReclaimResult{Outcome: model.ReclaimCapExceeded}, nil
 		}
 		e.endAttempt(now, model.AttemptInterruptedReclaimed, "", "")
-		s.releaseLease(e, now, model.LeaseReclaimed, "")
+		// the reclaimer inherits the old lease's quota admission
+		s.endLease(e, now, model.LeaseReclaimed, "")
 		e.reclaimCount++
 		setPending(e, model.AttemptReclaim, "", "")
 		// The execution goes straight from its old lease to the new one.

@@ -78,6 +78,18 @@ type execution struct {
 	susp       *suspensionRec
 	waitpoints []*waitpointRec
 	sigSeq     uint64
+
+	// admission (admission.go): admit says the execution has budgets or a
+	// quota (the one check the claim path pays for executions without);
+	// budgets, quota and quotaKey are its attachments; admissionToken is
+	// the quota admission its lease holds; blockedBudget is the budget
+	// whose blocked group it is in (while blocked on a budget).
+	admit          bool
+	budgets        []model.BudgetID
+	quota          model.QuotaID
+	quotaKey       string
+	admissionToken string
+	blockedBudget  model.BudgetID
 }
 
 // leaseRec is the current lease (the record's lease_* fields).
@@ -142,6 +154,10 @@ func (e *execution) snapshot() *model.ExecutionSnapshot {
 		CancelledBy:              e.cancelledBy,
 		LastCapabilityMismatchAt: tm(e.lastCapMismatchAt),
 		Tags:                     maps.Clone(e.tags),
+		Budgets:                  cloneBudgets(e.budgets),
+		Quota:                    e.quota,
+		QuotaKey:                 e.quotaKey,
+		AdmissionToken:           e.admissionToken,
 	}
 	s.PublicState = s.State.PublicState()
 	if s.Tags == nil {

@@ -119,8 +119,18 @@ func (s *Store) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (
 			due = due[:p.Limit]
 			res.More = true
 		}
+		filter := !p.Filter.IsZero()
 		for _, c := range due {
+			if filter {
+				if e := s.execs[c.it.id]; e != nil && !p.Filter.Matches(e.namespace, e.tags) {
+					continue // examined, left out: LastSeen passes it
+				}
+			}
 			res.Items = append(res.Items, model.DueItem{ID: c.it.id, Lane: c.lane, DueAt: tm(c.it.score)})
+		}
+		if len(due) > 0 {
+			last := due[len(due)-1].it
+			res.LastSeen = &model.DueCursor{ID: last.id, DueAt: tm(last.score)}
 		}
 		res.NextDueAt = tm(next)
 		return res, nil
@@ -155,8 +165,12 @@ func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (
 			if len(l.routeGroups) > 0 {
 				res.RouteBlocked = true
 			}
+			if l.hasAdmissionGroups() {
+				res.AdmissionBlocked = true
+			}
 		}
 		res.Delayed = tm(delayed)
+		res.QuotaReleasePending = pt.releases.len() > 0
 		res.Executions = pt.all.len()
 		return res, nil
 	})
@@ -167,6 +181,7 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.RouteUnblockResult, error) {
 		live, _ := model.NormalizeCapabilities("live", p.Live)
 		now := ms(p.Now)
+		filter := !p.Filter.IsZero()
 		res := &model.RouteUnblockResult{}
 		pt := s.parts[p.Partition]
 		if pt == nil {
@@ -193,6 +208,13 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 					if len(res.Unblocked)+len(ids) >= p.Limit {
 						res.More = true
 						return false
+					}
+					if filter {
+						// an execution the filter does not match stays blocked
+						// and does not count towards Limit
+						if e := s.execs[it.id]; e != nil && !p.Filter.Matches(e.namespace, e.tags) {
+							return true
+						}
 					}
 					ids = append(ids, it.id)
 					return true

@@ -56,9 +56,10 @@ type Store struct {
 }
 
 var (
-	_ model.Store         = (*Store)(nil)
-	_ model.WorkNotifier  = (*Store)(nil)
-	_ model.LeaseNotifier = (*Store)(nil)
+	_ model.Store          = (*Store)(nil)
+	_ model.WorkNotifier   = (*Store)(nil)
+	_ model.LeaseNotifier  = (*Store)(nil)
+	_ model.AdmissionStore = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,

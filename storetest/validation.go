@@ -56,6 +56,9 @@ type fixture struct {
 	fence                                                              model.Fence
 	// out is an id whose partition the store does not have.
 	out model.ExecutionID
+	// adm is the admission fixture (withAdmission), for the groups of
+	// model.AdmissionStore only.
+	adm *admFixture
 }
 
 func newFixture(h *harness) *fixture {
@@ -148,6 +151,13 @@ func testValidation(t *testing.T, newStore NewStoreFunc) {
 	for _, g := range suspendValidation {
 		optional[g.name] = skipWithoutSuspend
 	}
+	groups = append(groups, admissionFieldValidation...)
+	groups = append(groups, admissionValidation...)
+	admission := map[string]bool{}
+	for _, g := range admissionValidation {
+		optional[g.name] = skipWithoutAdmission
+		admission[g.name] = true
+	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
@@ -156,7 +166,10 @@ func testValidation(t *testing.T, newStore NewStoreFunc) {
 				skip(h)
 			}
 			f := newFixture(h)
-			before := f.world(f.now, nsA)
+			if admission[g.name] {
+				f.withAdmission()
+			}
+			before := f.validationView(h)
 			for _, c := range g.cases(f) {
 				t.Run(c.name, func(t *testing.T) {
 					err := c.call()
@@ -170,7 +183,7 @@ func testValidation(t *testing.T, newStore NewStoreFunc) {
 					if e.Detail == "out_of_range" && (e.Got == "" || e.Want == "") {
 						t.Fatalf("%v: an out-of-range error must say the rejected value and the accepted range", err)
 					}
-					if d := cmp.Diff(before, f.on(t).world(f.now, nsA), cmpOpts...); d != "" {
+					if d := cmp.Diff(before, f.validationView(f.on(t)), cmpOpts...); d != "" {
 						t.Fatalf("store changed (-before +after):\n%s", d)
 					}
 				})
