@@ -95,6 +95,48 @@ import (
 //	I:flows         ZSET (score 0)  the partition's flows, paged with
 //	                      ZRANGEBYLEX
 //
+// Admission (model.AdmissionStore; lua/lib/admission.lua, budget.lua,
+// quota.lua). On the execution partition:
+//
+//	X:core adm, budgets, quota, quota_key, adm_token, blocked_budget
+//	                      the record's attachments, held token, and the
+//	                      budget it is blocked on (record.go)
+//	I:lane:<L>:adm:b:<budget>        ZSET  block time; the lane's
+//	                                       executions blocked on budget
+//	I:lane:<L>:adm:q:<quota>:<key>   ZSET  block time; those blocked on
+//	                                       that quota bucket
+//	I:adm_groups     ZSET (score 0)  the non-empty groups, lane first:
+//	                 "<L>\tb\t<budget>", "<L>\tq\t<quota>\t<key>"
+//	I:adm_by         ZSET (score 0)  the same, budget or bucket first:
+//	                 "b\t<budget>\t<L>", "q\t<quota>\t<key>\t<L>"
+//	I:quota_outbox       ZSET  the quota release outbox: score the time
+//	                           the lease ended, member "<exec>\t<token>"
+//	I:quota_outbox:data  HASH  member → "<quota>\t<key>"
+//
+// A budget (B = P:budget:{b:M}:<id>, M its budget partition):
+//
+//	B                   HASH    def, dims, h:<dim>, s:<dim> (limits),
+//	                            u:<dim> (non-zero usage), created_at,
+//	                            interval, action, next_reset, reset_count,
+//	                            hard_breaches, soft_breaches, breached_at;
+//	                            amounts as decimal text
+//	B:spend:<exec>      HASH    an execution's ledger, dim → amount
+//	B:dedup:<key>       STRING  a report's dedup record: its expiry (ms),
+//	                            with a server TTL for garbage only
+//	P:idx:{b:M}:budgets        ZSET (score 0)  the partition's budgets
+//	P:idx:{b:M}:budget_resets  ZSET  next reset time → budget
+//
+// A quota policy (Q = P:quota:{q:K}:<id>):
+//
+//	Q                 HASH    rate, window, jitter, concurrency, created_at
+//	Q:w:<key>         ZSET    bucket key's rate window: admission time →
+//	                          a number from Q:seq:<key>
+//	Q:seq:<key>       STRING  the bucket's window sequence
+//	Q:a:<key>         HASH    the bucket's admissions: execution →
+//	                          "<admitted at ms>:<token>"
+//	P:idx:{q:K}:quotas         ZSET (score 0)  the partition's policies
+//	P:idx:{q:K}:quota_buckets  ZSET (score 0)  its buckets, "<id>:<key>"
+//
 // Idempotency: P:idem:T:<ns>:<key> HASH {id, expires_at} in the
 // partition of the execution it names.
 //
@@ -132,6 +174,10 @@ func (k keyspace) partKeys(part int) map[string]string {
 		"lease_expiry":    i + "lease_expiry",
 		"attempt_timeout": i + "attempt_timeout",
 		"deadline":        i + "execution_deadline",
+		"adm_groups":      i + "adm_groups",
+		"adm_by":          i + "adm_by",
+		"outbox":          i + "quota_outbox",
+		"outbox_data":     i + "quota_outbox:data",
 	}
 }
 
@@ -206,6 +252,34 @@ func (k keyspace) memberKeys(cfg model.PartitionConfig, f model.FlowID, id model
 	x := k.execBase(id)
 	m["core"] = x + ":core"
 	m["exec_flow"] = x + ":flow"
+	return m
+}
+
+// budgetPartKeys are the named keys of budget partition part.
+func (k keyspace) budgetPartKeys(part int) map[string]string {
+	i := k.prefix + ":idx:" + model.BudgetTag(part) + ":"
+	return map[string]string{"budgets": i + "budgets", "resets": i + "budget_resets"}
+}
+
+// budgetKeys are budgetPartKeys plus budget id's hash (B).
+func (k keyspace) budgetKeys(cfg model.PartitionConfig, id model.BudgetID) map[string]string {
+	part := cfg.BudgetPartition(id)
+	m := k.budgetPartKeys(part)
+	m["budget"] = k.prefix + ":budget:" + model.BudgetTag(part) + ":" + id.String()
+	return m
+}
+
+// quotaPartKeys are the named keys of quota partition part.
+func (k keyspace) quotaPartKeys(part int) map[string]string {
+	i := k.prefix + ":idx:" + model.QuotaTag(part) + ":"
+	return map[string]string{"quotas": i + "quotas", "buckets": i + "quota_buckets"}
+}
+
+// quotaKeys are quotaPartKeys plus policy id's hash (Q).
+func (k keyspace) quotaKeys(cfg model.PartitionConfig, id model.QuotaID) map[string]string {
+	part := cfg.QuotaPartition(id)
+	m := k.quotaPartKeys(part)
+	m["quota"] = k.prefix + ":quota:" + model.QuotaTag(part) + ":" + id.String()
 	return m
 }
 

@@ -296,6 +296,8 @@ var sentinels = func() map[model.Code]*model.Error {
 		model.ErrCorrupt, model.ErrResultNotFound, model.ErrFlowNotFound, model.ErrEdgeNotFound,
 		model.ErrInvalidToken, model.ErrNotSuspended, model.ErrSuspensionNotFound, model.ErrWaitpointNotFound,
 		model.ErrWaitpointClosed, model.ErrWaitpointNotPending, model.ErrWaitpointLimit, model.ErrSignalLimit,
+		model.ErrIdempotencyConflict, model.ErrBudgetNotFound, model.ErrQuotaNotFound, model.ErrBudgetExceeded,
+		model.ErrAdmissionRequired,
 	} {
 		m[e.Code] = e
 	}

@@ -20,7 +20,7 @@ var luaFiles embed.FS
 // order: a definition may use the definitions above it, in its file or in
 // an earlier one.
 var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "wait", "index", "policy", "claim",
-	"recovery", "worker", "create", "flow", "suspend"}
+	"recovery", "worker", "create", "flow", "suspend", "budget", "quota"}
 
 // generatedFile names the definitions made from Go declarations (record.go,
 // index_lua.go) in the line map.
@@ -525,4 +525,18 @@ var (
 	scriptWaitpointList      = declareRead("waitpoint_list")
 	scriptSuspendedList      = declareRead("suspended_list")
 	scriptSignalFeed         = declareRead("signal_feed")
+
+	scriptBudgetCreate    = declare("budget_create")
+	scriptBudgetReport    = declare("budget_report")
+	scriptBudgetRelease   = declare("budget_release")
+	scriptBudgetReset     = declare("budget_reset")
+	scriptBudgetResetDue  = declare("budget_reset_due")
+	scriptBudgetReconcile = declare("budget_reconcile")
+	scriptBudgetStatus    = declareRead("budget_status")
+
+	scriptQuotaCreate    = declare("quota_create")
+	scriptQuotaAdmit     = declare("quota_admit")
+	scriptQuotaRelease   = declare("quota_release")
+	scriptQuotaStatus    = declareRead("quota_status")
+	scriptQuotaReconcile = declare("quota_reconcile")
 )

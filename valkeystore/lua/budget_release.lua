@@ -1,0 +1,21 @@
+-- budget_release: give back an execution's ledger: each dimension's usage
+-- drops by its charge (a usage that reaches 0 leaves the hash) and the
+-- ledger goes.
+-- KEYS: budget
+-- ARGV: now id execution
+
+if redis.call('HEXISTS', K_budget, 'def') == 0 then return fail('budget_not_found') end
+local lk = K_budget .. ':spend:' .. A_execution
+local l = redis.call('HGETALL', lk)
+if #l == 0 then return { 'released', 0, 'returned', {} } end
+redis.call('DEL', lk)
+for i = 1, #l, 2 do
+  local f = 'u:' .. l[i]
+  local u = am_sub(am(redis.call('HGET', K_budget, f)), am(l[i + 1]))
+  if u then
+    redis.call('HSET', K_budget, f, am_str(u))
+  else
+    redis.call('HDEL', K_budget, f)
+  end
+end
+return { 'released', 1, 'returned', l }
