@@ -94,6 +94,10 @@ var codeStatus = map[model.Code]int{
 	model.CodeWaitpointNotPending:   http.StatusConflict,
 	model.CodeWaitpointLimit:        http.StatusConflict,
 	model.CodeSignalLimit:           http.StatusConflict,
+	model.CodeBudgetNotFound:        http.StatusNotFound,
+	model.CodeQuotaNotFound:         http.StatusNotFound,
+	model.CodeBudgetExceeded:        http.StatusConflict,
+	model.CodeAdmissionRequired:     http.StatusConflict,
 
 	// Capacity.
 	model.CodeWorkerAtCapacity: http.StatusTooManyRequests,
