@@ -61,50 +61,46 @@ func bucketOf(e *execution) model.QuotaBucket {
 	return model.QuotaBucket{ID: e.quota, Key: e.quotaKey}
 }
 
-// addBudgetGroup puts e, blocked on budget b, in b's group of l.
-func (l *laneIndexes) addBudgetGroup(e *execution, b model.BudgetID, now int64) {
-	if l.budgetGroups == nil {
-		l.budgetGroups = make(map[model.BudgetID]*zset)
-	}
-	g := l.budgetGroups[b]
-	if g == nil {
-		g = newZset()
-		l.budgetGroups[b] = g
-	}
-	g.add(e.id, now)
-	e.blockedBudget = b
-}
-
-// removeBudgetGroup takes e out of its budget group, dropping the group
-// when it empties.
-func (l *laneIndexes) removeBudgetGroup(e *execution) {
-	b := e.blockedBudget
-	e.blockedBudget = model.BudgetID{}
-	if g := l.budgetGroups[b]; g != nil {
-		g.remove(e.id)
-		if g.len() == 0 {
-			delete(l.budgetGroups, b)
+// admJoinGroup puts e, blocked in state es (BlockedByBudget on budget b,
+// or BlockedByQuota), in its group of l: b's, or its bucket's.
+func (l *laneIndexes) admJoinGroup(e *execution, es model.EligibilityState, b model.BudgetID, now int64) {
+	var g *zset
+	if es == model.BlockedByBudget {
+		if l.budgetGroups == nil {
+			l.budgetGroups = make(map[model.BudgetID]*zset)
+		}
+		if g = l.budgetGroups[b]; g == nil {
+			g = newZset()
+			l.budgetGroups[b] = g
+		}
+		e.blockedBudget = b
+	} else {
+		if l.quotaGroups == nil {
+			l.quotaGroups = make(map[model.QuotaBucket]*zset)
+		}
+		k := bucketOf(e)
+		if g = l.quotaGroups[k]; g == nil {
+			g = newZset()
+			l.quotaGroups[k] = g
 		}
 	}
-}
-
-// addQuotaGroup puts e, blocked on its quota, in its bucket's group of l.
-func (l *laneIndexes) addQuotaGroup(e *execution, now int64) {
-	if l.quotaGroups == nil {
-		l.quotaGroups = make(map[model.QuotaBucket]*zset)
-	}
-	k := bucketOf(e)
-	g := l.quotaGroups[k]
-	if g == nil {
-		g = newZset()
-		l.quotaGroups[k] = g
-	}
 	g.add(e.id, now)
 }
 
-// removeQuotaGroup takes e out of its bucket's group, dropping the group
-// when it empties.
-func (l *laneIndexes) removeQuotaGroup(e *execution) {
+// admLeaveGroup takes e, blocked on a budget or a quota, out of its
+// group, dropping the group when it empties.
+func (l *laneIndexes) admLeaveGroup(e *execution) {
+	if e.eligibilityState == model.BlockedByBudget {
+		b := e.blockedBudget
+		e.blockedBudget = model.BudgetID{}
+		if g := l.budgetGroups[b]; g != nil {
+			g.remove(e.id)
+			if g.len() == 0 {
+				delete(l.budgetGroups, b)
+			}
+		}
+		return
+	}
 	k := bucketOf(e)
 	if g := l.quotaGroups[k]; g != nil {
 		g.remove(e.id)
@@ -331,9 +327,9 @@ func holdLess(a, b holdItem) bool {
 	return a.token < b.token
 }
 
-// outboxAdmission moves the admission e's ending lease held to the quota
+// admOutbox moves the admission e's ending lease held to the quota
 // release outbox of e's partition and clears it from the record.
-func (s *Store) outboxAdmission(e *execution, now int64) {
+func (s *Store) admOutbox(e *execution, now int64) {
 	pt := s.part(e.id.Partition())
 	o := pt.releases
 	if o == nil {

@@ -106,9 +106,9 @@ func (s *Store) loadBudget(id model.BudgetID) (*budgetPart, *budgetRec, error) {
 	return bp, b, nil
 }
 
-// exhausted is the first dimension, in name order, whose usage is at or
+// budgetExhausted is b's first dimension, in name order, whose usage is at or
 // above a positive hard limit ("": none).
-func (b *budgetRec) exhausted() string {
+func budgetExhausted(b *budgetRec) string {
 	for _, d := range sortedNames(b.limits) {
 		if h := b.limits[d].Hard; h > 0 && b.usage[d] >= h {
 			return d
@@ -117,18 +117,18 @@ func (b *budgetRec) exhausted() string {
 	return ""
 }
 
-// reset zeroes the usage of every dimension reported so far (ledgers
-// stay).
-func (b *budgetRec) reset() {
+// budgetZero zeroes b's usage of every dimension reported so far (ledgers
+// stay) and counts the reset.
+func budgetZero(b *budgetRec) {
 	for d := range b.usage {
 		b.usage[d] = 0
 	}
 	b.resetCount++
 }
 
-// nextReset is the first time of b's schedule (creation + k·interval,
-// k ≥ 1) after now.
-func (b *budgetRec) nextReset(now int64) int64 {
+// budgetNextReset is the first time of b's schedule (creation +
+// k·interval, k ≥ 1) after now.
+func budgetNextReset(b *budgetRec, now int64) int64 {
 	iv := b.resetInterval
 	if now < b.createdAt {
 		return b.createdAt + iv
@@ -278,7 +278,7 @@ func (s *Store) BudgetReset(ctx context.Context, p *model.BudgetResetParams) (*m
 		if err != nil {
 			return nil, err
 		}
-		b.reset()
+		budgetZero(b)
 		return &model.BudgetResetResult{ResetCount: b.resetCount, NextResetAt: tm(b.nextResetAt)}, nil
 	})
 }
@@ -302,8 +302,8 @@ func (s *Store) BudgetResetDue(ctx context.Context, p *model.BudgetResetDueParam
 			if b == nil || b.nextResetAt != it.at {
 				continue // not a budget's schedule any more
 			}
-			b.reset()
-			b.nextResetAt = b.nextReset(now)
+			budgetZero(b)
+			b.nextResetAt = budgetNextReset(b, now)
 			bp.resets.Set(budgetDue{b.nextResetAt, b.id})
 			res.Reset = append(res.Reset, b.id)
 		}
@@ -344,7 +344,7 @@ func (s *Store) BudgetReconcile(ctx context.Context, p *model.BudgetReconcilePar
 				res.Dropped = append(res.Dropped, id)
 				continue
 			}
-			switch breached := b.exhausted() != ""; {
+			switch breached := budgetExhausted(b) != ""; {
 			case breached && b.breachedAt == 0:
 				b.breachedAt = now
 				res.Breached = append(res.Breached, id)
@@ -374,7 +374,7 @@ func (s *Store) BudgetStatus(ctx context.Context, p *model.BudgetStatusParams) (
 			NextResetAt:   tm(b.nextResetAt),
 			ResetCount:    b.resetCount, HardBreaches: b.hardBreaches, SoftBreaches: b.softBreaches,
 			BreachedAt: tm(b.breachedAt), CreatedAt: tm(b.createdAt),
-			Exhausted: b.exhausted(),
+			Exhausted: budgetExhausted(b),
 		}
 		if !p.Execution.IsZero() {
 			if spend := b.ledger[p.Execution]; len(spend) > 0 {

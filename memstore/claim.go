@@ -137,10 +137,8 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 			l.routeGroups[key] = g
 		}
 		g.add(e.id, now)
-	case model.BlockedByBudget:
-		l.addBudgetGroup(e, budget, now)
-	case model.BlockedByQuota:
-		l.addQuotaGroup(e, now)
+	case model.BlockedByBudget, model.BlockedByQuota:
+		l.admJoinGroup(e, es, budget, now)
 	}
 }
 

@@ -30,10 +30,8 @@ func (s *Store) removeFromLane(e *execution) {
 		switch e.eligibilityState {
 		case model.BlockedByRoute:
 			l.removeRouteGroup(e)
-		case model.BlockedByBudget:
-			l.removeBudgetGroup(e)
-		case model.BlockedByQuota:
-			l.removeQuotaGroup(e)
+		case model.BlockedByBudget, model.BlockedByQuota:
+			l.admLeaveGroup(e)
 		}
 	case model.PhaseActive:
 		l.active.remove(e.id)
@@ -86,7 +84,7 @@ func (s *Store) makeRunnable(e *execution, now, delayUntil int64, delayReason mo
 func (s *Store) releaseLease(e *execution, now int64, kind model.LeaseEventKind, reason string) {
 	s.endLease(e, now, kind, reason)
 	if e.admissionToken != "" {
-		s.outboxAdmission(e, now)
+		s.admOutbox(e, now)
 	}
 }
 

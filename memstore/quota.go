@@ -104,17 +104,17 @@ func (bk *quotaBucket) trim(q *quotaRec, now int64) int {
 	return i
 }
 
-// inWindow counts the entries within the window ending at now.
-func (bk *quotaBucket) inWindow(q *quotaRec, now int64) int {
+// quotaInWindow counts bk's entries within the window ending at now.
+func quotaInWindow(bk *quotaBucket, q *quotaRec, now int64) int {
 	if q.rate == 0 {
 		return 0
 	}
 	return len(bk.window) - bk.windowStart(q, now)
 }
 
-// retryAfter is when the oldest entry within the window ending at now
-// leaves it (at least 0).
-func (bk *quotaBucket) retryAfter(q *quotaRec, now int64) time.Duration {
+// quotaRetryAfter is when bk's oldest entry within the window ending at
+// now leaves it (at least 0).
+func quotaRetryAfter(bk *quotaBucket, q *quotaRec, now int64) time.Duration {
 	i := bk.windowStart(q, now)
 	if i >= len(bk.window) {
 		return 0
@@ -157,20 +157,20 @@ func (s *Store) QuotaAdmit(ctx context.Context, p *model.QuotaAdmitParams) (*mod
 			if a := bk.admissions[p.Execution]; a != nil {
 				a.token, a.admittedAt = p.Token, now
 				return &model.QuotaAdmitResult{Outcome: model.QuotaAlreadyAdmitted,
-					InWindow: bk.inWindow(q, now), Active: len(bk.admissions)}, nil
+					InWindow: quotaInWindow(bk, q, now), Active: len(bk.admissions)}, nil
 			}
 			bk.trim(q, now)
 		} else {
 			bk = &quotaBucket{admissions: make(map[model.ExecutionID]*admissionRec)}
 		}
 		if q.rate > 0 && len(bk.window) >= q.rate {
-			ra := bk.retryAfter(q, now) + time.Duration(min(p.Jitter.Milliseconds(), q.jitter))*time.Millisecond
+			ra := quotaRetryAfter(bk, q, now) + time.Duration(min(p.Jitter.Milliseconds(), q.jitter))*time.Millisecond
 			return &model.QuotaAdmitResult{Outcome: model.QuotaRateExceeded, RetryAfter: ra,
 				InWindow: len(bk.window), Active: len(bk.admissions)}, nil
 		}
 		if q.concurrency > 0 && len(bk.admissions) >= q.concurrency {
 			return &model.QuotaAdmitResult{Outcome: model.QuotaConcurrencyExceeded,
-				InWindow: bk.inWindow(q, now), Active: len(bk.admissions)}, nil
+				InWindow: quotaInWindow(bk, q, now), Active: len(bk.admissions)}, nil
 		}
 		q.buckets[p.Key] = bk
 		if q.rate > 0 {
@@ -186,7 +186,7 @@ func (s *Store) QuotaAdmit(ctx context.Context, p *model.QuotaAdmitParams) (*mod
 		}
 		bk.admissions[p.Execution] = &admissionRec{token: p.Token, admittedAt: now}
 		return &model.QuotaAdmitResult{Outcome: model.QuotaAdmitted,
-			InWindow: bk.inWindow(q, now), Active: len(bk.admissions)}, nil
+			InWindow: quotaInWindow(bk, q, now), Active: len(bk.admissions)}, nil
 	})
 }
 
@@ -225,10 +225,10 @@ func (s *Store) QuotaStatus(ctx context.Context, p *model.QuotaStatusParams) (*m
 			Concurrency: q.concurrency, CreatedAt: tm(q.createdAt),
 		}
 		if bk := q.buckets[p.Key]; bk != nil {
-			st.InWindow = bk.inWindow(q, now)
+			st.InWindow = quotaInWindow(bk, q, now)
 			st.Active = len(bk.admissions)
 			if q.rate > 0 && st.InWindow >= q.rate {
-				st.RetryAfter = bk.retryAfter(q, now)
+				st.RetryAfter = quotaRetryAfter(bk, q, now)
 			}
 		}
 		free := -1
