@@ -12,9 +12,8 @@ import (
 )
 
 // Budgets (model.AdmissionStore): one script per operation on the budget's
-// partition {b:M} (lua/budget_*.lua, lua/lib/budget.lua). Amounts travel
-// as decimal text both ways: they reach 2·10^18, past what a Lua number or
-// an integer reply carries exactly.
+// partition {b:M} (lua/budget_*.lua, lua/lib/budget.lua). Amounts are at
+// most model.MaxBudgetAmount, so a sum of two is exact in a Lua number.
 
 // budgetDef is the definition BudgetCreate compares: the interval (ms),
 // the action and each dimension's limits, in name order.

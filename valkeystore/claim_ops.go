@@ -2,6 +2,7 @@ package valkeystore
 
 import (
 	"context"
+	"time"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -29,6 +30,7 @@ func (s *Store) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParam
 	}
 	r, err := s.run(ctx, scriptExecutionClaim, s.keys.execKeys(p.ID), leaseArgs(args{
 		"now": p.Now, "id": p.ID, "capabilities": normCaps("capabilities", p.Capabilities),
+		"admission_token": p.AdmissionToken,
 	}, &p.LeaseRequest))
 	if err != nil {
 		return nil, err
@@ -44,6 +46,7 @@ func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGr
 	}
 	r, err := s.run(ctx, scriptExecutionGrantAndClaim, s.keys.execKeys(p.ID), leaseArgs(args{
 		"now": p.Now, "id": p.ID, "capabilities": normCaps("capabilities", p.Capabilities),
+		"admission_token": p.AdmissionToken,
 	}, &p.LeaseRequest))
 	if err != nil {
 		return nil, err
@@ -58,12 +61,13 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 		return nil, err
 	}
 	r, err := s.run(ctx, scriptExecutionClaimNext, s.keys.partKeys(p.Partition), leaseArgs(args{
-		"now":               p.Now,
-		"lane":              p.Lane,
-		"namespace":         p.Namespace,
-		"capabilities":      normCaps("capabilities", p.Capabilities),
-		"live_capabilities": normCaps("live_capabilities", p.LiveCapabilities),
-		"scan_limit":        p.ScanLimit,
+		"now":                 p.Now,
+		"lane":                p.Lane,
+		"namespace":           p.Namespace,
+		"capabilities":        normCaps("capabilities", p.Capabilities),
+		"live_capabilities":   normCaps("live_capabilities", p.LiveCapabilities),
+		"scan_limit":          p.ScanLimit,
+		"admission_grant_ttl": admissionGrantTTL(p.AdmissionGrantTTL),
 	}, &p.LeaseRequest))
 	if err != nil {
 		return nil, err
@@ -72,8 +76,18 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 	return res, r.err()
 }
 
+// admissionGrantTTL is the grant claim-next issues on a head that needs
+// admission (0: the default).
+func admissionGrantTTL(d time.Duration) time.Duration {
+	if d == 0 {
+		return model.DefaultAdmissionGrantTTL
+	}
+	return d
+}
+
 // claimNextResult decodes the reply of the library's claim_next: a claimed
-// execution's fields are at the same level, with claimed = 1.
+// execution's fields are at the same level, with claimed = 1, and so are a
+// granted admission candidate's, with admit = 1.
 func claimNextResult(r *reply) *model.ExecutionClaimNextResult {
 	res := &model.ExecutionClaimNextResult{Skipped: r.int("skipped")}
 	for _, id := range r.strs("blocked") {
@@ -86,7 +100,30 @@ func claimNextResult(r *reply) *model.ExecutionClaimNextResult {
 	if r.has("claimed") {
 		res.Claimed = claimResult(r)
 	}
+	if r.has("admit") {
+		res.Admit = &model.AdmissionCandidate{
+			ID:             r.execID("admit_id"),
+			Budgets:        parseBudgets(r, r.str("admit_budgets")),
+			Quota:          model.QuotaID(r.uuid("admit_quota")),
+			QuotaKey:       r.str("admit_quota_key"),
+			GrantExpiresAt: r.time("admit_expires_at"),
+		}
+	}
 	return res
+}
+
+// parseBudgets reads an execution's budgets CSV ("": nil).
+func parseBudgets(r *reply, csv string) []model.BudgetID {
+	var out []model.BudgetID
+	for _, s := range splitCSV(csv) {
+		u, err := model.ParseUUID(s)
+		if err != nil {
+			r.fail("budgets: malformed id %q", s)
+			return nil
+		}
+		out = append(out, model.BudgetID(u))
+	}
+	return out
 }
 
 // ExecutionBlock implements model.ClaimStore.
@@ -95,7 +132,7 @@ func (s *Store) ExecutionBlock(ctx context.Context, p *model.ExecutionBlockParam
 		return nil, err
 	}
 	r, err := s.run(ctx, scriptExecutionBlock, s.keys.execKeys(p.ID), args{
-		"now": p.Now, "id": p.ID, "reason": p.Reason.String(), "detail": p.Detail,
+		"now": p.Now, "id": p.ID, "reason": p.Reason.String(), "detail": p.Detail, "budget": p.Budget.String(),
 	})
 	if err != nil {
 		return nil, err

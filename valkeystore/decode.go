@@ -54,6 +54,12 @@ func claimResult(r *reply) *model.ClaimResult {
 		CreatedAt:    r.time("created_at"),
 		TimeoutAt:    r.time("timeout_at"),
 	}
+	if r.has("adm_token") { // an execution with budgets or a quota
+		res.Budgets = parseBudgets(r, r.str("budgets"))
+		res.Quota = model.QuotaID(r.uuid("quota"))
+		res.QuotaKey = r.str("quota_key")
+		res.AdmissionToken = r.str("adm_token")
+	}
 	return res
 }
 
@@ -104,6 +110,10 @@ func snapshot(c *reply, tags map[string]string) *model.ExecutionSnapshot {
 		CancelledBy:              c.str("cancelled_by"),
 		LastCapabilityMismatchAt: c.time("last_cap_mismatch_at"),
 		Tags:                     tags,
+		Budgets:                  parseBudgets(c, c.str("budgets")),
+		Quota:                    model.QuotaID(c.uuid("quota")),
+		QuotaKey:                 c.str("quota_key"),
+		AdmissionToken:           c.str("adm_token"),
 	}
 	s.PublicState = s.State.PublicState()
 	if cur := c.int("cur_attempt"); cur >= 0 {

@@ -8,8 +8,9 @@
 // Each Store method validates its params with the model's Validate (nothing
 // is sent for bad input), then runs one Lua script (EVALSHA, falling back to
 // EVAL) whose keys all carry one hash tag: the execution's partition
-// "{fp:N}", or "{w:<ns>}" for the worker registry. keys.go documents the key
-// schema. Scripts live in lua/, one per method, with a library of helpers
+// "{fp:N}", "{w:<ns>}" for the worker registry, a budget's partition
+// "{b:M}" or a quota policy's "{q:K}" (model.AdmissionStore). keys.go
+// documents the key schema. Scripts live in lua/, one per method, with a library of helpers
 // in lua/lib/<topic>.lua (lua/README.md has the rules for writing them).
 // Scripts take the time as an argument and never call TIME; expiry of
 // grants, idempotency keys and worker registrations is decided against it,

@@ -34,10 +34,10 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 }
 
 // createFields are the fields of a new execution in the order the Lua
-// library's new_exec reads them (lua/lib/create.lua), then delay_until.
+// library's new_exec reads them (lua/lib/create.lua).
 var createFields = []string{"id", "namespace", "lane", "kind", "payload", "priority", "tags", "required_caps",
 	"retry_max", "retry_backoff", "retry_delay_ms", "retry_initial_ms", "retry_multiplier", "retry_max_delay_ms",
-	"max_reclaims", "max_replays", "attempt_timeout", "deadline", "delay_until"}
+	"max_reclaims", "max_replays", "attempt_timeout", "deadline", "delay_until", "budgets", "quota", "quota_key"}
 
 // createArgs are the arguments createFields names for p, defaults
 // applied.
@@ -70,7 +70,20 @@ func createArgs(p *model.ExecutionCreateParams) args {
 		"attempt_timeout":    p.AttemptTimeout,
 		"deadline":           p.Deadline,
 		"delay_until":        p.DelayUntil,
+		"budgets":            budgetsCSV(p.Budgets),
+		"quota":              p.Quota.String(),
+		"quota_key":          p.QuotaKey,
 	}
+}
+
+// budgetsCSV is an execution's budgets as the record keeps them: their
+// ids, comma-separated, in the given order.
+func budgetsCSV(bs []model.BudgetID) string {
+	ids := make([]string, len(bs))
+	for i, b := range bs {
+		ids[i] = b.String()
+	}
+	return strings.Join(ids, ",")
 }
 
 // netstring appends s to b as a netstring "<len>:<bytes>".
@@ -116,6 +129,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 	a["next_lease_id"] = n.LeaseID
 	a["next_attempt_id"] = n.AttemptID
 	a["next_lease_ttl"] = n.LeaseTTL
+	a["next_admission_grant_ttl"] = admissionGrantTTL(n.AdmissionGrantTTL)
 	r, err := s.run(ctx, scriptExecutionComplete, s.keys.execKeys(p.ID), a)
 	if err != nil {
 		return nil, err

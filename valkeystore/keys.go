@@ -116,10 +116,9 @@ import (
 // A budget (B = P:budget:{b:M}:<id>, M its budget partition):
 //
 //	B                   HASH    def, dims, h:<dim>, s:<dim> (limits),
-//	                            u:<dim> (non-zero usage), created_at,
+//	                            u:<dim> (usage), created_at,
 //	                            interval, action, next_reset, reset_count,
-//	                            hard_breaches, soft_breaches, breached_at;
-//	                            amounts as decimal text
+//	                            hard_breaches, soft_breaches, breached_at
 //	B:spend:<exec>      HASH    an execution's ledger, dim → amount
 //	B:dedup:<key>       STRING  a report's dedup record: its expiry (ms),
 //	                            with a server TTL for garbage only

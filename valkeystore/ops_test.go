@@ -140,7 +140,8 @@ func TestClaimPaths(t *testing.T) {
 		g := sq.exec(2)
 		create(p, createP(g, at(0)))
 		ok(p, "block", func(s model.Store) (*model.ExecutionBlockResult, error) {
-			return s.(model.Blocker).ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForBudget, Detail: "over", Now: at(time.Second)})
+			return s.(model.Blocker).ExecutionBlock(bg, &model.ExecutionBlockParams{ID: g, Reason: model.WaitingForBudget, Detail: "over",
+				Budget: model.BudgetID(sq.uuid()), Now: at(time.Second)})
 		})
 		fails(p, "gac blocked", model.CodeExecutionNotEligible, func(s model.Store) (*model.ClaimResult, error) {
 			return s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: g, LeaseRequest: sq.req("wi1", ttl), Now: at(time.Second)})

@@ -339,11 +339,17 @@ func (r *randomRun) routeUnblock() {
 	_, _ = do(r.p, "route_unblock", func(s model.Store) (*model.RouteUnblockResult, error) { return s.RouteUnblock(bg, p) })
 }
 
+// randomBudget is the budget a random budget block names.
+var randomBudget = model.BudgetID(model.UUID{15: 1})
+
 var blockReasons = []model.BlockingReason{model.WaitingForBudget, model.WaitingForQuota,
 	model.WaitingForCapableWorker, model.PausedByOperator, model.PausedByPolicy}
 
 func (r *randomRun) block() {
 	p := &model.ExecutionBlockParams{ID: r.pick(), Reason: blockReasons[r.rng.IntN(len(blockReasons))], Detail: "d", Now: r.now}
+	if p.Reason == model.WaitingForBudget {
+		p.Budget = randomBudget
+	}
 	_, _ = do(r.p, "block", func(s model.Store) (*model.ExecutionBlockResult, error) {
 		return s.(model.Blocker).ExecutionBlock(bg, p)
 	})

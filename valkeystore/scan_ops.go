@@ -36,14 +36,16 @@ func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (
 		return nil, err
 	}
 	res := &model.PartitionDueResult{
-		LeaseExpiry:       r.optTime("lease_expiry"),
-		AttemptTimeout:    r.optTime("attempt_timeout"),
-		ExecutionDeadline: r.optTime("deadline"),
-		Delayed:           r.optTime("delayed"),
-		SuspensionTimeout: r.optTime("suspension_timeout"),
-		WaitpointExpiry:   r.optTime("waitpoint_expiry"),
-		RouteBlocked:      r.bool("route_blocked"),
-		Executions:        r.int("executions"),
+		LeaseExpiry:         r.optTime("lease_expiry"),
+		AttemptTimeout:      r.optTime("attempt_timeout"),
+		ExecutionDeadline:   r.optTime("deadline"),
+		Delayed:             r.optTime("delayed"),
+		SuspensionTimeout:   r.optTime("suspension_timeout"),
+		WaitpointExpiry:     r.optTime("waitpoint_expiry"),
+		RouteBlocked:        r.bool("route_blocked"),
+		AdmissionBlocked:    r.bool("admission_blocked"),
+		QuotaReleasePending: r.bool("quota_release_pending"),
+		Executions:          r.int("executions"),
 	}
 	return res, r.err()
 }
@@ -55,7 +57,7 @@ func (s *Store) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
-	a := args{"now": p.Now, "index": p.Index.String(), "limit": p.Limit, "after_due": int64(0), "after_id": ""}
+	a := filterArgs(args{"now": p.Now, "index": p.Index.String(), "limit": p.Limit, "after_due": int64(0), "after_id": ""}, p.Filter)
 	if p.After != nil {
 		a["after_due"] = p.After.DueAt
 		a["after_id"] = p.After.ID
@@ -97,8 +99,19 @@ func (s *Store) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (
 		due = due[:p.Limit]
 		res.More = true
 	}
+	unmatched := make(map[string]bool)
+	for _, id := range r.strs("unmatched") {
+		unmatched[id] = true
+	}
 	for _, c := range due {
+		if len(unmatched) > 0 && unmatched[c.id.String()] {
+			continue // examined, left out by the filter: LastSeen passes it
+		}
 		res.Items = append(res.Items, model.DueItem{ID: c.id, Lane: c.lane, DueAt: model.FromMillis(c.due)})
+	}
+	if len(due) > 0 {
+		last := due[len(due)-1]
+		res.LastSeen = &model.DueCursor{ID: last.id, DueAt: model.FromMillis(last.due)}
 	}
 	return res, r.err()
 }
@@ -108,9 +121,9 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, scriptRouteUnblock, s.keys.partKeys(p.Partition), args{
+	r, err := s.run(ctx, scriptRouteUnblock, s.keys.partKeys(p.Partition), filterArgs(args{
 		"now": p.Now, "namespace": p.Namespace, "live": normCaps("live", p.Live), "all": p.All, "limit": p.Limit,
-	})
+	}, p.Filter))
 	if err != nil {
 		return nil, err
 	}
@@ -123,4 +136,13 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 		res.Unblocked = append(res.Unblocked, eid)
 	}
 	return res, r.err()
+}
+
+// filterArgs adds a model.ScannerFilter's arguments (all "" for the zero
+// filter).
+func filterArgs(a args, f model.ScannerFilter) args {
+	a["filter_namespace"] = f.Namespace
+	a["filter_tag_key"] = f.TagKey
+	a["filter_tag_value"] = f.TagValue
+	return a
 }

@@ -19,8 +19,8 @@ var luaFiles embed.FS
 // libTopics are the library's files, lua/lib/<topic>.lua, in definition
 // order: a definition may use the definitions above it, in its file or in
 // an earlier one.
-var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "wait", "index", "policy", "claim",
-	"recovery", "worker", "create", "flow", "suspend", "budget", "quota"}
+var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "wait", "admission", "index", "policy",
+	"claim", "recovery", "worker", "create", "flow", "suspend", "budget", "quota"}
 
 // generatedFile names the definitions made from Go declarations (record.go,
 // index_lua.go) in the line map.
@@ -272,6 +272,7 @@ func generatedLua() string {
 		fmt.Sprintf("local MAX_OPEN_WAITPOINTS = %d\n", model.MaxOpenWaitpoints) +
 		fmt.Sprintf("local MAX_WAITPOINT_TTL = %d\n", model.MaxWaitpointTTL.Milliseconds()) +
 		fmt.Sprintf("local SIGNAL_FEED_LEN = %d\n", model.SignalFeedLen) +
+		fmt.Sprintf("local MAX_BUDGET_AMOUNT = %d\n", model.MaxBudgetAmount) +
 		recordLua() + indexLua()
 }
 
@@ -539,4 +540,9 @@ var (
 	scriptQuotaRelease   = declare("quota_release")
 	scriptQuotaStatus    = declareRead("quota_status")
 	scriptQuotaReconcile = declare("quota_reconcile")
+
+	scriptAdmissionBlocked    = declareRead("admission_blocked")
+	scriptAdmissionUnblock    = declare("admission_unblock")
+	scriptQuotaReleasePending = declareRead("quota_release_pending")
+	scriptQuotaReleaseAck     = declare("quota_release_ack")
 )

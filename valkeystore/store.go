@@ -52,9 +52,10 @@ type Store struct {
 }
 
 var (
-	_ model.Store         = (*Store)(nil)
-	_ model.WorkNotifier  = (*Store)(nil)
-	_ model.LeaseNotifier = (*Store)(nil)
+	_ model.Store          = (*Store)(nil)
+	_ model.WorkNotifier   = (*Store)(nil)
+	_ model.LeaseNotifier  = (*Store)(nil)
+	_ model.AdmissionStore = (*Store)(nil)
 )
 
 // New returns a store that keeps its state on client's server. It sends

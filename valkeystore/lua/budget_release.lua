@@ -1,6 +1,5 @@
 -- budget_release: give back an execution's ledger: each dimension's usage
--- drops by its charge (a usage that reaches 0 leaves the hash) and the
--- ledger goes.
+-- drops by its charge (not below 0) and the ledger goes.
 -- KEYS: budget
 -- ARGV: now id execution
 
@@ -11,11 +10,8 @@ if #l == 0 then return { 'released', 0, 'returned', {} } end
 redis.call('DEL', lk)
 for i = 1, #l, 2 do
   local f = 'u:' .. l[i]
-  local u = am_sub(am(redis.call('HGET', K_budget, f)), am(l[i + 1]))
-  if u then
-    redis.call('HSET', K_budget, f, am_str(u))
-  else
-    redis.call('HDEL', K_budget, f)
-  end
+  local u = N(redis.call('HGET', K_budget, f)) - N(l[i + 1])
+  if u < 0 then u = 0 end
+  redis.call('HSET', K_budget, f, S(u))
 end
 return { 'released', 1, 'returned', l }

@@ -2,8 +2,7 @@
 -- delta's hard check first, in name order, then all apply (usage and, with
 -- execution, its ledger, saturating at model.MaxBudgetAmount), then the
 -- first soft limit passed in name order. dims and deltas are
--- comma-separated, in name order (Go sorts them); amounts are decimal
--- text (budget.lua).
+-- comma-separated, in name order (Go sorts them).
 -- KEYS: budget
 -- ARGV: now id dims deltas dedup_key execution dedup_ttl gc_slack
 
@@ -16,12 +15,12 @@ if A_dedup_key ~= '' then
   dkey = K_budget .. ':dedup:' .. A_dedup_key
   local exp = redis.call('GET', dkey)
   if exp and now < N(exp) then
-    return { 'outcome', 'already_applied', 'dimension', '', 'usage', '0', 'limit', '0', 'action', action }
+    return { 'outcome', 'already_applied', 'dimension', '', 'usage', 0, 'limit', 0, 'action', action }
   end
 end
 local dims, deltas = {}, {}
 for d in string.gmatch(A_dims, '[^,]+') do dims[#dims + 1] = d end
-for v in string.gmatch(A_deltas, '[^,]+') do deltas[#deltas + 1] = am(v) end
+for v in string.gmatch(A_deltas, '[^,]+') do deltas[#deltas + 1] = N(v) end
 local f = {}
 for i, d in ipairs(dims) do
   f[3 * i - 2], f[3 * i - 1], f[3 * i] = 'h:' .. d, 's:' .. d, 'u:' .. d
@@ -29,23 +28,23 @@ end
 local v = redis.call('HMGET', K_budget, unpack(f))
 local usage = {}
 for i, d in ipairs(dims) do
-  local h = am(v[3 * i - 2])
-  local u = am_add(am(v[3 * i]), deltas[i])
-  if am_pos(h) and am_gt(u, h) then
+  local h = N(v[3 * i - 2])
+  local u = N(v[3 * i]) + deltas[i]
+  if h > 0 and u > h then
     redis.call('HINCRBY', K_budget, 'hard_breaches', 1)
-    return { 'outcome', 'hard_breach', 'dimension', d, 'usage', am_str(u), 'limit', am_str(h), 'action', action }
+    return { 'outcome', 'hard_breach', 'dimension', d, 'usage', u, 'limit', h, 'action', action }
   end
   usage[i] = u
 end
 local set = {}
-local outcome, sd, su, sl = 'applied', '', '0', '0'
+local outcome, sd, su, sl = 'applied', '', 0, 0
 for i, d in ipairs(dims) do
   local u = usage[i]
-  if am_gt(u, AM_MAX) then u = AM_MAX end
-  set[2 * i - 1], set[2 * i] = 'u:' .. d, am_str(u)
-  local s = am(v[3 * i - 1])
-  if outcome == 'applied' and am_pos(s) and am_gt(u, s) then
-    outcome, sd, su, sl = 'soft_breach', d, am_str(u), am_str(s)
+  if u > MAX_BUDGET_AMOUNT then u = MAX_BUDGET_AMOUNT end
+  set[2 * i - 1], set[2 * i] = 'u:' .. d, S(u)
+  local s = N(v[3 * i - 1])
+  if outcome == 'applied' and s > 0 and u > s then
+    outcome, sd, su, sl = 'soft_breach', d, u, s
   end
 end
 redis.call('HSET', K_budget, unpack(set))
@@ -55,9 +54,9 @@ if A_execution ~= '' then
   local cur = redis.call('HMGET', lk, unpack(dims))
   local ls = {}
   for i, d in ipairs(dims) do
-    local x = am_add(am(cur[i]), deltas[i])
-    if am_gt(x, AM_MAX) then x = AM_MAX end
-    ls[2 * i - 1], ls[2 * i] = d, am_str(x)
+    local x = N(cur[i]) + deltas[i]
+    if x > MAX_BUDGET_AMOUNT then x = MAX_BUDGET_AMOUNT end
+    ls[2 * i - 1], ls[2 * i] = d, S(x)
   end
   redis.call('HSET', lk, unpack(ls))
 end

@@ -1,8 +1,9 @@
 -- execution_await_children: park the caller's active execution, a member
 -- of a sealed flow, until the children it creates here have all ended
 -- (model.ExecutionAwaitChildrenParams; memstore/flow_await.go is the same
--- step). children holds, per child, the create fields of new_exec,
--- delay_until and the edge id, as netstrings.
+-- step). children holds, per child, the create fields of new_exec
+-- (delay_until and the admission attachments among them) and the edge id,
+-- as netstrings.
 -- KEYS: core history lanes lease_expiry attempt_timeout all deadline
 -- ARGV: now id lease_id epoch attempt_id children
 
@@ -22,14 +23,14 @@ local base = flow_base_of(fid)
 local core = redis.call('HMGET', base .. ':core', 'state', 'sealed')
 if core[1] ~= 'open' then return fail('flow_already_terminal', core[1]) end
 if core[2] ~= '1' then return fail('flow_not_sealed') end
-local v, per = netstrings(A_children), 20
+local v, per = netstrings(A_children), 23
 for i = 1, #v, per do
   local pre = 'Children[' .. S((i - 1) / per) .. '].'
   if redis.call('EXISTS', exec_keys_of(v[i]).core) == 1 then
     return fail('invalid_input', 'exists', pre .. 'Create.ID')
   end
-  if redis.call('EXISTS', base .. ':edge:' .. v[i + 19]) == 1 then
-    return fail('dependency_already_exists', v[i + 19], pre .. 'Edge')
+  if redis.call('EXISTS', base .. ':edge:' .. v[i + 22]) == 1 then
+    return fail('dependency_already_exists', v[i + 22], pre .. 'Edge')
   end
 end
 
@@ -58,7 +59,7 @@ for i = 1, #v, per do
   make_runnable(e, now, N(v[i + 18]), 'waiting_for_delay', 'pending_first_attempt')
   flow_join(base, fid, e, now)
   save_exec(e)
-  local edge = v[i + 19]
+  local edge = v[i + 22]
   local rev = redis.call('HINCRBY', base .. ':core', 'graph_revision', 1)
   redis.call('HINCRBY', base .. ':core', 'edge_count', 1)
   redis.call('HSET', base .. ':edge:' .. edge, 'id', edge, 'upstream', e.id, 'downstream', parent,

@@ -1,6 +1,7 @@
--- execution_grant_and_claim: check capabilities and claim in one step.
+-- execution_grant_and_claim: check capabilities and claim in one step (an
+-- execution with a quota needs the admission token its lease will hold).
 -- KEYS: core payload tags history lanes lease_expiry attempt_timeout
--- ARGV: now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl
+-- ARGV: now id capabilities worker_id worker_instance_id lease_id attempt_id lease_ttl admission_token
 
 local now = now_ms()
 local e = the_exec()
@@ -17,4 +18,8 @@ if not redis.call('ZSCORE', lane_key(e.lane, 'eligible'), e.id) then
 end
 local missing = missing_caps(e.required_caps, A_capabilities)
 if missing ~= '' then return fail('capability_mismatch', missing) end
-return claim(e, lease_req(), now)
+local r = lease_req()
+r.token = A_admission_token
+local err = check_admission(e, r)
+if err ~= nil then return err end
+return claim(e, r, now)

@@ -1,9 +1,11 @@
 -- index_scan_due: read the entries of one timer index of the partition (the
 -- delayed index: of every lane) that are due at now, after an exclusive
 -- (due, id) cursor; at most limit+1 per index, as one flat list of
--- (id, lane, due) triples. Go merges and truncates.
+-- (id, lane, due) triples. Go merges and truncates. With a filter
+-- (namespace, tag key and value; all '' for none), the ids of the entries
+-- whose execution exists and does not match are listed in unmatched.
 -- KEYS: lanes lease_expiry attempt_timeout deadline susp_timeout wp_expiry
--- ARGV: now index after_due after_id limit
+-- ARGV: now index after_due after_id limit filter_namespace filter_tag_key filter_tag_value
 
 local now = now_ms()
 local limit = N(A_limit)
@@ -69,4 +71,13 @@ elseif A_index == 'pending_waitpoint_expiry' then
 else
   note(scan(K_deadline, '', items))
 end
-return { 'items', items, 'next_due', next_due }
+local unmatched = {}
+if A_filter_namespace ~= '' or A_filter_tag_key ~= '' then
+  for i = 1, #items, 3 do
+    local id = items[i]
+    if not scan_filter_match(load_exec(exec_keys_of(id)), A_filter_namespace, A_filter_tag_key, A_filter_tag_value) then
+      unmatched[#unmatched + 1] = id
+    end
+  end
+end
+return { 'items', items, 'next_due', next_due, 'unmatched', unmatched }

@@ -1,8 +1,9 @@
 -- partition_due: when each timer index of the partition next comes due (its
 -- first entry's score; "" when empty; the delayed index over every lane),
--- whether any lane has route-blocked executions, and how many executions
--- the partition holds.
--- KEYS: lanes all lease_expiry attempt_timeout deadline susp_timeout wp_expiry
+-- whether any lane has route-blocked executions, whether any execution is
+-- blocked on a budget or a quota, whether the quota release outbox holds
+-- anything, and how many executions the partition holds.
+-- KEYS: lanes all lease_expiry attempt_timeout deadline susp_timeout wp_expiry adm_groups outbox
 -- ARGV:
 
 local function first(key)
@@ -26,5 +27,7 @@ return {
   'suspension_timeout', first(K_susp_timeout),
   'waitpoint_expiry', first(K_wp_expiry),
   'route_blocked', routed and 1 or 0,
+  'admission_blocked', redis.call('ZCARD', K_adm_groups) > 0 and 1 or 0,
+  'quota_release_pending', redis.call('ZCARD', K_outbox) > 0 and 1 or 0,
   'executions', redis.call('ZCARD', K_all),
 }

@@ -3,11 +3,13 @@
 -- within the live set (all = 1: whatever they require). It walks the
 -- distinct required-capability groups of the namespace in each lane (a
 -- lexical range of route_groups), never the executions that stay blocked
--- nor other namespaces' groups.
+-- nor other namespaces' groups. A filter (namespace, tag key and value;
+-- all '' for none) keeps the executions it does not match blocked.
 -- KEYS: lanes
--- ARGV: now namespace live all limit
+-- ARGV: now namespace live all limit filter_namespace filter_tag_key filter_tag_value
 
 local now = now_ms()
+local filtered = A_filter_namespace ~= '' or A_filter_tag_key ~= ''
 local limit = N(A_limit)
 local unblocked = {}
 local more = false
@@ -19,10 +21,34 @@ for _, lane in ipairs(redis.call('ZRANGE', K_lanes, '0', '-1')) do
     if A_all == '1' or missing_caps(csv, A_live) == '' then
       local g = route_key(lane, A_namespace, csv)
       local room = limit - #unblocked
-      local ids = redis.call('ZRANGE', g, '0', S(room))
-      if #ids > room then
-        more = true
-        ids[#ids] = nil
+      local ids
+      if not filtered then
+        ids = redis.call('ZRANGE', g, '0', S(room))
+        if #ids > room then
+          more = true
+          ids[#ids] = nil
+        end
+      else
+        -- an execution the filter does not match stays blocked and does
+        -- not count towards limit
+        ids = {}
+        local from, done = 0, false
+        while not done do
+          local page = room - #ids + 1
+          local batch = redis.call('ZRANGE', g, S(from), S(from + page - 1))
+          from = from + #batch
+          for _, x in ipairs(batch) do
+            if #ids >= room then
+              more, done = true, true
+              break
+            end
+            local e = load_exec(exec_keys_of(x))
+            if e == nil or scan_filter_match(e, A_filter_namespace, A_filter_tag_key, A_filter_tag_value) then
+              ids[#ids + 1] = x
+            end
+          end
+          if #batch < page then done = true end
+        end
       end
       for _, id in ipairs(ids) do
         local e = load_exec(exec_keys_of(id))

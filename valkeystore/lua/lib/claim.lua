@@ -70,9 +70,18 @@ local function renew_deadline(now, ttl)
   return now + (x - x % 3) / 3
 end
 
+-- check_admission is a claim's last check: an execution with a quota
+-- needs the admission token the lease will hold (r.token).
+local function check_admission(e, r)
+  if e.adm ~= 0 and e.quota ~= '' and r.token == '' then return fail('admission_required') end
+  return nil
+end
+
 -- claim starts (or resumes) an attempt under a new lease, saves e and
 -- returns the ClaimResult's pairs. The caller has checked that e is
--- claimable.
+-- claimable. An execution with a quota stores r.token as the admission
+-- its lease holds (r.token nil: it keeps the one it holds, a reclaim);
+-- one with budgets or a quota also returns its attachments.
 local function claim(e, r, now)
   redis.call('ZREM', lane_key(e.lane, 'eligible'), e.id)
   clear_grant(e)
@@ -118,8 +127,13 @@ local function claim(e, r, now)
   else
     add_history(e, now, 'acquired', '')
   end
+  local adm = nil
+  if e.adm ~= 0 then
+    if e.quota ~= '' and r.token ~= nil then e.adm_token = r.token end
+    adm = { 'budgets', e.budgets, 'quota', e.quota, 'quota_key', e.quota_key, 'adm_token', e.adm_token }
+  end
   save_exec(e)
-  return {
+  local t = {
     'id', e.id,
     'lease_id', e.lease_id,
     'epoch', e.epoch,
@@ -143,10 +157,16 @@ local function claim(e, r, now)
     'created_at', e.created_at,
     'timeout_at', e.timeout_at,
   }
+  if adm ~= nil then
+    for _, x in ipairs(adm) do t[#t + 1] = x end
+  end
+  return t
 end
 
--- block moves an eligible execution to the blocked index of reason.
-local function block(e, now, reason, detail)
+-- block moves an eligible execution to the blocked index of reason; a
+-- block on a budget (budget, its id) or on the execution's quota joins
+-- that blocked group (admission.lua).
+local function block(e, now, reason, detail, budget)
   local es = block_es(reason)
   redis.call('ZREM', lane_key(e.lane, 'eligible'), e.id)
   set_state(e, now, 'runnable', 'unowned', es, reason, 'none', e.attempt_state)
@@ -157,6 +177,10 @@ local function block(e, now, reason, detail)
     local csv = e.required_caps
     redis.call('ZADD', route_key(e.lane, e.ns, csv), S(now), e.id)
     redis.call('ZADD', lane_key(e.lane, 'route_groups'), '0', route_member(e.ns, csv))
+  elseif es == 'blocked_by_budget' then
+    adm_join_group(e, now, 'b', budget)
+  elseif es == 'blocked_by_quota' then
+    adm_join_group(e, now, 'q')
   end
 end
 
@@ -166,13 +190,28 @@ local function unblock(e, now)
   add_eligible(e)
 end
 
+-- admit_grant grants e, a head that needs admission (budgets or a quota),
+-- to the claiming worker (r) until now + r.admit_ttl, replacing the grant
+-- it held, and returns the AdmissionCandidate's pairs.
+local function admit_grant(e, r, now)
+  e.grant_kind, e.grant_worker_id, e.grant_wi = 'claim', r.worker_id, r.wi
+  e.grant_created_at = now
+  e.grant_expires_at = now + r.admit_ttl
+  e.last_mutation_at = now
+  save_exec(e)
+  return { 'admit', 1, 'admit_id', e.id, 'admit_budgets', e.budgets, 'admit_quota', e.quota,
+    'admit_quota_key', e.quota_key, 'admit_expires_at', e.grant_expires_at }
+end
+
 -- claim_next claims the best eligible execution of lane that a worker with
 -- caps can serve (of namespace ns only, unless ns is ''), walking at most scan_limit heads; a head no live worker
 -- (live) can serve moves to blocked:route, one another worker could serve
--- is skipped. r is the lease request. It returns the pairs of
--- ExecutionClaimNext's reply: blocked, skipped and, when it claimed one,
--- claimed = 1 and claim's pairs (at the same level: every nested table
--- costs the server more to send).
+-- is skipped, and one this worker can serve that needs admission is
+-- granted to it and ends the walk (admit_grant). r is the lease request
+-- (with admit_ttl). It returns the pairs of ExecutionClaimNext's reply:
+-- blocked, skipped and, when it claimed one, claimed = 1 and claim's pairs
+-- (at the same level: every nested table costs the server more to send),
+-- or admit = 1 and admit_grant's.
 --
 -- The heads are read one first (usually it is claimed), then the rest; a
 -- walked head leaves the eligible index only when it is blocked, so the
@@ -192,6 +231,12 @@ local function claim_next(lane, ns, caps, live, scan_limit, r, now)
       elseif grant_live(e, now) and e.grant_worker_id ~= r.worker_id then
         skipped = skipped + 1
       elseif missing_caps(e.required_caps, caps) == '' then
+        if e.adm ~= 0 then
+          local t = admit_grant(e, r, now)
+          local n = #t
+          t[n + 1], t[n + 2], t[n + 3], t[n + 4] = 'blocked', blocked, 'skipped', skipped
+          return t
+        end
         local t = claim(e, r, now)
         local n = #t
         t[n + 1], t[n + 2], t[n + 3], t[n + 4], t[n + 5], t[n + 6] =

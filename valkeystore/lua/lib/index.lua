@@ -38,7 +38,12 @@ local function remove_from_lane(e)
   if lp == 'runnable' then
     local name = runnable_index(e.eligibility_state)
     if name ~= nil then redis.call('ZREM', lane_key(e.lane, name), e.id) end
-    if e.eligibility_state == 'blocked_by_route' then remove_route_group(e) end
+    local es = e.eligibility_state
+    if es == 'blocked_by_route' then
+      remove_route_group(e)
+    elseif es == 'blocked_by_budget' or es == 'blocked_by_quota' then
+      adm_leave_group(e)
+    end
   elseif lp == 'suspended' then
     -- the suspended phase's indexes: the lane's, the partition's list and
     -- the suspension timeouts
@@ -69,11 +74,13 @@ local function make_runnable(e, now, delay_until, delay_reason, as)
   add_eligible(e)
 end
 
--- release_lease drops the lease and its timer entries; the caller has taken
--- e out of its lane index (remove_from_lane) where it has one. The active period ends, so a
--- reclaim grant issued during it goes too. The instance's lease index is
--- the record's lease (see keys.go), so it goes with clear_lease.
-local function release_lease(e, now, kind, reason)
+-- end_lease drops the lease and its timer entries; the caller has taken
+-- e out of its lane index (remove_from_lane) where it has one. The active
+-- period ends, so a reclaim grant issued during it goes too. The
+-- instance's lease index is the record's lease (see keys.go), so it goes
+-- with clear_lease. The quota admission the lease held stays in the
+-- record: execution_reclaim's new lease inherits it.
+local function end_lease(e, now, kind, reason)
   add_history(e, now, kind, reason)
   clear_grant(e)
   redis.call('ZREM', K_lease_expiry, e.id)
@@ -81,6 +88,14 @@ local function release_lease(e, now, kind, reason)
   if e.timeout_at ~= 0 then redis.call('ZREM', K_attempt_timeout, e.id) end
   clear_lease(e)
   e.timeout_at = 0
+end
+
+-- release_lease is end_lease for every other end of a lease: the quota
+-- admission it held moves to the partition's release outbox (an execution
+-- without budgets or a quota pays one comparison).
+local function release_lease(e, now, kind, reason)
+  end_lease(e, now, kind, reason)
+  if e.adm ~= 0 and e.adm_token ~= '' then adm_outbox(e, now) end
 end
 
 -- ended lists the executions terminate ended in this script; a script
