@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -293,5 +294,67 @@ func TestBudgetDedupForgotten(t *testing.T) {
 	}
 	if n := len(f.s.bparts[f.s.cfg.BudgetPartition(b)].defs[b].dedup); n != 1 {
 		t.Fatalf("%d dedup records kept", n)
+	}
+}
+
+// TestAdmissionDeterministic runs the same admission operations on two
+// stores and compares every result: Go randomises map iteration, so an
+// order taken from a map would show.
+func TestAdmissionDeterministic(t *testing.T) {
+	run := func() []any {
+		f := newAfix(t)
+		var out []any
+		rec := func(r any, err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		var budgets []model.BudgetID
+		for range 6 {
+			b := model.BudgetID(f.uuid())
+			budgets = append(budgets, b)
+			rec(f.s.BudgetCreate(f.ctx, &model.BudgetCreateParams{ID: b, ResetInterval: time.Minute,
+				Limits: map[string]model.BudgetLimit{"a": {Hard: 5, Soft: 2}, "b": {Hard: 3}, "c": {}, "d": {Soft: 1}}, Now: at0}))
+			rec(f.s.BudgetReport(f.ctx, &model.BudgetReportParams{ID: b, Deltas: map[string]int64{"a": 3, "b": 3, "c": 1, "d": 2},
+				Execution: model.NewExecutionID(3, f.uuid()), Now: at0}))
+		}
+		qs := []model.QuotaID{model.QuotaID(f.uuid()), model.QuotaID(f.uuid())}
+		for _, q := range qs {
+			rec(f.s.QuotaCreate(f.ctx, &model.QuotaCreateParams{ID: q, Rate: 100, Window: time.Hour, Concurrency: 50, Now: at0}))
+		}
+		var ids []model.ExecutionID
+		for i := range 40 {
+			lane := model.LaneID([]string{"x", "y", "z"}[i%3])
+			q := qs[i%2]
+			key := string(rune('k' + i%5))
+			id := f.create(lane, func(p *model.ExecutionCreateParams) { p.Quota, p.QuotaKey = q, key })
+			ids = append(ids, id)
+			rec(f.s.QuotaAdmit(f.ctx, &model.QuotaAdmitParams{ID: q, Key: key, Execution: id, Token: "t", Now: atd(time.Duration(i%4) * time.Second)}))
+			if i%2 == 0 {
+				rec(f.s.ExecutionBlock(f.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForBudget, Budget: budgets[i%6], Now: atd(time.Second)}))
+			} else {
+				rec(f.s.ExecutionBlock(f.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForQuota, Now: atd(time.Second)}))
+			}
+		}
+		rec(f.s.AdmissionBlocked(f.ctx, &model.AdmissionBlockedParams{Partition: 3, Limit: 100}))
+		for _, b := range budgets {
+			rec(f.s.BudgetStatus(f.ctx, &model.BudgetStatusParams{ID: b, Now: atd(time.Second)}))
+		}
+		for range 3 {
+			rec(f.s.QuotaReconcile(f.ctx, &model.QuotaReconcileParams{Partition: f.s.cfg.QuotaPartition(qs[0]), StaleBefore: atd(2 * time.Second), Limit: 7, Now: atd(time.Minute)}))
+			rec(f.s.BudgetResetDue(f.ctx, &model.BudgetResetDueParams{Partition: f.s.cfg.BudgetPartition(budgets[0]), Limit: 2, Now: atd(time.Minute)}))
+			rec(f.s.AdmissionUnblock(f.ctx, &model.AdmissionUnblockParams{Partition: 3, Budgets: budgets[:3],
+				Quotas: []model.QuotaUnblock{{QuotaBucket: model.QuotaBucket{ID: qs[1], Key: "l"}, Max: 2}}, Limit: 5, Now: atd(time.Minute)}))
+		}
+		return out
+	}
+	a, b := run(), run()
+	if !reflect.DeepEqual(a, b) {
+		for i := range a {
+			if !reflect.DeepEqual(a[i], b[i]) {
+				t.Fatalf("result %d differs:\n%+v\n%+v", i, a[i], b[i])
+			}
+		}
 	}
 }
