@@ -13,7 +13,8 @@ if #ms > limit then
 end
 local rows = {}
 for i, m in ipairs(ms) do
-  local g = adm_group_names(adm_parse_group(m))
+  local lane, kind, id, qkey = adm_parse_group(m)
+  local g = adm_group('key', lane, kind, id, qkey)
   rows[2 * i - 1], rows[2 * i] = m, redis.call('ZCARD', g)
 end
 return { 'groups', rows, 'more', more }

@@ -17,7 +17,7 @@ local unblocked = {}
 -- bound (-1: none; nil for a budget). It returns left and whether limit
 -- stopped the step.
 local function group(lane, kind, id, qkey, left)
-  local g = adm_group_names(lane, kind, id, qkey)
+  local g = adm_group('key', lane, kind, id, qkey)
   local es, reason = 'blocked_by_budget', 'waiting_for_budget'
   if kind == 'q' then es, reason = 'blocked_by_quota', 'waiting_for_quota' end
   local picked, stale = {}, {}
@@ -66,7 +66,7 @@ local function group(lane, kind, id, qkey, left)
     save_exec(e)
     unblocked[#unblocked + 1] = e.id
   end
-  adm_drop_group(lane, kind, id, qkey)
+  adm_group('drop', lane, kind, id, qkey)
   return left, stopped
 end
 

@@ -18,7 +18,7 @@ end
 end_attempt(e, now, 'interrupted_reclaimed', '', '')
 remove_from_lane(e)
 -- the new lease inherits the old one's quota admission (adm_token)
-end_lease(e, now, 'reclaimed', '')
+release_lease(e, now, 'reclaimed', '', true)
 e.reclaim_count = e.reclaim_count + 1
 set_pending(e, 'reclaim', '', '')
 e.attempt_state = 'pending_retry_attempt'

@@ -178,9 +178,10 @@ local function block(e, now, reason, detail, budget)
     redis.call('ZADD', route_key(e.lane, e.ns, csv), S(now), e.id)
     redis.call('ZADD', lane_key(e.lane, 'route_groups'), '0', route_member(e.ns, csv))
   elseif es == 'blocked_by_budget' then
-    adm_join_group(e, now, 'b', budget)
+    e.blocked_budget = budget
+    adm_group('join', e.lane, 'b', budget, '', e.id, now)
   elseif es == 'blocked_by_quota' then
-    adm_join_group(e, now, 'q')
+    adm_group('join', e.lane, 'q', e.quota, e.quota_key, e.id, now)
   end
 end
 
@@ -190,28 +191,16 @@ local function unblock(e, now)
   add_eligible(e)
 end
 
--- admit_grant grants e, a head that needs admission (budgets or a quota),
--- to the claiming worker (r) until now + r.admit_ttl, replacing the grant
--- it held, and returns the AdmissionCandidate's pairs.
-local function admit_grant(e, r, now)
-  e.grant_kind, e.grant_worker_id, e.grant_wi = 'claim', r.worker_id, r.wi
-  e.grant_created_at = now
-  e.grant_expires_at = now + r.admit_ttl
-  e.last_mutation_at = now
-  save_exec(e)
-  return { 'admit', 1, 'admit_id', e.id, 'admit_budgets', e.budgets, 'admit_quota', e.quota,
-    'admit_quota_key', e.quota_key, 'admit_expires_at', e.grant_expires_at }
-end
-
 -- claim_next claims the best eligible execution of lane that a worker with
 -- caps can serve (of namespace ns only, unless ns is ''), walking at most scan_limit heads; a head no live worker
 -- (live) can serve moves to blocked:route, one another worker could serve
--- is skipped, and one this worker can serve that needs admission is
--- granted to it and ends the walk (admit_grant). r is the lease request
--- (with admit_ttl). It returns the pairs of ExecutionClaimNext's reply:
--- blocked, skipped and, when it claimed one, claimed = 1 and claim's pairs
--- (at the same level: every nested table costs the server more to send),
--- or admit = 1 and admit_grant's.
+-- is skipped, and one this worker can serve that needs admission (budgets
+-- or a quota) is granted to it until now + r.admit_ttl, replacing the
+-- grant it held, and ends the walk. r is the lease request (with
+-- admit_ttl). It returns the pairs of ExecutionClaimNext's reply: blocked,
+-- skipped and, when it claimed one, claimed = 1 and claim's pairs (at the
+-- same level: every nested table costs the server more to send), or
+-- admit = 1 and the AdmissionCandidate's pairs.
 --
 -- The heads are read one first (usually it is claimed), then the rest; a
 -- walked head leaves the eligible index only when it is blocked, so the
@@ -232,10 +221,14 @@ local function claim_next(lane, ns, caps, live, scan_limit, r, now)
         skipped = skipped + 1
       elseif missing_caps(e.required_caps, caps) == '' then
         if e.adm ~= 0 then
-          local t = admit_grant(e, r, now)
-          local n = #t
-          t[n + 1], t[n + 2], t[n + 3], t[n + 4] = 'blocked', blocked, 'skipped', skipped
-          return t
+          e.grant_kind, e.grant_worker_id, e.grant_wi = 'claim', r.worker_id, r.wi
+          e.grant_created_at = now
+          e.grant_expires_at = now + r.admit_ttl
+          e.last_mutation_at = now
+          save_exec(e)
+          return { 'admit', 1, 'admit_id', e.id, 'admit_budgets', e.budgets, 'admit_quota', e.quota,
+            'admit_quota_key', e.quota_key, 'admit_expires_at', e.grant_expires_at,
+            'blocked', blocked, 'skipped', skipped }
         end
         local t = claim(e, r, now)
         local n = #t

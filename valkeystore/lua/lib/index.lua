@@ -41,8 +41,14 @@ local function remove_from_lane(e)
     local es = e.eligibility_state
     if es == 'blocked_by_route' then
       remove_route_group(e)
-    elseif es == 'blocked_by_budget' or es == 'blocked_by_quota' then
-      adm_leave_group(e)
+    elseif es == 'blocked_by_budget' then
+      -- (a record blocked before layout v3 is in no group)
+      if e.blocked_budget ~= '' then
+        adm_group('leave', e.lane, 'b', e.blocked_budget, '', e.id)
+        e.blocked_budget = ''
+      end
+    elseif es == 'blocked_by_quota' then
+      if e.quota ~= '' then adm_group('leave', e.lane, 'q', e.quota, e.quota_key, e.id) end
     end
   elseif lp == 'suspended' then
     -- the suspended phase's indexes: the lane's, the partition's list and
@@ -74,13 +80,17 @@ local function make_runnable(e, now, delay_until, delay_reason, as)
   add_eligible(e)
 end
 
--- end_lease drops the lease and its timer entries; the caller has taken
+-- release_lease drops the lease and its timer entries; the caller has taken
 -- e out of its lane index (remove_from_lane) where it has one. The active
 -- period ends, so a reclaim grant issued during it goes too. The
 -- instance's lease index is the record's lease (see keys.go), so it goes
--- with clear_lease. The quota admission the lease held stays in the
--- record: execution_reclaim's new lease inherits it.
-local function end_lease(e, now, kind, reason)
+-- with clear_lease. The quota admission the lease held (adm_token) moves
+-- to the partition's quota release outbox, I:quota_outbox (ZSET, score the
+-- time, member "<execution>\t<token>": QuotaReleasePending's order) and
+-- I:quota_outbox:data (member → "<quota>\t<key>"), unless keep_token
+-- (execution_reclaim: the new lease inherits it). An execution without
+-- budgets or a quota pays one comparison.
+local function release_lease(e, now, kind, reason, keep_token)
   add_history(e, now, kind, reason)
   clear_grant(e)
   redis.call('ZREM', K_lease_expiry, e.id)
@@ -88,14 +98,12 @@ local function end_lease(e, now, kind, reason)
   if e.timeout_at ~= 0 then redis.call('ZREM', K_attempt_timeout, e.id) end
   clear_lease(e)
   e.timeout_at = 0
-end
-
--- release_lease is end_lease for every other end of a lease: the quota
--- admission it held moves to the partition's release outbox (an execution
--- without budgets or a quota pays one comparison).
-local function release_lease(e, now, kind, reason)
-  end_lease(e, now, kind, reason)
-  if e.adm ~= 0 and e.adm_token ~= '' then adm_outbox(e, now) end
+  if e.adm ~= 0 and not keep_token and e.adm_token ~= '' then
+    local m = e.id .. '\t' .. e.adm_token
+    redis.call('ZADD', ks().idx .. 'quota_outbox', S(now), m)
+    redis.call('HSET', ks().idx .. 'quota_outbox:data', m, e.quota .. '\t' .. e.quota_key)
+    e.adm_token = ''
+  end
 end
 
 -- ended lists the executions terminate ended in this script; a script
