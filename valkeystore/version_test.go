@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valkey-io/valkey-go"
 
@@ -242,6 +243,58 @@ return redis.call('HMGET', k.core, 'n', 's', 'c')`
 		}
 		if got, _ := c.Do(bg, c.B().Hget().Key(key).Field("n").Build()).ToString(); got != "[2,5,6,0]" {
 			t.Fatalf("refused record changed: %s", got)
+		}
+	})
+}
+
+// TestRecordV2ReadAsV3 stores a record of layout v2 (the current one less
+// the fields v3 appended: adm, and the cold budgets, quota, quota_key,
+// adm_token, blocked_budget), as the previous build wrote it: this build
+// reads it with no admission, claims and completes it, and saves it in
+// the current layout (miniredis and real servers).
+func TestRecordV2ReadAsV3(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		s := newStoreWith(t, c, nil)
+		var sq seq
+		id := sq.exec(1)
+		if _, err := s.ExecutionCreate(bg, createP(id, t0)); err != nil {
+			t.Fatal(err)
+		}
+		core := s.keys.execKeys(id)["core"]
+		get := func(f string) string {
+			t.Helper()
+			v, err := c.Do(bg, c.B().Hget().Key(core).Field(f).Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		// v2: the version 2, and each array less its v3 fields
+		n, cold := get("n"), get("c")
+		want := fmt.Sprintf("[%d,", recordVersion)
+		if recordVersion != 3 || !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0]") ||
+			!strings.HasSuffix(cold, `,"","","","",""]]`) {
+			t.Fatalf("record n = %s, c = %s: not the v3 layout this test cuts back", n, cold)
+		}
+		n2 := "[2," + n[len(want):len(n)-len(",0]")] + "]"
+		c2 := cold[:len(cold)-len(`,"","","","",""]]`)] + "]]"
+		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n2).FieldValue("c", c2).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
+		if err != nil || d.Budgets != nil || !model.UUID(d.Quota).IsZero() || d.AdmissionToken != "" {
+			t.Fatalf("describe of a v2 record: %+v, %v", d, err)
+		}
+		r, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: id, LeaseRequest: sq.req("wi", ttl), Now: at(time.Second)})
+		if err != nil || r.AdmissionToken != "" || r.Budgets != nil {
+			t.Fatalf("claim of a v2 record: %+v, %v", r, err)
+		}
+		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0]") {
+			t.Fatalf("saved record n = %s, want the v3 layout", n)
 		}
 	})
 }
