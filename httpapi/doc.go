@@ -33,6 +33,12 @@
 //	POST /v1/flows                                submit a flow (201; 200 with "duplicate":true for a repeated key)
 //	GET  /v1/flows/{id}                           the flow
 //	POST /v1/flows/{id}/cancel                    {"policy","reason"}
+//	POST /v1/budgets                              {"id"?,"limits":{"tokens":{"hard","soft"}},"reset_every","on_hard_breach"} (201; 200 when it existed)
+//	GET  /v1/budgets/{id}                         usage, limits, breaches, next reset
+//	POST /v1/budgets/{id}/usage                   {"deltas":{...},"dedup_key"} as an operator (409 budget_exceeded on a hard breach)
+//	POST /v1/budgets/{id}/reset                   zero the usage now
+//	POST /v1/quotas                               {"id"?,"rate","window","jitter","concurrency"}
+//	GET  /v1/quotas/{id}?key=K                    one bucket: in window, active, free, retry after
 //
 // # Contract
 //

@@ -32,6 +32,10 @@ type optsJSON struct {
 	Deadline             string             `json:"deadline"`
 	Tags                 map[string]string  `json:"tags"`
 	RequiredCapabilities []string           `json:"required_capabilities"`
+	// Budgets and Quota are ids (UUIDs); QuotaKey chooses the bucket.
+	Budgets  []string `json:"budgets"`
+	Quota    string   `json:"quota"`
+	QuotaKey string   `json:"quota_key"`
 }
 
 // payloadJSON is a payload as a JSON value or as base64.
@@ -92,6 +96,19 @@ func (o *optsJSON) opts(field string) (*flowfabric.SubmitOpts, error) {
 	if s.AttemptTimeout, err = parseDuration(field+"attempt_timeout", o.AttemptTimeout); err != nil {
 		return nil, err
 	}
+	for i, b := range o.Budgets {
+		id, err := parseBudgetID(field+"budgets["+strconv.Itoa(i)+"]", b)
+		if err != nil {
+			return nil, err
+		}
+		s.Budgets = append(s.Budgets, id)
+	}
+	if o.Quota != "" {
+		if s.Quota, err = parseQuotaID(field+"quota", o.Quota); err != nil {
+			return nil, err
+		}
+	}
+	s.QuotaKey = o.QuotaKey
 	return s, nil
 }
 

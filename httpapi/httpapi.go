@@ -110,6 +110,12 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/flows", a.submitFlow},
 		{"GET /v1/flows/{id}", a.describeFlow},
 		{"POST /v1/flows/{id}/cancel", a.cancelFlow},
+		{"POST /v1/budgets", a.createBudget},
+		{"GET /v1/budgets/{id}", a.budget},
+		{"POST /v1/budgets/{id}/usage", a.reportUsage},
+		{"POST /v1/budgets/{id}/reset", a.resetBudget},
+		{"POST /v1/quotas", a.createQuota},
+		{"GET /v1/quotas/{id}", a.quota},
 	}
 	for _, rt := range routes {
 		a.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {

@@ -113,9 +113,9 @@ type BudgetLimit struct {
 	// Hard refuses a report that would take usage above it (nothing of
 	// the report applies) and makes the budget exhausted once usage
 	// reaches it: the claim path blocks executions attached to it.
-	Hard int64
+	Hard int64 `json:"hard"`
 	// Soft lets a report through that takes usage above it, and says so.
-	Soft int64
+	Soft int64 `json:"soft"`
 }
 
 // BudgetBreachAction is what the engine does when a flow member's report
