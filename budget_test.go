@@ -274,3 +274,41 @@ func TestFlowBudgetBreachCancelsPending(t *testing.T) {
 		t.Fatalf("budget: %+v", st)
 	}
 }
+
+// A handler's reports are charged to its execution's ledger, which
+// ReleaseBudgetSpend gives back (before a replay, say); the dedup key is
+// scoped to the attempt, so the replayed attempt is charged again.
+func TestBudgetLedgerReleaseAndReplay(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	e := h.Engine
+	b, _, err := e.CreateBudget(h.Ctx, flowfabric.BudgetSpec{Limits: map[string]flowfabric.BudgetLimit{"tokens": {Hard: 1000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, llmHandler(&calls, h.Engine.Clock()))
+	h.StartWorker(w)
+	res, err := e.Submit(h.Ctx, llmCall{Tokens: 30, Budget: b.String()}, &flowfabric.SubmitOpts{Budgets: []flowfabric.BudgetID{b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitTerminal(res.ID)
+	if st, _ := e.BudgetStatus(h.Ctx, b); st.Usage["tokens"] != 30 {
+		t.Fatalf("usage after the run: %v", st.Usage)
+	}
+	if err := e.ReleaseBudgetSpend(h.Ctx, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.BudgetStatus(h.Ctx, b); st.Usage["tokens"] != 0 {
+		t.Fatalf("usage after the release: %v", st.Usage)
+	}
+	if err := e.Replay(h.Ctx, res.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntil(func() bool { return calls.Load() == 2 })
+	h.WaitTerminal(res.ID)
+	if st, _ := e.BudgetStatus(h.Ctx, b); st.Usage["tokens"] != 30 {
+		t.Fatalf("usage after the replay (same dedup key, new attempt): %v", st.Usage)
+	}
+}
