@@ -49,6 +49,9 @@ type config struct {
 	S8 s8Config
 	S7 int
 	S9 s9Config
+	// S10 is S1 with a non-limiting budget and quota (S1's sizes); S11 the
+	// keyed quota's rate accuracy.
+	S11 s11Config
 
 	// QuietBelow and QuietWait gate every measurement: wait until other
 	// processes use less than QuietBelow of the machine (up to QuietWait).
@@ -61,7 +64,7 @@ type config struct {
 
 func disturbed(c *config, share float64) bool { return c.QuietBelow > 0 && share >= c.QuietBelow }
 
-var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9"}
+var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11"}
 
 // knownSystems lists every system name -systems accepts.
 var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1"}
@@ -69,7 +72,7 @@ var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asyn
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("ffbench", flag.ContinueOnError)
 	c := &config{}
-	only := fs.String("only", "S1,S2,S3,S4,S5,S6,S7,S8,S9", "scenarios to run (comma-separated)")
+	only := fs.String("only", strings.Join(allScenarios, ","), "scenarios to run (comma-separated)")
 	systems := fs.String("systems", "memstore,valkey,valkey-cluster,raw,asynq,river,valkey-1x16",
 		"systems for S1 (comma-separated): "+strings.Join(knownSystems, ", "))
 	s2systems := fs.String("s2-systems", "", "systems for S2 (default: -systems without the worker-shape variants)")
@@ -90,6 +93,7 @@ func parseFlags(args []string) (*config, error) {
 	s6 := fs.Int("s6-samples", 0, "S6 cancels per store (default 200; quick 10)")
 	s7 := fs.Int("s7-jobs", 0, "S7 delayed jobs and retried jobs, each (default 200; quick 20)")
 	s9 := fs.Int("s9-samples", 0, "S9 suspend → signal → resume round trips per store (default 1000; quick 20)")
+	s11 := fs.Duration("s11-duration", 0, "S11 keyed-quota run per store (default 30s; quick 4s)")
 	quiet := fs.Float64("quiet", -1, "before each measurement wait until processes outside the bench use less than this share of the machine (0.1 = 10%; default 0.1 in full runs, off in quick runs; 0: off)")
 	fs.DurationVar(&c.QuietWait, "quiet-wait", 3*time.Minute, "longest wait for a quiet machine before each measurement")
 	fs.StringVar(&serverFlavor, "server", "auto", "server binaries: auto (valkey-server if installed, else redis-server), valkey or redis")
@@ -115,6 +119,14 @@ func parseFlags(args []string) (*config, error) {
 	c.S6 = s6Config{Samples: pick(*s6, 200, 10)}
 	c.S7 = pick(*s7, 200, 20)
 	c.S9 = s9Config{Samples: pick(*s9, 1000, 20)}
+	c.S11 = s11Config{Duration: 30 * time.Second, Warmup: 2 * time.Second, Keys: 20, Rate: 10, Workers: *slots}
+	if c.Quick {
+		c.S11.Duration, c.S11.Warmup = 4*time.Second, time.Second
+	}
+	if *s11 != 0 {
+		c.S11.Duration = *s11
+		c.S11.Warmup = min(c.S11.Warmup, *s11/4)
+	}
 	c.S8 = s8Config{Flows: 100, Nodes: 10, Slots: *slots, FanOut: []int{10, 100, 1000}, FanOutRuns: []int{20, 10, 3}}
 	if c.Quick {
 		c.S8 = s8Config{Flows: 10, Nodes: 5, Slots: *slots, FanOut: []int{10, 100}, FanOutRuns: []int{3, 1}}
@@ -271,6 +283,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			"slots": cfg.S1.Slots, "s1_jobs": cfg.S1.Jobs, "s1_latency_jobs": cfg.S1.LatJobs, "s1_latency_rate": cfg.S1.LatRate,
 			"s2_jobs": cfg.S2.Jobs, "s2_batch": cfg.S2.Batch, "s3_window_s": cfg.S3.Window.Seconds(),
 			"s4_blocked": cfg.S4.Blocked, "s4_leases": cfg.S4.Leases, "s5_queued": cfg.S5, "s6_samples": cfg.S6.Samples, "s7_jobs": cfg.S7, "s9_samples": cfg.S9.Samples,
+			"s11_seconds": cfg.S11.Duration.Seconds(), "s11_keys": cfg.S11.Keys, "s11_rate": cfg.S11.Rate,
 			"asynq_task_check_interval": cfg.AsynqCheck.String(), "pg_durable": cfg.PGDurable,
 			"quiet_below": cfg.QuietBelow, "quiet_wait_s": cfg.QuietWait.Seconds(), "retries": cfg.Retries,
 		}}
@@ -295,7 +308,8 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 
 	// servers
 	needStandalone := cfg.anySystem("valkey", "raw", "asynq", "valkey-1x16", "valkey-16x1") ||
-		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7") || cfg.wants("S8") || cfg.wants("S9")
+		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7") || cfg.wants("S8") || cfg.wants("S9") ||
+		cfg.wants("S10") || cfg.wants("S11")
 	if needStandalone {
 		s, err := startRedis(filepath.Join(dir, "standalone"), false)
 		if err != nil {
@@ -386,42 +400,92 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 		return nil, "unknown"
 	}
 
+	s1 := cfg.S1
+	if cfg.Profile {
+		s1.ProfileDir = cfg.Out
+	}
+	// measureS1 runs S1 on a system, again when other processes disturbed
+	// it (the least disturbed is kept); adm attaches a non-limiting budget
+	// and quota to every job (S10).
+	measureS1 := func(what, name string, adm bool) (S1Result, bool) {
+		mk := func() (system, string) {
+			sys, why := makeSystem(name)
+			if ff, ok := sys.(*ffSystem); ok && adm {
+				ff.adm, ff.name = true, name+"+admission"
+			}
+			return sys, why
+		}
+		sys, why := mk()
+		if sys == nil {
+			notRun(what+" "+name, why)
+			return S1Result{}, false
+		}
+		var r S1Result
+		for attempt := 1; ; attempt++ {
+			gate(what + " " + sys.Name())
+			a := runS1(ctx, sys, s1)
+			a.Attempts = attempt
+			if attempt == 1 || (a.Error == "" && (r.Error != "" || a.OtherCPU < r.OtherCPU)) {
+				r = a
+			}
+			if !disturbed(cfg, a.OtherCPU) || attempt > cfg.Retries || ctx.Err() != nil {
+				break
+			}
+			logf("  %s %s: disturbed (other processes used %.0f%% of the machine); measuring again", what, sys.Name(), 100*a.OtherCPU)
+			sys, _ = mk()
+		}
+		r.Attempts = max(r.Attempts, 1)
+		if r.Error == "" {
+			logf("  %s %-18s submit %7.0f/s  drain %7.0f jobs/s  latency p50 %.3f p95 %.3f p99 %.3f ms  cmds/job %.2f  scripts/job %.2f  script µs/job %.1f  other load %.0f%%",
+				what, r.System, r.SubmitRate, r.Throughput, r.Latency.P50, r.Latency.P95, r.Latency.P99, r.ServerCmdsPerJob, r.ScriptCallsPerJob, r.ScriptUsecPerJob, 100*r.OtherCPU)
+		}
+		return r, true
+	}
 	if cfg.wants("S1") {
 		logf("S1: %d jobs, %d slots, 4 KiB payload", cfg.S1.Jobs, cfg.S1.Slots)
-		s1 := cfg.S1
-		if cfg.Profile {
-			s1.ProfileDir = cfg.Out
-		}
 		for _, name := range cfg.Systems {
 			if ctx.Err() != nil {
 				break
 			}
-			sys, why := makeSystem(name)
-			if sys == nil {
-				notRun("S1 "+name, why)
+			if r, ok := measureS1("S1", name, false); ok {
+				rep.S1 = append(rep.S1, r)
+			}
+		}
+	}
+	if cfg.wants("S10") && ctx.Err() == nil {
+		logf("S10: S1 (%d jobs, %d slots, 4 KiB payload) with a non-limiting budget and quota on every job", cfg.S1.Jobs, cfg.S1.Slots)
+		r := S10Result{Note: s10Note}
+		for _, name := range []string{"memstore", "valkey"} {
+			if ctx.Err() != nil {
+				break
+			}
+			row := S10Row{Store: name}
+			if p := findS1(rep, name); p != nil {
+				row.Plain, row.PlainFrom = *p, "S1"
+			} else {
+				p, ok := measureS1("S10 plain", name, false)
+				if !ok {
+					continue
+				}
+				row.Plain, row.PlainFrom = p, "S10"
+			}
+			a, ok := measureS1("S10", name, true)
+			if !ok {
 				continue
 			}
-			var r S1Result
-			for attempt := 1; ; attempt++ {
-				gate("S1 " + name)
-				a := runS1(ctx, sys, s1)
-				a.Attempts = attempt
-				if attempt == 1 || (a.Error == "" && (r.Error != "" || a.OtherCPU < r.OtherCPU)) {
-					r = a
-				}
-				if !disturbed(cfg, a.OtherCPU) || attempt > cfg.Retries || ctx.Err() != nil {
-					break
-				}
-				logf("  S1 %s: disturbed (other processes used %.0f%% of the machine); measuring again", name, 100*a.OtherCPU)
-				sys, _ = makeSystem(name)
+			row.Admission = a
+			switch {
+			case row.Plain.Error != "":
+				row.Error = "plain: " + row.Plain.Error
+			case a.Error != "":
+				row.Error = a.Error
+			case row.Plain.Throughput > 0:
+				row.Ratio = a.Throughput / row.Plain.Throughput
+				logf("  S10 %s: %.0f vs %.0f jobs/s plain (%.2f ×), script µs/job %.1f vs %.1f", name, a.Throughput, row.Plain.Throughput, row.Ratio, a.ScriptUsecPerJob, row.Plain.ScriptUsecPerJob)
 			}
-			r.Attempts = max(r.Attempts, 1)
-			if r.Error == "" {
-				logf("  S1 %-14s submit %7.0f/s  drain %7.0f jobs/s  latency p50 %.3f p95 %.3f p99 %.3f ms  cmds/job %.2f  scripts/job %.2f  other load %.0f%%",
-					name, r.SubmitRate, r.Throughput, r.Latency.P50, r.Latency.P95, r.Latency.P99, r.ServerCmdsPerJob, r.ScriptCallsPerJob, 100*r.OtherCPU)
-			}
-			rep.S1 = append(rep.S1, r)
+			r.Rows = append(r.Rows, row)
 		}
+		rep.S10 = &r
 	}
 	if cfg.wants("S1") && slices.Contains(cfg.Systems, "valkey") && e.standalone != nil && ctx.Err() == nil {
 		gate("S1 op costs")
@@ -563,6 +627,21 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 		for _, row := range r.Runs {
 			logf("  S9 %s: signal → resumed handler p50 %.3f ms p95 %.3f ms p99 %.3f ms, idle wake p50 %.3f ms (%.2f ×)",
 				row.Store, row.Resume.P50, row.Resume.P95, row.Resume.P99, row.Wake.P50, row.Ratio)
+		}
+	}
+	if cfg.wants("S11") && ctx.Err() == nil {
+		gate("S11")
+		logf("S11: keyed quota %d/s × %d keys, %d workers, %v per store", cfg.S11.Rate, cfg.S11.Keys, cfg.S11.Workers, cfg.S11.Duration)
+		var addrs []string
+		if e.standalone != nil {
+			addrs = []string{e.standalone.Addr()}
+		} else {
+			notRun("S11 valkey", "no redis server")
+		}
+		r := runS11(ctx, addrs, cfg.S11)
+		rep.S11 = &r
+		for _, row := range r.Rows {
+			logf("  S11 %s: %d starts, rate per key %.3f–%.3f/s, max deviation %.2f%%", row.Store, row.Started, row.MinRate, row.MaxRate, 100*row.MaxDev)
 		}
 	}
 	if cfg.wants("S5") && ctx.Err() == nil {

@@ -31,6 +31,8 @@ type Report struct {
 	S7       *S7Result  `json:"s7,omitempty"`
 	S8       *S8Result  `json:"s8,omitempty"`
 	S9       *S9Result  `json:"s9,omitempty"`
+	S10      *S10Result `json:"s10,omitempty"`
+	S11      *S11Result `json:"s11,omitempty"`
 	Targets  []Target   `json:"targets"`
 	Glossary []string   `json:"definitions"`
 	// OtherCPU is the share of the machine used by processes outside the
@@ -71,12 +73,14 @@ var glossary = []string{
 	"CPU µs/job: the bench process's user+sys CPU (client: engine, workers, valkey-go) and the servers' used_cpu_user+sys over the drain, per job.",
 	"S2: N no-op jobs inserted in batches, then drained; jobs/s every 2 s and overall (first handler start → last completion).",
 	"S3: commands/s over an idle window after a warm-up (engine scanners at default intervals, 4 idle Workers, 256 partitions); the full sweep every partition gets every 30 s is measured separately and amortised. Idle wake: submit → handler start of a job submitted while the workers idle.",
-	"S4: one unblock pass over every partition with route-blocked executions that no live worker can serve; lease recovery: the lease-expiry scanner (default batch) run pass after pass until no due work remains.",
+	"S4: one unblock pass over every partition with route-blocked executions that no live worker can serve, and (scan.Unblock with SetAdmission, as flowfabric.New wires it) over executions blocked on a budget that was then reset and on a quota bucket whose one slot was then released; lease recovery: the lease-expiry scanner (default batch) run pass after pass until no due work remains.",
 	"Other load: CPU used on the host by processes outside the bench's process tree (the bench and the servers it started) during the phase, as a share of all cores; from /proc. Anything above a few percent means the numbers were disturbed.",
 	"S7: delay error = handler start − due time, one job at a time on an otherwise idle engine with default scanner intervals: a Submit with RunAt (due = RunAt) and a retry after a failed first attempt (due = the handler's failing return + the fixed retry delay); delays uniform in 20–100 ms; target p99 ≤ 10 ms.",
 	"S6: cancel latency: start of an operator's Engine.Cancel of a running execution → its handler's context done (4 Workers, default 30 s lease, so a renewal would take 20 s), beside the idle wake (submit → handler start) of the same jobs in the same run; 20–60 ms pauses between steps.",
 	"S8: flows on a spread lane: linear flows (every node a no-op) all submitted first, then drained by the S1 slot count: node throughput (nodes / first handler start → last handler return) beside the same store's S1 drain, per-hop latency (an upstream handler's return → its downstream's handler start) and flow latency (drain start → the flow's last handler return); AnyOf CancelRemaining fan-outs: a winner returns once all n siblings run, and the time until every sibling's handler saw its context end (ErrExecutionCancelled).",
 	"S9: suspend → signal → resume (the issue's S7, renamed: S7 and S8 already exist here): start of Engine.DeliverSignal with the token of the pending waitpoint the handler created and suspended on (condition SignalFor(\"go\")) → the resumed handler's start (TaskInfo.Resumed), once the execution is suspended and the 4 Workers idle; beside the idle wake (submit → handler start) of the same jobs, measured as in S6; target p50 ≤ 3 × the idle-wake p50.",
+	"S10: S1's workload with a budget (hard limit never reached) and a quota (100,000/s, 10,000 running per key) attached to every job, beside plain S1 on the same store in the same run; target drain ≥ 0.7 × plain.",
+	"S11: a quota of 10 starts/s per key over 20 keys, 16 Workers, every key always with jobs waiting; per key the admitted rate over whole windows after a warm-up (handler starts) and its deviation from 10/s; target within 2 %.",
 	"S5: bytes per queued execution − payload: for memstore the median of the Go heap (after GC) growth per execution over 5 equal fill steps, for the server (after − before)/queued of used_memory; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
 }
 
@@ -131,6 +135,20 @@ func computeTargets(r *Report) {
 		r.Targets = append(r.Targets, Target{Name: "S4 unblock cmds/pass ratio", Op: "≤", Limit: 1.2, Detail: "not measured"})
 	}
 	if s := r.S4; s != nil {
+		for _, k := range []struct {
+			what  string
+			rows  []UnblockResult
+			ratio float64
+		}{{"budget", s.BudgetUnblock, s.BudgetCmdsRatio}, {"quota", s.QuotaUnblock, s.QuotaCmdsRatio}} {
+			if len(k.rows) < 2 {
+				r.Targets = append(r.Targets, Target{Name: "S4 unblock cmds/pass ratio, " + k.what + "-blocked", Op: "≤", Limit: 1.2, Detail: "not measured"})
+				continue
+			}
+			a, b := k.rows[0], k.rows[len(k.rows)-1]
+			r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("S4 unblock cmds/pass at %d / at %d %s-blocked", b.Blocked, a.Blocked, k.what),
+				Value: k.ratio, Op: "≤", Limit: 1.2, Pass: boolp(k.ratio <= 1.2),
+				Detail: fmt.Sprintf("%d vs %d cmds per pass (%d vs %d scripts; %d vs %d unblocked)", b.Cmds, a.Cmds, b.Scripts, a.Scripts, b.Unblocked, a.Unblocked)})
+		}
 		for _, rec := range s.Recovery {
 			t := Target{Name: fmt.Sprintf("S4 passes to recover %d expired leases (%s)", rec.Leases, rec.Store),
 				Value: float64(rec.Passes), Op: "≤", Limit: float64(rec.MaxPasses)}
@@ -205,6 +223,34 @@ func computeTargets(r *Report) {
 					Value: f.Latency.P99, Op: "≤", Limit: limit, Pass: boolp(f.Latency.P99 <= limit && f.OtherCauses == 0),
 					Detail: fmt.Sprintf("p50 %.2f ms over %d runs", f.Latency.P50, f.Latency.N)})
 			}
+		}
+	}
+	if s := r.S10; s != nil {
+		for _, row := range s.Rows {
+			t := Target{Name: fmt.Sprintf("S10 S1 with budget + quota / plain S1 (%s)", row.Store), Value: row.Ratio, Op: "≥", Limit: 0.7}
+			if row.Error == "" && row.Ratio > 0 {
+				t.Pass = boolp(row.Ratio >= 0.7)
+				t.Detail = fmt.Sprintf("%.0f / %.0f jobs/s", row.Admission.Throughput, row.Plain.Throughput)
+				if row.Admission.ScriptUsecPerJob > 0 {
+					t.Detail += fmt.Sprintf("; server script time %.0f vs %.0f µs/job", row.Admission.ScriptUsecPerJob, row.Plain.ScriptUsecPerJob)
+				}
+			} else {
+				t.Detail = row.Error
+			}
+			r.Targets = append(r.Targets, t)
+		}
+	}
+	if s := r.S11; s != nil {
+		for _, row := range s.Rows {
+			t := Target{Name: fmt.Sprintf("S11 keyed quota: largest per-key |rate − %d/s| / %d/s, %% (%s)", s.Rate, s.Rate, row.Store),
+				Value: 100 * row.MaxDev, Op: "≤", Limit: 2}
+			if row.Error == "" {
+				t.Pass = boolp(row.MaxDev <= 0.02)
+				t.Detail = fmt.Sprintf("%d keys, rates %.3f–%.3f/s over %.0f s (%.0f s warm-up)", len(row.Keys), row.MinRate, row.MaxRate, s.Secs, s.Warmup)
+			} else {
+				t.Detail = row.Error
+			}
+			r.Targets = append(r.Targets, t)
 		}
 	}
 	if s := r.S5; s != nil {
@@ -438,6 +484,19 @@ func (r *Report) markdown() string {
 			}
 			w("\n")
 		}
+		for _, k := range []struct {
+			what string
+			rows []UnblockResult
+		}{{"budget-blocked (budget then reset)", s.BudgetUnblock}, {"quota-blocked (the one slot then released)", s.QuotaUnblock}} {
+			if len(k.rows) == 0 {
+				continue
+			}
+			w("| %s | partitions visited | server cmds/pass | scripts/pass | server script µs/pass | pass ms | unblocked | next pass cmds |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n", k.what)
+			for _, u := range k.rows {
+				w("| %d | %d | %d | %d | %d | %.2f | %d | %d |\n", u.Blocked, u.Partitions, u.Cmds, u.Scripts, u.ServerUsec, u.PassMillis, u.Unblocked, u.SteadyCmds)
+			}
+			w("\n")
+		}
 		if len(s.Recovery) > 0 {
 			w("| lease recovery | leases | batch | passes | target | recovered | seconds | recovered/s | server cmds | scripts |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 			for _, rc := range s.Recovery {
@@ -506,6 +565,82 @@ func (r *Report) markdown() string {
 				run.Hop.P50, run.Hop.P99, run.FlowLatency.P50, run.FlowLatency.P99, strings.Join(fo, "; "))
 		}
 		w("\n")
+	}
+
+	if s := r.S10; s != nil {
+		w("## S10 S1 with a non-limiting budget and quota\n\n%s.\n\n", s.Note)
+		w("| store | run | drain jobs/s | × plain | submit/s | latency p50 / p99 ms | server script µs/job | server cmds/job | scripts/job | store calls/job | client CPU µs/job | other load |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, row := range s.Rows {
+			for _, x := range []struct {
+				run   string
+				r     S1Result
+				ratio string
+			}{{"plain (from " + row.PlainFrom + ")", row.Plain, "1"}, {"budget + quota", row.Admission, f2(row.Ratio)}} {
+				if x.r.Error != "" {
+					w("| %s | %s | error: %s ||||||||||\n", row.Store, x.run, x.r.Error)
+					continue
+				}
+				w("| %s | %s | **%s** | %s | %s | %s / %s | %s | %s | %s | %s | %s | %.0f%%%s |\n", row.Store, x.run, f0(x.r.Throughput), x.ratio,
+					f0(x.r.SubmitRate), f3(x.r.Latency.P50), f3(x.r.Latency.P99), f0(x.r.ScriptUsecPerJob), f2(x.r.ServerCmdsPerJob),
+					f2(x.r.ScriptCallsPerJob), f2(x.r.StoreRoundTripsPerJob), f0(x.r.ClientCPUUsecPerJob), 100*x.r.OtherCPU, attempts(x.r.Attempts))
+			}
+		}
+		w("\nStore calls per job (drain):\n\n")
+		for _, row := range s.Rows {
+			for _, x := range []S1Result{row.Plain, row.Admission} {
+				if len(x.StoreCallsPerJob) == 0 {
+					continue
+				}
+				var parts []string
+				for _, k := range sortedKeys(x.StoreCallsPerJob) {
+					parts = append(parts, fmt.Sprintf("%s %.2f", k, x.StoreCallsPerJob[k]))
+				}
+				top := ""
+				if len(x.TopCommands) > 0 {
+					top = "; server commands: " + strings.Join(x.TopCommands, ", ")
+				}
+				w("- **%s**: %s%s\n", x.System, strings.Join(parts, ", "), top)
+			}
+		}
+		w("\n")
+	}
+
+	if s := r.S11; s != nil {
+		w("## S11 keyed quota rate accuracy\n\n%s. %d keys, %d Workers, %.0f s per store (%.0f s warm-up).\n\n", s.Note, s.Keys, s.Workers, s.Secs, s.Warmup)
+		if len(s.Rows) > 0 {
+			w("| key |")
+			sep := "|---|"
+			for _, row := range s.Rows {
+				w(" %s starts | %s rate/s | %s deviation |", row.Store, row.Store, row.Store)
+				sep += "---:|---:|---:|"
+			}
+			w("\n%s\n", sep)
+			for k := range s.Keys {
+				w("| key-%02d |", k)
+				for _, row := range s.Rows {
+					if row.Error != "" || k >= len(row.Keys) {
+						w(" – | – | – |")
+						continue
+					}
+					kr := row.Keys[k]
+					w(" %d | %.3f | %+.2f%% |", kr.Started, kr.Rate, 100*kr.Dev)
+				}
+				w("\n")
+			}
+			w("\n")
+			for _, row := range s.Rows {
+				if row.Error != "" {
+					w("- **%s**: error: %s\n", row.Store, row.Error)
+					continue
+				}
+				var parts []string
+				for _, k := range sortedKeys(row.CallsPerStart) {
+					parts = append(parts, fmt.Sprintf("%s %.2f", k, row.CallsPerStart[k]))
+				}
+				w("- **%s**: %d starts; largest deviation **%.2f%%**; other load %.0f%%; store calls per start: %s\n", row.Store, row.Started, 100*row.MaxDev, 100*row.OtherCPU, strings.Join(parts, ", "))
+			}
+			w("\n")
+		}
 	}
 
 	if s := r.S5; s != nil {

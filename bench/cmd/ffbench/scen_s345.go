@@ -218,8 +218,15 @@ type S4Result struct {
 	Error   string          `json:"error,omitempty"`
 	Unblock []UnblockResult `json:"unblock"`
 	// CmdsRatio is commands per pass at the largest count over the smallest.
-	CmdsRatio float64          `json:"cmds_ratio_large_over_small"`
-	Recovery  []RecoveryResult `json:"lease_recovery"`
+	CmdsRatio float64 `json:"cmds_ratio_large_over_small"`
+	// BudgetUnblock and QuotaUnblock are the same pass over executions
+	// blocked on a budget that was then reset, and on a quota bucket
+	// whose one concurrency slot was then released (issue 12).
+	BudgetUnblock   []UnblockResult  `json:"budget_unblock,omitempty"`
+	BudgetCmdsRatio float64          `json:"budget_cmds_ratio_large_over_small,omitempty"`
+	QuotaUnblock    []UnblockResult  `json:"quota_unblock,omitempty"`
+	QuotaCmdsRatio  float64          `json:"quota_cmds_ratio_large_over_small,omitempty"`
+	Recovery        []RecoveryResult `json:"lease_recovery"`
 }
 
 // UnblockResult is one unblock pass over every partition with Blocked
@@ -317,8 +324,24 @@ func runS4(ctx context.Context, addrs []string, c s4Config, withMem bool) (res S
 		logf("    unblock pass with %d blocked: %d cmds, %d scripts, %.2f ms", n, u.Cmds, u.Scripts, u.PassMillis)
 		res.Unblock = append(res.Unblock, u)
 	}
-	if len(res.Unblock) >= 2 && res.Unblock[0].Cmds > 0 {
-		res.CmdsRatio = float64(res.Unblock[len(res.Unblock)-1].Cmds) / float64(res.Unblock[0].Cmds)
+	res.CmdsRatio = cmdsRatio(res.Unblock)
+	for _, kind := range []admissionBlock{blockBudget, blockQuota} {
+		var rows []UnblockResult
+		for _, n := range c.Blocked {
+			u, err := admissionUnblockCost(ctx, client, probe, n, kind)
+			if err != nil {
+				res.Error = fmt.Sprintf("unblock with %d %s-blocked: %v", n, kind, err)
+				logf("  S4: %s", res.Error)
+				return res
+			}
+			logf("    unblock pass with %d %s-blocked: %d cmds, %d scripts, %.2f ms, %d unblocked", n, kind, u.Cmds, u.Scripts, u.PassMillis, u.Unblocked)
+			rows = append(rows, u)
+		}
+		if kind == blockBudget {
+			res.BudgetUnblock, res.BudgetCmdsRatio = rows, cmdsRatio(rows)
+		} else {
+			res.QuotaUnblock, res.QuotaCmdsRatio = rows, cmdsRatio(rows)
+		}
 	}
 	if withMem {
 		res.Recovery = append(res.Recovery, leaseRecovery(ctx, "memstore", memstore.New(nil), nil, c.Leases))
@@ -334,6 +357,14 @@ func runS4(ctx context.Context, addrs []string, c s4Config, withMem bool) (res S
 	}
 	res.Recovery = append(res.Recovery, leaseRecovery(ctx, "valkey", vs, probe, c.Leases))
 	return res
+}
+
+// cmdsRatio is commands per pass at the largest count over the smallest.
+func cmdsRatio(rows []UnblockResult) float64 {
+	if len(rows) < 2 || rows[0].Cmds == 0 {
+		return 0
+	}
+	return float64(rows[len(rows)-1].Cmds) / float64(rows[0].Cmds)
 }
 
 func unblockCost(ctx context.Context, client valkey.Client, probe *serverProbe, n int) (UnblockResult, error) {

@@ -93,6 +93,11 @@ func (c *countingStore) ExecutionComplete(ctx context.Context, p *model.Executio
 	return r, err
 }
 
+func (c *countingStore) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParams) (*model.ClaimResult, error) {
+	c.count("ExecutionClaim")
+	return c.Store.ExecutionClaim(ctx, p)
+}
+
 func (c *countingStore) WorkerList(ctx context.Context, p *model.WorkerListParams) (*model.WorkerListResult, error) {
 	c.count("WorkerList")
 	return c.Store.WorkerList(ctx, p)
@@ -156,6 +161,11 @@ type ffSystem struct {
 	// MaxConcurrent 1 (16 claim loops); "1x16" one Worker with
 	// MaxConcurrent 16 (one claim loop).
 	shape string
+	// adm attaches a non-limiting budget and quota to every job (S10): the
+	// engine runs the admission steps of the claim path, and nothing is
+	// ever refused.
+	adm  bool
+	opts *flowfabric.SubmitOpts
 
 	client  valkey.Client
 	vs      *valkeystore.Store
@@ -210,19 +220,56 @@ func (s *ffSystem) open(ctx context.Context) error {
 		base = vs
 	}
 	s.store = newCountingStore(base, s.comp)
-	s.engine = flowfabric.New(s.store, nil)
+	if !s.adm {
+		s.engine = flowfabric.New(s.store, nil)
+		return s.engine.Start(ctx)
+	}
+	as, ok := base.(model.AdmissionStore)
+	bl, ok2 := base.(model.Blocker)
+	if !ok || !ok2 {
+		return fmt.Errorf("%T has no budgets and quotas", base)
+	}
+	s.engine = flowfabric.New(newAdmCountingStore(s.store, as, bl), nil)
+	opts, err := nonLimitingAdmission(ctx, s.engine)
+	if err != nil {
+		return err
+	}
+	s.opts = opts
 	return s.engine.Start(ctx)
 }
 
+// nonLimitingAdmission creates a budget with a hard limit no run reaches
+// and a quota whose rate and concurrency are far above what any run
+// reaches, and returns the options that attach both to a job (S10).
+func nonLimitingAdmission(ctx context.Context, e *flowfabric.Engine) (*flowfabric.SubmitOpts, error) {
+	b, _, err := e.CreateBudget(ctx, flowfabric.BudgetSpec{
+		Limits: map[string]flowfabric.BudgetLimit{"tokens": {Hard: model.MaxBudgetAmount}}})
+	if err != nil {
+		return nil, err
+	}
+	q, _, err := e.CreateQuota(ctx, flowfabric.QuotaSpec{Rate: s10QuotaRate, Window: time.Second, Concurrency: s10QuotaConcurrency})
+	if err != nil {
+		return nil, err
+	}
+	return &flowfabric.SubmitOpts{Budgets: []flowfabric.BudgetID{b}, Quota: q, QuotaKey: "k"}, nil
+}
+
+// The S10 quota: 100,000 starts per second and 10,000 running per key,
+// against at most a few ten thousand jobs/s and 16 slots.
+const (
+	s10QuotaRate        = 100_000
+	s10QuotaConcurrency = 10_000
+)
+
 func (s *ffSystem) submit(ctx context.Context, a benchArgs) error {
-	_, err := s.engine.SubmitRaw(ctx, benchKind, encode(a), nil)
+	_, err := s.engine.SubmitRaw(ctx, benchKind, encode(a), s.opts)
 	return err
 }
 
 func (s *ffSystem) submitBatch(ctx context.Context, as []benchArgs) error {
 	batch := make([]flowfabric.SubmitParams, len(as))
 	for i, a := range as {
-		batch[i] = flowfabric.SubmitParams{Kind: benchKind, Payload: encode(a)}
+		batch[i] = flowfabric.SubmitParams{Kind: benchKind, Payload: encode(a), Opts: s.opts}
 	}
 	_, err := s.engine.SubmitMany(ctx, batch)
 	return err
