@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,9 +82,15 @@ func TestQuick(t *testing.T) {
 		if rep.S3 == nil || rep.S3.Error != "" || rep.S3.Wake.N != cfg.S3.Wakes || rep.S3.PingRTT.N == 0 {
 			t.Errorf("S3: %+v", rep.S3)
 		}
-		if rep.S4 == nil || rep.S4.Error != "" || len(rep.S4.Unblock) != 2 || len(rep.S4.Recovery) != 2 {
+		if rep.S4 == nil || rep.S4.Error != "" || len(rep.S4.Unblock) != 2 || len(rep.S4.Recovery) != 2 ||
+			len(rep.S4.BudgetUnblock) != 2 || len(rep.S4.QuotaUnblock) != 2 {
 			t.Errorf("S4: %+v", rep.S4)
 		} else {
+			for _, u := range append(rep.S4.BudgetUnblock, rep.S4.QuotaUnblock...) {
+				if u.Unblocked == 0 || u.Cmds == 0 {
+					t.Errorf("S4 admission unblock with %d blocked: %+v", u.Blocked, u)
+				}
+			}
 			for _, rc := range rep.S4.Recovery {
 				if rc.Error != "" || rc.Recovered != rc.Leases {
 					t.Errorf("S4 recovery %s: %+v", rc.Store, rc)
@@ -97,6 +104,29 @@ func TestQuick(t *testing.T) {
 		for _, run := range rep.S9.Runs {
 			if run.Error != "" || run.Resume.N != cfg.S9.Samples || run.Wake.N != cfg.S9.Samples || run.OtherEffects != 0 {
 				t.Errorf("S9 %s: %+v", run.Store, run)
+			}
+		}
+	}
+	wantStores := 1
+	if haveRedis {
+		wantStores = 2
+	}
+	if rep.S10 == nil || len(rep.S10.Rows) != wantStores {
+		t.Errorf("S10: %+v", rep.S10)
+	} else {
+		for _, row := range rep.S10.Rows {
+			a := row.Admission
+			if row.Error != "" || row.Ratio <= 0 || a.Latency.N != cfg.S1.LatJobs || a.StoreCallsPerJob["QuotaAdmit"] < 1 || a.StoreCallsPerJob["BudgetStatus"] < 1 {
+				t.Errorf("S10 %s: error %q, ratio %.2f, latency n %d, store calls %v", row.Store, row.Error, row.Ratio, a.Latency.N, a.StoreCallsPerJob)
+			}
+		}
+	}
+	if rep.S11 == nil || len(rep.S11.Rows) != wantStores {
+		t.Errorf("S11: %+v", rep.S11)
+	} else {
+		for _, row := range rep.S11.Rows {
+			if row.Error != "" || len(row.Keys) != cfg.S11.Keys || row.MinRate <= 0 {
+				t.Errorf("S11 %s: %+v", row.Store, row)
 			}
 		}
 	}
@@ -147,6 +177,12 @@ func TestParseFlags(t *testing.T) {
 	if c.S1.Jobs != 10_000 || c.S2.Jobs != 100_000 || c.S5 != 100_000 || !c.Profile {
 		t.Errorf("full sizes: %+v", c)
 	}
+	if c.S11.Duration != 30*time.Second || c.S11.Keys != 20 || c.S11.Rate != 10 || c.S11.Workers != 16 {
+		t.Errorf("S11 full size: %+v", c.S11)
+	}
+	if q, err := parseFlags([]string{"-quick", "-s11-duration", "2s"}); err != nil || q.S11.Duration != 2*time.Second || q.S11.Warmup != 500*time.Millisecond {
+		t.Errorf("-s11-duration: %+v, %v", q.S11, err)
+	}
 	if _, err := parseFlags([]string{"-systems", "nope"}); err == nil {
 		t.Error("unknown system accepted")
 	}
@@ -166,6 +202,26 @@ func TestSummarize(t *testing.T) {
 	}
 	if (summarize(nil) != Latency{}) {
 		t.Error("empty sample")
+	}
+}
+
+func TestKeyRate(t *testing.T) {
+	// a quota of 10 per 1 s window admitting a burst of 10 every 1.01 s
+	t0 := time.Unix(1000, 0)
+	var ts []time.Time
+	for w := range 6 {
+		for i := range 10 {
+			ts = append(ts, t0.Add(time.Duration(w)*1010*time.Millisecond+time.Duration(i)*time.Millisecond))
+		}
+	}
+	kr := keyRate("k", ts, t0.Add(500*time.Millisecond), 10)
+	// from the first burst after the cutoff (index 10) to the last whole
+	// window (index 50): 40 starts in 4 × 1.01 s
+	if kr.Started != 60 || kr.Measured != 40 || math.Abs(kr.Rate-40/4.04) > 1e-9 || math.Abs(kr.Dev-(40/4.04/10-1)) > 1e-9 {
+		t.Errorf("%+v", kr)
+	}
+	if kr := keyRate("k", ts[:15], t0.Add(500*time.Millisecond), 10); kr.Measured != 0 || kr.Rate != 0 {
+		t.Errorf("less than a window after the cutoff: %+v", kr)
 	}
 }
 
