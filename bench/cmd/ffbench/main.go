@@ -485,6 +485,21 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			}
 			r.Rows = append(r.Rows, row)
 		}
+		if e.standalone != nil && ctx.Err() == nil {
+			gate("S10 op costs")
+			n := 2000
+			if cfg.Quick {
+				n = 100
+			}
+			oc, err := admOpCosts(ctx, []string{e.standalone.Addr()}, n)
+			if err != nil {
+				logf("  S10 op costs: %v", err)
+			}
+			r.OpCosts = oc
+			for _, o := range oc {
+				logf("  %-46s %5.1f cmds/op  script %6.1f µs (commands %5.1f, Lua %5.1f)", o.Op, o.CmdsPerOp, o.ScriptUsec, o.InnerUsec, o.LuaUsec)
+			}
+		}
 		rep.S10 = &r
 	}
 	if cfg.wants("S1") && slices.Contains(cfg.Systems, "valkey") && e.standalone != nil && ctx.Err() == nil {

@@ -585,6 +585,16 @@ func (r *Report) markdown() string {
 					f2(x.r.ScriptCallsPerJob), f2(x.r.StoreRoundTripsPerJob), f0(x.r.ClientCPUUsecPerJob), 100*x.r.OtherCPU, attempts(x.r.Attempts))
 			}
 		}
+		if len(s.OpCosts) > 0 {
+			w("\nServer cost of each store call of one job's way through admission on valkeystore (one job at a time, each call between two INFO reads, %d jobs):\n\n", s.OpCosts[0].N)
+			w("| store call | server cmds/op | script µs/op | in its commands | in Lua itself | busiest commands |\n|---|---:|---:|---:|---:|---|\n")
+			var sum float64
+			for _, o := range s.OpCosts {
+				sum += o.ScriptUsec
+				w("| %s | %.1f | %.1f | %.1f | %.1f | %s |\n", o.Op, o.CmdsPerOp, o.ScriptUsec, o.InnerUsec, o.LuaUsec, strings.Join(o.Top, ", "))
+			}
+			w("| all | | %.1f | | | |\n", sum)
+		}
 		w("\nStore calls per job (drain):\n\n")
 		for _, row := range s.Rows {
 			for _, x := range []S1Result{row.Plain, row.Admission} {

@@ -19,6 +19,9 @@ import (
 type S10Result struct {
 	Note string   `json:"note"`
 	Rows []S10Row `json:"rows"`
+	// OpCosts is the server cost of each store call of one job's way
+	// through admission on valkeystore, measured one call at a time.
+	OpCosts []OpCost `json:"valkeystore_admission_op_costs,omitempty"`
 }
 
 // S10Row is one store: plain S1 and the same workload with admission.
