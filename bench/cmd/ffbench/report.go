@@ -586,7 +586,8 @@ func (r *Report) markdown() string {
 			}
 		}
 		if len(s.OpCosts) > 0 {
-			w("\nServer cost of each store call of one job's way through admission on valkeystore (one job at a time, each call between two INFO reads, %d jobs):\n\n", s.OpCosts[0].N)
+			w("\nServer cost of each store call of one job's way through admission on valkeystore (one job at a time, each call between two INFO reads, %d jobs). "+
+				"One call at a time on an idle server costs more per script than the drain's steady stream does (compare the S1 op costs, measured from 16 goroutines): read the shares, not the sums:\n\n", s.OpCosts[0].N)
 			w("| store call | server cmds/op | script µs/op | in its commands | in Lua itself | busiest commands |\n|---|---:|---:|---:|---:|---|\n")
 			var sum float64
 			for _, o := range s.OpCosts {
