@@ -65,6 +65,7 @@ var Rules = []Rule{
 	LeaseHistory,
 	Suspension,
 	Waitpoints,
+	Admission,
 }
 
 // Violations applies every rule to x.
@@ -567,6 +568,39 @@ func Waitpoints(x *Exec) []string {
 	}
 	if open > model.MaxOpenWaitpoints {
 		r.bad("%d open waitpoints, more than %d", open, model.MaxOpenWaitpoints)
+	}
+	return r
+}
+
+// Admission is issue 12 on one execution (model.AdmissionStore): its
+// record holds an admission token only while it is active (a lease end
+// moves the token to the quota release outbox in the same step) and only
+// with a quota (a claim ignores the token of an execution without one);
+// a bucket key only with a quota; a quota block only with a quota; at
+// most model.MaxExecutionBudgets budgets, distinct. (proptest ties the
+// blocked groups, the outbox and the buckets together.)
+func Admission(x *Exec) []string {
+	var r report
+	s := x.Snapshot
+	noQuota := model.UUID(s.Quota).IsZero()
+	if s.AdmissionToken != "" && (s.State.LifecyclePhase != model.PhaseActive || noQuota) {
+		r.bad("holds admission token %q in phase %v with quota %v", s.AdmissionToken, s.State.LifecyclePhase, s.Quota)
+	}
+	if noQuota && s.QuotaKey != "" {
+		r.bad("quota key %q without a quota", s.QuotaKey)
+	}
+	if s.State.LifecyclePhase == model.PhaseRunnable && s.State.EligibilityState == model.BlockedByQuota && noQuota {
+		r.bad("blocked on a quota without one")
+	}
+	if len(s.Budgets) > model.MaxExecutionBudgets {
+		r.bad("%d budgets", len(s.Budgets))
+	}
+	for i, b := range s.Budgets {
+		for _, c := range s.Budgets[:i] {
+			if b == c {
+				r.bad("budget %v attached twice", b)
+			}
+		}
 	}
 	return r
 }

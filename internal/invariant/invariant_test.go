@@ -58,6 +58,12 @@ func TestRules(t *testing.T) {
 			x.Indexes = []string{"all_executions", "lane:l:active", "worker:w1:leases"}
 		}, "lease_expiry"},
 		{"attempt timeout", TimerIndexes, func(x *Exec) { x.Snapshot.AttemptTimeout = time.Second }, "attempt_timeout"},
+		{"token without quota", Admission, func(x *Exec) { x.Snapshot.AdmissionToken = "t1" }, "admission token"},
+		{"quota key without quota", Admission, func(x *Exec) { x.Snapshot.QuotaKey = "k1" }, "quota key"},
+		{"budget twice", Admission, func(x *Exec) {
+			b := model.BudgetID(model.NewUUIDv4([16]byte{9}))
+			x.Snapshot.Budgets = []model.BudgetID{b, b}
+		}, "attached twice"},
 		{"claim grant", Grant, func(x *Exec) { x.Snapshot.Grant = &model.Grant{Kind: model.GrantClaim} }, "claim grant"},
 		{"attempt count", Attempts, func(x *Exec) { x.Snapshot.TotalAttempts = 2 }, "total_attempts"},
 		{"history seq", LeaseHistory, func(x *Exec) { x.History[0].Seq = 0 }, "seq 0"},
