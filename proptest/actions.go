@@ -93,6 +93,26 @@ func init() {
 		{"SuspendScenario", 2, (*machine).actSuspendScenario},
 		{"WaitpointExpire", 1, (*machine).actWaitpointExpire},
 		{"SuspendRead", 1, (*machine).actSuspendRead},
+		// admission (admission.go, admission_claim.go)
+		{"BudgetCreate", 2, (*machine).actBudgetCreate},
+		{"BudgetReport", 4, (*machine).actBudgetReport},
+		{"BudgetRelease", 1, (*machine).actBudgetRelease},
+		{"BudgetReset", 1, (*machine).actBudgetReset},
+		{"BudgetResetDue", 1, (*machine).actBudgetResetDue},
+		{"BudgetReconcile", 1, (*machine).actBudgetReconcile},
+		{"BudgetStatus", 1, (*machine).actBudgetStatus},
+		{"QuotaCreate", 2, (*machine).actQuotaCreate},
+		{"QuotaAdmit", 3, (*machine).actQuotaAdmit},
+		{"QuotaRelease", 2, (*machine).actQuotaRelease},
+		{"QuotaStatus", 1, (*machine).actQuotaStatus},
+		{"QuotaReconcile", 1, (*machine).actQuotaReconcile},
+		{"AdmitFlow", 8, (*machine).actAdmitFlow},
+		{"AdmissionBlocked", 1, (*machine).actAdmissionBlocked},
+		{"AdmissionUnblock", 2, (*machine).actAdmissionUnblock},
+		{"ReleaseOutbox", 2, (*machine).actReleaseOutbox},
+		{"ScanFiltered", 1, (*machine).actScanFiltered},
+		{"BudgetScenario", 2, (*machine).actBudgetScenario},
+		{"QuotaScenario", 2, (*machine).actQuotaScenario},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a
@@ -205,6 +225,9 @@ func (m *machine) actAdvanceToDue(t *rapid.T) {
 	for _, v := range m.idem {
 		add(v.expiresAt)
 	}
+	for _, at := range m.admissionDue() {
+		add(at)
+	}
 	if len(cands) == 0 {
 		m.clock.Advance(time.Millisecond)
 		return
@@ -258,7 +281,7 @@ var (
 // step, so the next call's predictions use the state it acts on.
 func (m *machine) observeQuiet(t *rapid.T) {
 	t.Helper()
-	o, err := Observe(m.ctx, m.stores[0], m.now(), ObserveOptions{Namespaces: namespaces})
+	o, err := Observe(m.ctx, m.stores[0], m.now(), m.observeOptions())
 	if err != nil {
 		m.fatalf(t, "observe: %v", err)
 	}

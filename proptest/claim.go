@@ -51,7 +51,17 @@ func (m *machine) actClaimGrant(t *rapid.T) {
 
 func (m *machine) actClaim(t *rapid.T) {
 	id := m.pickExec(t, func(s *model.ExecutionSnapshot) bool { return isEligible(s) && s.Grant != nil })
-	m.claim(t, id, m.drawWorker(t, id), m.drawClaimerCaps(t, id))
+	m.claim(t, id, m.drawWorker(t, id), m.drawClaimerCaps(t, id), m.drawClaimToken(t))
+}
+
+// drawClaimToken draws a claim's admission token: often none (refused as
+// admission_required for an execution with a quota, ignored otherwise),
+// else a fresh one (see freshToken).
+func (m *machine) drawClaimToken(t *rapid.T) string {
+	if chance(t, 50, "no_token") {
+		return ""
+	}
+	return m.freshToken()
 }
 
 // drawClaimerCaps draws a claimer's capabilities: mostly exactly what id
@@ -83,21 +93,25 @@ func (m *machine) actGrantThenClaim(t *rapid.T) {
 	if chance(t, 20, "other_caps") {
 		caps = drawCaps(t, "claim_caps", 50) // the claimer's capabilities changed
 	}
-	m.claim(t, id, w, caps)
+	m.claim(t, id, w, caps, m.drawClaimToken(t))
 }
 
 // claim consumes a claim grant for worker instance w holding caps: only
 // the instance the grant was issued to, and only while caps cover the
 // execution's requirement, succeeds.
-func (m *machine) claim(t *rapid.T, id model.ExecutionID, w poolWorker, caps model.Capabilities) {
-	p := &model.ExecutionClaimParams{ID: id, Capabilities: caps, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
+//
+// An execution with a quota needs an admission token (otherwise
+// admission_required); the claim stores it in the record (ignored
+// without a quota).
+func (m *machine) claim(t *rapid.T, id model.ExecutionID, w poolWorker, caps model.Capabilities, token string) *model.ClaimResult {
+	p := &model.ExecutionClaimParams{ID: id, Capabilities: caps, AdmissionToken: token, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
 	bad := invalid(t, leaseCorruptions)
 	corruptLease(&p.LeaseRequest, bad)
 	prev := m.snap(id)
 	res, err := call(m, t, "ExecutionClaim", p, model.Store.ExecutionClaim)
 	if bad >= 0 {
 		m.expectValidation(t, "ExecutionClaim", err)
-		return
+		return nil
 	}
 	if err == nil {
 		m.expect(t, prev != nil, "ExecutionClaim of an unlisted execution succeeded")
@@ -106,14 +120,35 @@ func (m *machine) claim(t *rapid.T, id model.ExecutionID, w poolWorker, caps mod
 			g.WorkerInstanceID == w.instance && !g.ExpiresAt.Before(m.now()) && prev.RequiredCapabilities.SubsetOf(caps),
 			"ExecutionClaim by %s/%s with %v succeeded on %+v grant %+v", w.id, w.instance, caps, prev.State, g)
 		m.acquire(t, "ExecutionClaim", prev, w, p.LeaseRequest, res)
+		m.checkAdmissionToken(t, "ExecutionClaim", prev, token, res)
+	} else if model.CodeOf(err) == model.CodeAdmissionRequired {
+		m.expect(t, prev != nil && !noQuota(prev.Quota) && token == "", "ExecutionClaim with token %q refused as admission_required: %+v", token, prev)
 	}
+	if err != nil {
+		return nil
+	}
+	return res
+}
+
+// checkAdmissionToken checks a claim's admission fields: the
+// execution's attachments, and the token it holds (only with a quota,
+// where it is required).
+func (m *machine) checkAdmissionToken(t *rapid.T, op string, prev *model.ExecutionSnapshot, token string, r *model.ClaimResult) {
+	t.Helper()
+	want := ""
+	if !noQuota(prev.Quota) {
+		want = token
+		m.expect(t, token != "", "%s of %v with a quota succeeded without an admission token", op, r.ID)
+	}
+	m.expect(t, r.AdmissionToken == want && r.Quota == prev.Quota && r.QuotaKey == prev.QuotaKey && slices.Equal(r.Budgets, prev.Budgets),
+		"%s: admission %q %v/%q %v, want %q %v/%q %v", op, r.AdmissionToken, r.Quota, r.QuotaKey, r.Budgets, want, prev.Quota, prev.QuotaKey, prev.Budgets)
 }
 
 func (m *machine) actGrantAndClaim(t *rapid.T) {
 	id := m.pickExec(t, isEligible)
 	w := drawFrom(t, workerPool, "worker")
 	p := &model.ExecutionGrantAndClaimParams{
-		ID: id, Capabilities: drawCaps(t, "caps", 60), LeaseRequest: m.leaseRequest(t, w), Now: m.now(),
+		ID: id, Capabilities: drawCaps(t, "caps", 60), AdmissionToken: m.drawClaimToken(t), LeaseRequest: m.leaseRequest(t, w), Now: m.now(),
 	}
 	bad := invalid(t, leaseCorruptions+1)
 	if bad == leaseCorruptions {
@@ -132,6 +167,9 @@ func (m *machine) actGrantAndClaim(t *rapid.T) {
 		m.expect(t, isEligible(prev) && !m.liveGrant(prev) && prev.RequiredCapabilities.SubsetOf(p.Capabilities),
 			"ExecutionGrantAndClaim succeeded on %+v grant %+v", prev.State, prev.Grant)
 		m.acquire(t, "ExecutionGrantAndClaim", prev, w, p.LeaseRequest, res)
+		m.checkAdmissionToken(t, "ExecutionGrantAndClaim", prev, p.AdmissionToken, res)
+	} else if model.CodeOf(err) == model.CodeAdmissionRequired {
+		m.expect(t, prev != nil && !noQuota(prev.Quota) && p.AdmissionToken == "", "ExecutionGrantAndClaim refused as admission_required: %+v", prev)
 	}
 }
 
@@ -182,10 +220,19 @@ func (m *machine) actClaimNext(t *rapid.T) {
 	default:
 		corruptLease(&p.LeaseRequest, bad)
 	}
+	if chance(t, 20, "admission_grant_ttl") {
+		p.AdmissionGrantTTL = ms(genGrantTTL.Draw(t, "admission_grant_ttl_ms"))
+	}
+	m.claimNext(t, p, w, bad)
+}
+
+// claimNext calls ExecutionClaimNext and checks its answer against the
+// eligible heads; it returns the answer (nil on an error).
+func (m *machine) claimNext(t *rapid.T, p *model.ExecutionClaimNextParams, w poolWorker, bad int) *model.ExecutionClaimNextResult {
 	res, err := call(m, t, "ExecutionClaimNext", p, model.Store.ExecutionClaimNext)
 	if bad >= 0 {
 		m.expectValidation(t, "ExecutionClaimNext", err)
-		return
+		return nil
 	}
 	m.expect(t, err == nil, "ExecutionClaimNext with valid input failed: %v", err)
 	want := m.predictClaimNext(p)
@@ -194,24 +241,43 @@ func (m *machine) actClaimNext(t *rapid.T) {
 	if res.Claimed != nil {
 		got.claimed = res.Claimed.ID
 	}
-	m.expect(t, cmpEqual(got, want), "ExecutionClaimNext: claimed %v, blocked %v, skipped %d; the eligible heads say %v, %v, %d",
-		got.claimed, got.blocked, got.skipped, want.claimed, want.blocked, want.skipped)
+	if res.Admit != nil {
+		got.admit = res.Admit.ID
+	}
+	m.expect(t, cmpEqual(got, want), "ExecutionClaimNext: claimed %v, admit %v, blocked %v, skipped %d; the eligible heads say %v, %v, %v, %d",
+		got.claimed, got.admit, got.blocked, got.skipped, want.claimed, want.admit, want.blocked, want.skipped)
 	if c := res.Claimed; c != nil {
 		m.acquire(t, "ExecutionClaimNext", m.snap(c.ID), w, p.LeaseRequest, c)
 	}
+	if a := res.Admit; a != nil {
+		m.reached("ExecutionClaimNext admit")
+		s := m.snap(a.ID)
+		ttl := p.AdmissionGrantTTL
+		if ttl == 0 {
+			ttl = model.DefaultAdmissionGrantTTL
+		}
+		m.expect(t, res.Claimed == nil && s != nil && slices.Equal(a.Budgets, s.Budgets) && a.Quota == s.Quota && a.QuotaKey == s.QuotaKey &&
+			a.GrantExpiresAt.Equal(p.Now.Add(ttl)), "ExecutionClaimNext: Admit %+v (claimed %v) of %+v, grant ttl %v", *a, res.Claimed, s, ttl)
+	}
+	return res
 }
 
 type claimNextOutcome struct {
 	claimed model.ExecutionID
+	admit   model.ExecutionID
 	blocked []model.ExecutionID
 	skipped int
 }
 
+// needsAdmission reports whether s has budgets or a quota.
+func needsAdmission(s *model.ExecutionSnapshot) bool { return len(s.Budgets) > 0 || !noQuota(s.Quota) }
+
 // predictClaimNext walks the lane's eligible executions in index order
 // (higher priority first, then creation time, then id) as claim-next must:
 // a head with another worker's live grant is skipped; the first head whose
-// required capabilities the worker has is claimed; a head no live worker
-// can serve is route-blocked; the others are skipped.
+// required capabilities the worker has is claimed, or returned as Admit
+// when it has budgets or a quota; a head no live worker can serve is
+// route-blocked; the others are skipped.
 func (m *machine) predictClaimNext(p *model.ExecutionClaimNextParams) claimNextOutcome {
 	type head struct {
 		score int64
@@ -238,6 +304,9 @@ func (m *machine) predictClaimNext(p *model.ExecutionClaimNextParams) claimNextO
 			out.skipped++ // another namespace's: never claimed nor blocked
 		case s.Grant != nil && !s.Grant.ExpiresAt.Before(p.Now) && s.Grant.WorkerID != p.WorkerID:
 			out.skipped++
+		case s.RequiredCapabilities.SubsetOf(p.Capabilities) && needsAdmission(s):
+			out.admit = s.ID // granted to the claimer, admitted by the caller
+			return out
 		case s.RequiredCapabilities.SubsetOf(p.Capabilities):
 			out.claimed = s.ID
 			return out
@@ -285,8 +354,13 @@ func (m *machine) actBlock(t *rapid.T) {
 		ID: id, Reason: drawFrom(t, admissionReasons, "reason"),
 		Detail: drawFrom(t, []string{"", "budget b1 exhausted"}, "detail"), Now: m.now(),
 	}
-	bad := invalid(t, 4)
+	if p.Reason == model.WaitingForBudget {
+		_, p.Budget = m.drawBudget(t) // a budget block names its budget
+	}
+	bad := invalid(t, 5)
 	switch bad {
+	case 4:
+		p.Reason, p.Budget = model.WaitingForQuota, budgetIDs[0]
 	case 0:
 		p.Reason = model.WaitingForWorker
 	case 1:
@@ -304,8 +378,10 @@ func (m *machine) actBlock(t *rapid.T) {
 	}
 	if err == nil {
 		want, _ := model.BlockedEligibility(p.Reason)
-		m.expect(t, prev != nil && isEligible(prev) && res.EligibilityState == want,
+		m.expect(t, prev != nil && isEligible(prev) && res.EligibilityState == want && (p.Reason != model.WaitingForQuota || !noQuota(prev.Quota)),
 			"ExecutionBlock succeeded on %+v with %v", prev, res.EligibilityState)
+	} else if p.Reason == model.WaitingForQuota && prev != nil && isEligible(prev) && noQuota(prev.Quota) {
+		m.expect(t, model.CodeOf(err) == model.CodeInvalidBlockingReason, "ExecutionBlock on a quota of an execution without one: %v", err)
 	}
 }
 

@@ -70,6 +70,9 @@ func (m *machine) actCreate(t *rapid.T) {
 	if chance(t, 40, "attempt_timeout_set") {
 		p.AttemptTimeout = ms(rapid.Int64Range(1, 8_000).Draw(t, "attempt_timeout_ms"))
 	}
+	if chance(t, 35, "admission") {
+		p.Budgets, p.Quota, p.QuotaKey = drawAttachments(t)
+	}
 	if len(m.execs)-m.awaitMade >= m.opts.MaxExecutions || (len(m.execs) > 0 && chance(t, 5, "reuse_id")) {
 		p.ID = drawFrom(t, m.execs, "reuse").id
 	} else {
@@ -81,7 +84,7 @@ func (m *machine) actCreate(t *rapid.T) {
 		p.Flow, p.ID = f, model.NewExecutionID(m.cfg.FlowPartition(f), p.ID.UUID())
 		into = m.flowObs(f)
 	}
-	bad := invalid(t, 12)
+	bad := invalid(t, 14)
 	switch bad {
 	case 0:
 		p.Lane = "bad lane"
@@ -107,6 +110,10 @@ func (m *machine) actCreate(t *rapid.T) {
 		p.Now = time.Time{}
 	case 11:
 		p.IdempotencyKey = "bad\x00key"
+	case 12:
+		p.Quota, p.QuotaKey = model.QuotaID{}, "k1"
+	case 13:
+		p.Budgets = []model.BudgetID{budgetIDs[0], budgetIDs[0]}
 	}
 	res, err := call(m, t, "ExecutionCreate", p, model.Store.ExecutionCreate)
 	if bad >= 0 {

@@ -60,7 +60,18 @@
 // replayed ids, duplicate keys and keys whose TTL passed, wrong tokens,
 // closed, over the limit); operator resumes; the two scanners' steps
 // (SuspensionExpire, WaitpointExpire) at and around their times; and
-// resumed executions claimed again (the same attempt, epoch + 1). About one call
+// resumed executions claimed again (the same attempt, epoch + 1); and
+// admission (model.AdmissionStore, admission.go and admission_claim.go):
+// three budgets and three quota policies (each also redefined), reports
+// with and without dedup keys and executions up to the soft and hard
+// limits, releases, resets, the reset and reconcile scanners' steps,
+// admissions to a few buckets with a few tokens, releases by the right,
+// a wrong or no token, the quota reconciler; executions created with
+// budgets, a quota and a key; the engine's claim path (claim-next's Admit
+// candidate, the budget reads, the admission, a block on a refusal, the
+// claim with a fresh token or none, the lease's end and the releaser
+// draining the outbox), the blocked groups and their unblock (with a
+// tenant filter), and timer scans with a filter. About one call
 // in twenty gets one invalid input and must be
 // refused as a validation error naming its field. Ids (execution, lease,
 // attempt) come from a counter and a drawn byte, so a sequence is fully
@@ -114,6 +125,19 @@
 //     hold exactly the timed suspensions and the executions with a
 //     pending waitpoint, scored by the timeout and the earliest pending
 //     expiry (IndexScanDue and PartitionDue);
+//   - admission (admission_observe.go and internal/invariant): a
+//     budget's usage is at most every positive hard limit and Exhausted
+//     names the first dimension at one; a bucket holds at most Rate
+//     admissions in its window and Concurrency admissions, Free and
+//     RetryAfter follow, and Active and InWindow equal the admissions and
+//     window entries the machine's model of QuotaAdmit and QuotaRelease
+//     answers holds (which also predicts every admission's outcome and
+//     every release); the blocked groups count exactly the partition's
+//     budget- and quota-blocked executions per lane and reason and per
+//     bucket; an admission token only while active and with a quota; an
+//     outbox entry is of the execution's bucket, oldest first, never the
+//     token its lease holds now, and a lease that ends holding a token
+//     leaves it there; PartitionDue's admission flags agree;
 //   - flows: members and edges agree at both ends, the graph is acyclic,
 //     the revision counts members plus edges; a group counts only its
 //     current generation's edges (0: the flow as built; n: the member's

@@ -211,7 +211,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 50).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 58).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -222,6 +222,9 @@ func (m *machine) actHostile(t *rapid.T) {
 			AttemptTimeout: hDuration(t, "attempt_timeout", 0, time.Second), Deadline: m.hTime(t, "deadline"),
 			DelayUntil: m.hTime(t, "delay_until"), IdempotencyKey: hStr(t, "idempotency_key", idemKeys...),
 			IdempotencyTTL: hDuration(t, "idempotency_ttl", 0, time.Second), Now: now,
+		}
+		if chance(t, 30, "admission") {
+			p.Budgets, p.Quota, p.QuotaKey = []model.BudgetID{hBudget(t), hBudget(t)}[:rapid.IntRange(0, 2).Draw(t, "budgets")], hQuota(t), hStr(t, "quota_key", quotaKeys...)
 		}
 		hostile(m, t, "ExecutionCreate", p, func(p *model.ExecutionCreateParams) error { return p.Validate(cfg) }, model.Store.ExecutionCreate)
 	case 1:
@@ -322,6 +325,8 @@ func (m *machine) actHostile(t *rapid.T) {
 		m.hostileFlow(t, op, id, now)
 	case 42, 43, 44, 45, 46, 47, 48, 49, 50:
 		m.hostileSuspend(t, op, id, now)
+	case 51, 52, 53, 54, 55, 56, 57, 58:
+		m.hostileAdmission(t, op, id, now)
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {
@@ -558,5 +563,62 @@ func (m *machine) hostileSuspend(t *rapid.T, op int, id model.ExecutionID, now t
 			p.After = m.hID(t)
 		}
 		hostile(m, t, "SuspendedList", p, func(p *model.SuspendedListParams) error { return p.Validate(cfg) }, suspOp(model.SuspendStore.SuspendedList))
+	}
+}
+
+func hBudget(t *rapid.T) model.BudgetID {
+	if chance(t, 20, "zero_budget") {
+		return model.BudgetID{}
+	}
+	return drawFrom(t, budgetIDs, "budget")
+}
+
+func hQuota(t *rapid.T) model.QuotaID {
+	if chance(t, 20, "zero_quota") {
+		return model.QuotaID{}
+	}
+	return drawFrom(t, quotaIDs, "quota")
+}
+
+// hostileAdmission makes one model.AdmissionStore call (or a create with
+// attachments) with hostile parameters. The admission model is no longer
+// known afterwards.
+func (m *machine) hostileAdmission(t *rapid.T, op int, id model.ExecutionID, now time.Time) {
+	cfg := m.cfg
+	m.adm.unknown = true
+	switch op {
+	case 51:
+		p := &model.BudgetCreateParams{ID: hBudget(t), Limits: map[string]model.BudgetLimit{
+			hStr(t, "dim", budgetDims...): {Hard: genOddMillis.Draw(t, "hard"), Soft: genOddMillis.Draw(t, "soft")}},
+			ResetInterval: hDuration(t, "reset", 0, time.Second), OnHardBreach: hStr(t, "action", model.BreachNone, model.BreachCancelFlow), Now: now}
+		hostile(m, t, "BudgetCreate", p, func(p *model.BudgetCreateParams) error { return p.Validate(cfg) }, admOp(model.AdmissionStore.BudgetCreate))
+	case 52:
+		p := &model.BudgetReportParams{ID: hBudget(t), Deltas: map[string]int64{hStr(t, "dim", budgetDims...): genOddMillis.Draw(t, "delta")},
+			DedupKey: hStr(t, "dedup_key", dedupKeys...), Execution: m.hID(t), Now: now}
+		hostile(m, t, "BudgetReport", p, func(p *model.BudgetReportParams) error { return p.Validate(cfg) }, admOp(model.AdmissionStore.BudgetReport))
+	case 53:
+		p := &model.QuotaCreateParams{ID: hQuota(t), Rate: plausibleOr(t, "rate", genOddInt, 0, 2), Window: hDuration(t, "window", 0, time.Second),
+			Jitter: hDuration(t, "jitter", 0), Concurrency: plausibleOr(t, "concurrency", genOddInt, 0, 1), Now: now}
+		hostile(m, t, "QuotaCreate", p, func(p *model.QuotaCreateParams) error { return p.Validate(cfg) }, admOp(model.AdmissionStore.QuotaCreate))
+	case 54:
+		p := &model.QuotaAdmitParams{ID: hQuota(t), Key: hStr(t, "key", quotaKeys...), Execution: id, Token: hStr(t, "token", admitTokens...),
+			Jitter: hDuration(t, "jitter", 0), Now: now}
+		hostile(m, t, "QuotaAdmit", p, func(p *model.QuotaAdmitParams) error { return p.Validate(cfg) }, admOp(model.AdmissionStore.QuotaAdmit))
+	case 55:
+		p := &model.QuotaReleaseParams{ID: hQuota(t), Key: hStr(t, "key", quotaKeys...), Execution: id, Token: hStr(t, "token", admitTokens...), Now: now}
+		hostile(m, t, "QuotaRelease", p, func(p *model.QuotaReleaseParams) error { return p.Validate(cfg) }, admOp(model.AdmissionStore.QuotaRelease))
+	case 56:
+		p := &model.AdmissionUnblockParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Budgets: []model.BudgetID{hBudget(t)},
+			Quotas: []model.QuotaUnblock{{QuotaBucket: model.QuotaBucket{ID: hQuota(t), Key: hStr(t, "key", quotaKeys...)}, Max: plausibleOr(t, "max", genOddInt, 0, 1)}},
+			Filter: model.ScannerFilter{Namespace: hStr(t, "filter_ns", namespaces...), TagKey: hStr(t, "tag_key", "", "app.k"), TagValue: hStr(t, "tag_value", "", "v")},
+			Limit:  plausibleOr(t, "limit", genOddInt, 1, 10), Now: now}
+		hostile(m, t, "AdmissionUnblock", p, func(p *model.AdmissionUnblockParams) error { return p.Validate(cfg) }, admOp(model.AdmissionStore.AdmissionUnblock))
+	case 57:
+		p := &model.QuotaReleaseAckParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3),
+			Items: []model.QuotaHold{{Execution: id, Quota: hQuota(t), Token: hStr(t, "token", admitTokens...)}}}
+		hostile(m, t, "QuotaReleaseAck", p, func(p *model.QuotaReleaseAckParams) error { return p.Validate(cfg) }, admOp(model.AdmissionStore.QuotaReleaseAck))
+	default:
+		p := &model.ExecutionClaimParams{ID: id, Capabilities: hCaps(t, "caps"), AdmissionToken: hStr(t, "token", "", "t1"), LeaseRequest: m.hLease(t), Now: now}
+		m.claimed(hostile(m, t, "ExecutionClaim", p, func(p *model.ExecutionClaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionClaim))
 	}
 }

@@ -67,6 +67,7 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 	out = append(out, o.dueViolations()...)
 	out = append(out, o.suspendViolations()...)
 	out = append(out, o.flowViolations()...)
+	out = append(out, o.admissionViolations()...)
 	return append(out, o.workerViolations()...)
 }
 

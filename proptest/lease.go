@@ -235,7 +235,7 @@ func (m *machine) actRevokeThenRecover(t *rapid.T) {
 		}
 		m.observeQuiet(t)
 		w := drawFrom(t, workerPool, "worker")
-		g := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: capUniverse, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
+		g := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: capUniverse, AdmissionToken: m.freshToken(), LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
 		prev = m.snap(id)
 		c, err := call(m, t, "ExecutionGrantAndClaim", g, model.Store.ExecutionGrantAndClaim)
 		if err != nil {

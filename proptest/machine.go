@@ -76,6 +76,7 @@ type machine struct {
 	leases *leaseWatch // Options.LeaseNotices
 
 	susp suspendModel // suspend.go
+	adm  admModel     // admission.go
 }
 
 type refExec struct {
@@ -134,6 +135,7 @@ func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machi
 		checkers: make([]Checker, len(stores)),
 		susp: suspendModel{dedup: map[dedupRef]dedupVal{},
 			suspend: map[model.ExecutionID]*model.ExecutionSuspendParams{}},
+		adm: newAdmModel(),
 	}
 	for _, ns := range namespaces {
 		m.workers[ns] = map[model.WorkerInstanceID]*refWorker{}
@@ -193,7 +195,7 @@ func (m *machine) observe(t *rapid.T) {
 			m.obs[i] = nil // stale; read again at the next comparison
 			continue
 		}
-		o, err := Observe(m.ctx, s, m.now(), ObserveOptions{Namespaces: namespaces})
+		o, err := Observe(m.ctx, s, m.now(), m.observeOptions())
 		if err != nil {
 			m.fatalf(t, "store %s: observe: %v", storeName(i), err)
 		}
@@ -222,6 +224,15 @@ func (m *machine) observe(t *rapid.T) {
 		}
 	}
 	m.checkWorkerModel(t)
+	if v := m.untolerated(t, m.checkAdmissionModel()); len(v) > 0 {
+		m.fatalf(t, "store A: the admission model is violated:\n  %s", strings.Join(v, "\n  "))
+	}
+}
+
+// observeOptions is what the machine observes: the namespaces' workers,
+// the fixed budgets and quota buckets.
+func (m *machine) observeOptions() ObserveOptions {
+	return ObserveOptions{Namespaces: namespaces, Budgets: budgetIDs, Quotas: quotaBuckets}
 }
 
 // untolerated drops (and logs) the violations Options.KnownViolations

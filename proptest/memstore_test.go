@@ -113,6 +113,18 @@ var wantOutcomes = []string{
 	"SuspensionExpire ok auto_resumed", "SuspensionExpire ok escalated", "SuspensionExpire ok not_yet_due",
 	"SuspensionExpire ok not_suspended_cleaned",
 	"WaitpointExpire ok", "SuspensionDescribe ok", "SuspensionDescribe suspension_not_found", "SuspendedList ok",
+	// admission (admission.go, admission_claim.go)
+	"BudgetCreate ok", "BudgetCreate idempotency_key_conflict", "BudgetReport budget_not_found",
+	"BudgetReport ok applied", "BudgetReport ok soft_breach", "BudgetReport ok hard_breach", "BudgetReport ok already_applied",
+	"BudgetReport applied with execution ok", "BudgetReport applied without execution ok",
+	"BudgetRelease ok", "BudgetReset ok", "BudgetResetDue reset ok", "BudgetReconcile breached ok", "BudgetStatus ok",
+	"QuotaCreate ok", "QuotaCreate idempotency_key_conflict", "QuotaAdmit quota_not_found",
+	"QuotaAdmit ok admitted", "QuotaAdmit ok already_admitted", "QuotaAdmit ok rate_exceeded", "QuotaAdmit ok concurrency_exceeded",
+	"QuotaRelease released right ok", "QuotaRelease released empty ok", "QuotaRelease wrong token ok", "QuotaStatus ok",
+	"QuotaReconcile stale ok", "ExecutionClaim admission_required", "ExecutionGrantAndClaim admission_required",
+	"ExecutionClaimNext admit ok", "ExecutionBlock admission waiting_for_budget ok", "ExecutionBlock admission waiting_for_quota ok",
+	"ExecutionBlock invalid_blocking_reason", "AdmissionBlocked ok", "AdmissionUnblock budget ok", "AdmissionUnblock quota ok",
+	"AdmissionUnblock filtered ok", "QuotaReleasePending entry ok", "AdmitFlow outbox ok", "QuotaReleaseAck ok", "IndexScanDue filtered out ok",
 }
 
 // fencedAny is the outcome code of any fenced operation.

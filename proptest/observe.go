@@ -34,6 +34,9 @@ type Observation struct {
 	// Suspended holds, per partition, SuspendedList read page by page
 	// (suspend_observe.go); nil for a store without model.SuspendStore.
 	Suspended map[int]*SuspendedObservation
+	// Admission is what model.AdmissionStore's reads show
+	// (admission_observe.go); nil for a store without it.
+	Admission *AdmissionObservation
 }
 
 // ListObservation is one partition's listing.
@@ -73,6 +76,10 @@ type ObserveOptions struct {
 	// ListPageSize is the ExecutionList page size (default 3), small so
 	// that cursors are exercised.
 	ListPageSize int
+	// Budgets and Quotas are the budgets and quota buckets read (of a
+	// model.AdmissionStore).
+	Budgets []model.BudgetID
+	Quotas  []model.QuotaBucket
 }
 
 var timerIndexes = []model.IndexKind{
@@ -151,6 +158,9 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 		}
 	}
 	if err := observeSuspend(ctx, s, o); err != nil {
+		return nil, err
+	}
+	if err := observeAdmission(ctx, s, o, opts); err != nil {
 		return nil, err
 	}
 	if err := observeFlows(ctx, s, o, page); err != nil {

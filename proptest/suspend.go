@@ -627,7 +627,7 @@ func (m *machine) claimResumed(t *rapid.T, id model.ExecutionID) {
 		return
 	}
 	w := drawFrom(t, workerPool, "drive_worker")
-	p := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: capUniverse, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
+	p := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: capUniverse, AdmissionToken: m.freshToken(), LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
 	res, err := call(m, t, "ExecutionGrantAndClaim", p, model.Store.ExecutionGrantAndClaim)
 	if err != nil {
 		return
@@ -1212,7 +1212,7 @@ func (m *machine) actSuspendScenario(t *rapid.T) {
 			return
 		}
 		w := drawFrom(t, workerPool, "scenario_worker")
-		cp := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: capUniverse, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
+		cp := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: capUniverse, AdmissionToken: m.freshToken(), LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
 		cr := mustCall(m, t, "ExecutionGrantAndClaim", cp, model.Store.ExecutionGrantAndClaim)
 		m.acquire(t, "ExecutionGrantAndClaim", s, w, cp.LeaseRequest, cr)
 		m.observeQuiet(t)

@@ -85,6 +85,10 @@ func (m *machine) actComplete(t *rapid.T) {
 	if res.Next.Claimed != nil {
 		got.claimed = res.Next.Claimed.ID
 	}
+	if res.Next.Admit != nil {
+		got.admit = res.Next.Admit.ID
+		m.reached("ExecutionComplete next admit")
+	}
 	// A completion that resolves edges may release downstreams before its
 	// next claim, in the same step, and the claim may take one of them:
 	// the heads before the step predict it only when nothing was released.
@@ -97,8 +101,8 @@ func (m *machine) actComplete(t *rapid.T) {
 		}
 	}
 	if len(released) == 0 {
-		m.expect(t, cmpEqual(got, want), "ExecutionComplete next: claimed %v, blocked %v, skipped %d; the eligible heads say %v, %v, %d",
-			got.claimed, got.blocked, got.skipped, want.claimed, want.blocked, want.skipped)
+		m.expect(t, cmpEqual(got, want), "ExecutionComplete next: claimed %v, admit %v, blocked %v, skipped %d; the eligible heads say %v, %v, %v, %d",
+			got.claimed, got.admit, got.blocked, got.skipped, want.claimed, want.admit, want.blocked, want.skipped)
 	} else {
 		// (the released heads may also use up the scan limit, as blocked
 		// or skipped heads, before the predicted one)
