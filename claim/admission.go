@@ -113,18 +113,26 @@ func (s *Scheduler) admit(ctx context.Context, req *Request, c *model.AdmissionC
 	}
 	leaseID, attemptID := req.NewIDs()
 	token := ""
+	var outcome model.QuotaOutcome
 	if !model.UUID(c.Quota).IsZero() {
 		token = leaseID.String()
 		jitter, err := s.jitter(ctx, c, now)
+		if errors.Is(err, model.ErrQuotaNotFound) {
+			return nil, s.block(ctx, c.ID, model.WaitingForQuota, model.BudgetID{}, quotaMissing(c), time.Time{}, out)
+		}
 		if err != nil {
 			return nil, err
 		}
 		r, err := s.adm.QuotaAdmit(ctx, &model.QuotaAdmitParams{
 			ID: c.Quota, Key: c.QuotaKey, Execution: c.ID, Token: token, Jitter: jitter, Now: now,
 		})
+		if errors.Is(err, model.ErrQuotaNotFound) {
+			return nil, s.block(ctx, c.ID, model.WaitingForQuota, model.BudgetID{}, quotaMissing(c), time.Time{}, out)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("claim: admitting %s to quota %s (the execution stays unclaimed): %w", c.ID, c.Quota, err)
 		}
+		outcome = r.Outcome
 		switch r.Outcome {
 		case model.QuotaRateExceeded:
 			return nil, s.block(ctx, c.ID, model.WaitingForQuota, model.BudgetID{},
@@ -144,11 +152,7 @@ func (s *Scheduler) admit(ctx context.Context, req *Request, c *model.AdmissionC
 	})
 	if err != nil {
 		if token != "" {
-			// every failure after admission releases it; a release that
-			// fails is left to the quota reconciler
-			_, _ = s.adm.QuotaRelease(ctx, &model.QuotaReleaseParams{
-				ID: c.Quota, Key: c.QuotaKey, Execution: c.ID, Token: token, Now: s.clock.Now(),
-			})
+			s.undoAdmission(ctx, c, token, outcome)
 		}
 		var me *model.Error
 		if errors.As(err, &me) && (me.Retryable() || me.Code == model.CodeExecutionNotEligible) {
@@ -158,6 +162,58 @@ func (s *Scheduler) admit(ctx context.Context, req *Request, c *model.AdmissionC
 		return nil, fmt.Errorf("claim: claiming admitted %s: %w", c.ID, err)
 	}
 	return res, nil
+}
+
+// quotaMissing is the block detail of an execution whose quota policy does
+// not exist. Like a missing budget, a missing quota blocks the execution
+// (the unblock scanner keeps it blocked while the policy is missing, and
+// lets it go once the policy exists and has room): an error instead would
+// leave it at the head of its lane, and every claim of the lane would
+// fail on it until the policy is created (the simulator's calm seed 2).
+func quotaMissing(c *model.AdmissionCandidate) string {
+	return "quota " + c.Quota.String() + " does not exist"
+}
+
+// undoAdmission gives back the admission (token, outcome) of a claim that
+// failed. The execution's record is read first, since the admission may
+// not be this claim's alone:
+//
+//   - the record holds token: the claim applied and only its reply was
+//     lost; the lease holds the admission (its end releases it);
+//   - the record holds another token: another claimer, whose grant
+//     replaced this one's (a grant lapsed while this claimer was slow),
+//     admitted and claimed the execution first, and this admission, an
+//     AlreadyAdmitted takeover, replaced the running lease's token:
+//     releasing it would free the slot of a running attempt (the
+//     simulator's seed 272), so the admission is handed back to the lease
+//     (a takeover with its token; nothing is charged);
+//   - otherwise (no lease holds one) it is released by token.
+//
+// A failed read or step is left to the quota reconciler, which releases
+// an admission no record holds once older than its grace.
+func (s *Scheduler) undoAdmission(ctx context.Context, c *model.AdmissionCandidate, token string, outcome model.QuotaOutcome) {
+	held := ""
+	if ds, ok := s.store.(describeStore); ok {
+		snap, err := ds.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: c.ID})
+		if err != nil && !errors.Is(err, model.ErrNotFound) {
+			return
+		}
+		if err == nil {
+			held = snap.AdmissionToken
+		}
+	}
+	switch {
+	case held == token:
+		return
+	case held != "" && outcome == model.QuotaAlreadyAdmitted:
+		_, _ = s.adm.QuotaAdmit(ctx, &model.QuotaAdmitParams{
+			ID: c.Quota, Key: c.QuotaKey, Execution: c.ID, Token: held, Now: s.clock.Now(),
+		})
+		return
+	}
+	_, _ = s.adm.QuotaRelease(ctx, &model.QuotaReleaseParams{
+		ID: c.Quota, Key: c.QuotaKey, Execution: c.ID, Token: token, Now: s.clock.Now(),
+	})
 }
 
 // block parks an execution that failed admission. A race (it is no longer
