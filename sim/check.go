@@ -3,11 +3,13 @@ package sim
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/flowfabric/flowfabric/model"
 	"github.com/flowfabric/flowfabric/proptest"
+	"github.com/flowfabric/flowfabric/scan"
 )
 
 // fenced returns the execution and fence of a worker's fenced call.
@@ -39,6 +41,7 @@ var outcomeOps = map[string]bool{"Complete": true, "Fail": true, "Delay": true, 
 func (w *world) before(op string, p any) {
 	w.pre = nil
 	w.beforeSuspend(op, p)
+	w.beforeAdmission(op, p)
 	if !outcomeOps[op] {
 		return
 	}
@@ -54,6 +57,7 @@ func (w *world) before(op string, p any) {
 // after runs just after a call was applied, with its real reply.
 func (w *world) after(op string, p any, r any, err error) {
 	w.afterSuspend(op, p, r, err)
+	w.afterAdmission(op, p, r, err)
 	if err != nil {
 		return
 	}
@@ -127,6 +131,8 @@ func (w *world) checkClaim(c *model.ClaimResult, ns model.Namespace, caps model.
 	case s.State.LifecyclePhase != model.PhaseActive || s.CurrentLease == nil || s.CurrentLease.ID != c.Lease.ID ||
 		s.CurrentLease.Epoch != c.Lease.Epoch:
 		w.violate("claimed %s e%d is not active under the claimed lease", w.alias(c.ID), c.Lease.Epoch)
+	default:
+		w.checkClaimAdmission(s)
 	}
 }
 
@@ -153,6 +159,7 @@ func (w *world) checkpoint() {
 		w.violate("store invariants:\n  %s", strings.Join(v, "\n  "))
 	}
 	w.checkSuspendState(o)
+	w.checkAdmission()
 	for _, id := range sortedIDs(w.acked) {
 		eo := o.Execs[id]
 		if eo == nil {
@@ -191,7 +198,13 @@ func (w *world) runAll() bool {
 // pending returns the acknowledged executions that are not terminal.
 func (w *world) pending() []*model.ExecutionSnapshot {
 	var out []*model.ExecutionSnapshot
-	for _, id := range w.acked {
+	ids := w.acked
+	if w.draining {
+		// and the executions with budgets or a quota whose submission's
+		// reply was lost: their quota slots must free (sim/admission.go)
+		ids = append(slices.Clone(w.acked), w.adm.unacked(w)...)
+	}
+	for _, id := range ids {
 		if w.terminal[id] {
 			continue
 		}
@@ -216,6 +229,10 @@ const drainLimit = 30 * time.Minute
 // drainScanEvery is how often the drain runs every scanner.
 const drainScanEvery = 2 * time.Second
 
+// settleScanEvery is how often the drain runs every scanner while the
+// quota reconciler's grace passes with nothing left.
+const settleScanEvery = 15 * time.Second
+
 // drain turns the faults off, starts a process that can serve every
 // execution, and runs until every acknowledged execution is terminal.
 func (w *world) drain() {
@@ -227,6 +244,7 @@ func (w *world) drain() {
 	}
 	deadline := w.sched.now.Add(drainLimit)
 	nextScan := w.sched.now
+	var settleBy time.Time
 	for {
 		if !w.o.NoSuspend {
 			w.outsideTick() // the answers the outside world still owes
@@ -236,7 +254,21 @@ func (w *world) drain() {
 		}
 		left := w.pending()
 		if len(left) == 0 {
-			break
+			if w.o.NoAdmission {
+				break
+			}
+			// then every admission must be released, at the latest once
+			// the quota reconciler's grace passed with nothing left (a
+			// late submission starts it again)
+			if settleBy.IsZero() {
+				settleBy = w.sched.now.Add(scan.DefaultAdmissionGrace + 30*time.Second)
+				w.logf("drain: nothing left; waiting for the quota releases (at most the reconciler's grace)")
+			}
+			if !w.sched.now.Before(settleBy) || w.admSettled() {
+				break
+			}
+		} else {
+			settleBy = time.Time{}
 		}
 		if w.sched.now.After(deadline) {
 			for _, s := range left {
@@ -248,6 +280,9 @@ func (w *world) drain() {
 		if !w.sched.now.Before(nextScan) {
 			w.restartWorkers()
 			w.answerSuspended(left)
+			if !w.o.NoAdmission {
+				w.admDrain(left)
+			}
 			for _, p := range w.live() {
 				for _, sc := range p.scanners {
 					w.scanPass(p, sc)
@@ -257,6 +292,9 @@ func (w *world) drain() {
 				return
 			}
 			nextScan = w.sched.now.Add(drainScanEvery)
+			if !settleBy.IsZero() {
+				nextScan = w.sched.now.Add(settleScanEvery)
+			}
 		}
 		next := nextScan
 		if t, ok := w.sched.NextDeadline(); ok && t.Before(next) {
@@ -265,5 +303,6 @@ func (w *world) drain() {
 		w.sched.AdvanceTo(next)
 	}
 	w.logf("drain: every acknowledged execution is terminal")
+	w.admFinish()
 	w.checkpoint()
 }

@@ -60,6 +60,9 @@ func describeParams(w *world, p any) string {
 	if v.Kind() != reflect.Struct {
 		return ""
 	}
+	if d := describeAdmissionParams(w, p); d != "" {
+		return d
+	}
 	var b []string
 	if f := field(v, "ID"); f.IsValid() && f.Type() == execIDType {
 		b = append(b, w.alias(f.Interface().(model.ExecutionID)))
@@ -105,6 +108,9 @@ func describeResult(w *world, r any, err error) string {
 	}
 	if v.Kind() != reflect.Struct {
 		return "ok"
+	}
+	if d := describeAdmissionResult(w, r); d != "" {
+		return d
 	}
 	if v.Type() == claimResTyp.Elem() {
 		c := v.Addr().Interface().(*model.ClaimResult)

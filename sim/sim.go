@@ -35,6 +35,10 @@ type Options struct {
 	// NoSuspend turns off the suspending kinds and the outside world that
 	// signals them (sim/suspend.go).
 	NoSuspend bool
+	// NoAdmission turns off budgets and quotas: the spend kind, the
+	// attachments of submissions and the admission actor
+	// (sim/admission.go).
+	NoAdmission bool
 	// Calm runs a healthy system: no faults, no process deaths, stalls,
 	// stops or clock jumps (NoFaults and NoKills). There a lease must never
 	// expire (every one is renewed in time or given back) and the engines
@@ -75,6 +79,8 @@ type Result struct {
 	Drain time.Duration
 	// Suspend counts what the suspension workload did.
 	Suspend SuspendStats
+	// Admission counts what the admission workload did.
+	Admission AdmissionStats
 }
 
 // Failed reports whether the run broke an invariant.
@@ -162,6 +168,8 @@ type world struct {
 
 	// sus is the suspension workload and its outside world
 	sus suspendState
+	// adm is the budget and quota workload (sim/admission.go)
+	adm admState
 
 	// checks
 	completes map[model.ExecutionID]int // successful completions since the last replay
@@ -191,10 +199,11 @@ type simWorker struct {
 func Run(o Options) *Result {
 	o = o.withDefaults()
 	w := &world{
-		o:         o,
-		rng:       rand.New(rand.NewPCG(o.Seed, 0x5eed)),
-		sched:     NewSched(start),
-		raw:       memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4}}),
+		o:     o,
+		rng:   rand.New(rand.NewPCG(o.Seed, 0x5eed)),
+		sched: NewSched(start),
+		raw: memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4, BudgetPartitions: 2,
+			QuotaPartitions: 2}}),
 		aliases:   map[model.ExecutionID]string{},
 		isAcked:   map[model.ExecutionID]bool{},
 		inFlow:    map[model.ExecutionID]bool{},
@@ -203,6 +212,7 @@ func Run(o Options) *Result {
 		sus:       newSuspendState(),
 	}
 	w.st = &Store{Store: w.raw, w: w}
+	w.adm = newAdmState(w)
 	// each seed scales the fault rates by 0–3, so some histories are
 	// quiet and some are storms
 	scale := w.rng.IntN(4)
@@ -215,6 +225,11 @@ func Run(o Options) *Result {
 	w.logf("seed %d steps %d faults %+v (×%d) kills %v operator %v", o.Seed, o.Steps, *o.Faults, scale, !o.NoKills, !o.NoOperator)
 	w.startProcess(false, model.DefaultNamespace)
 	w.startProcess(false, w.namespace())
+	if !o.NoAdmission {
+		// both first processes create every policy, concurrently
+		w.createPolicies(w.procs[0], true)
+		w.createPolicies(w.procs[1], true)
+	}
 	for w.step = 1; w.step <= o.Steps && len(w.viol) == 0; w.step++ {
 		w.stepOnce()
 		if w.step == o.FailAt {
@@ -229,7 +244,7 @@ func Run(o Options) *Result {
 		w.drain()
 	}
 	res := &Result{Options: o, Log: w.log, Violations: w.viol, Submitted: len(w.acked), Drain: w.sched.now.Sub(drainStart),
-		Suspend: w.sus.stats}
+		Suspend: w.sus.stats, Admission: w.adm.stats}
 	for _, id := range w.acked {
 		if s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id}); err == nil &&
 			s.State.TerminalOutcome == model.OutcomeSuccess {
@@ -368,14 +383,17 @@ func (w *world) startProcess(full bool, ns model.Namespace) *process {
 		}
 		sw := &simWorker{w: flowfabric.NewWorker(p.engine, cfg)}
 		for _, k := range append(kinds[:len(kinds):len(kinds)], "fanout") {
-			if err := sw.w.HandleRaw(k, w.handler(k, cfg.LeaseTTL)); err != nil {
+			if err := sw.w.HandleRaw(k, w.admTrack(w.handler(k, cfg.LeaseTTL))); err != nil {
 				panic(err)
 			}
 		}
 		for _, k := range suspendKinds {
-			if err := sw.w.HandleRaw(k, w.suspendHandler(k)); err != nil {
+			if err := sw.w.HandleRaw(k, w.admTrack(w.suspendHandler(k))); err != nil {
 				panic(err)
 			}
+		}
+		if err := sw.w.HandleRaw("spend", w.admTrack(w.spendHandler)); err != nil {
+			panic(err)
 		}
 		p.workers = append(p.workers, sw)
 		w.logf("process %d (%s) worker %s lanes %v caps %v slots %d lease %v", p.n, ns, cfg.InstanceID, cfg.Lanes, cfg.Capabilities,
@@ -444,6 +462,9 @@ func (w *world) stepOnce() {
 		if len(live) > 0 && w.rng.IntN(1000) < 40 {
 			w.outside(pick(w, live))
 		}
+	}
+	if !w.o.NoAdmission && len(live) > 0 && w.rng.IntN(1000) < 25 {
+		w.admActor(pick(w, live))
 	}
 	r := w.rng.IntN(1000)
 	switch {

@@ -50,6 +50,7 @@ func TestSeeds(t *testing.T) {
 	}
 	submitted, completed := 0, 0
 	var sus sim.SuspendStats
+	var adm sim.AdmissionStats
 	var longest time.Duration
 	var longestSeed uint64
 	for s := *first; s < *first+uint64(n); s++ {
@@ -57,6 +58,7 @@ func TestSeeds(t *testing.T) {
 		submitted += r.Submitted
 		completed += r.Completed
 		sus.Add(r.Suspend)
+		adm.Add(r.Admission)
 		if r.Drain > longest {
 			longest, longestSeed = r.Drain, s
 		}
@@ -65,8 +67,8 @@ func TestSeeds(t *testing.T) {
 			return
 		}
 	}
-	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d); suspension: %+v",
-		n, submitted, completed, longest, longestSeed, sus)
+	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d); suspension: %+v; admission: %+v",
+		n, submitted, completed, longest, longestSeed, sus, adm)
 }
 
 // TestDeterministic runs seeds twice: the event logs must be
@@ -106,6 +108,12 @@ var regressions = []struct {
 		"(storetest Suspend/SignalReplayByID)"},
 	{5447, false, "two concurrent SubmitFlow calls with one key and different graphs: the one that found the flow " +
 		"sealed by the other reported success for nodes that do not exist (now ErrIdempotencyConflict)"},
+	{272, false, "two claimers were granted one quota execution (the second grant replaced the first); both admitted it, " +
+		"the second's admission a takeover of the first's, the first claimed and ran, the second's claim failed and " +
+		"released its token, which was now the running lease's admission: a third handler ran in a bucket of 2 " +
+		"(claim: undoAdmission hands a taken-over admission back to the lease that holds one)"},
+	{2, true, "an execution whose quota policy did not exist yet failed every claim of its lane with a warning " +
+		"(claim: it is blocked on the quota, as on a missing budget)"},
 }
 
 func TestRegressionSeeds(t *testing.T) {

@@ -101,6 +101,9 @@ func (w *world) submit(p *process) {
 	if !w.o.NoSuspend && w.rng.IntN(4) == 0 {
 		kind = pick(w, suspendKinds)
 	}
+	if !w.o.NoAdmission && w.rng.IntN(8) == 0 {
+		kind = "spend"
+	}
 	o := &flowfabric.SubmitOpts{Lane: pick(w, lanes), Priority: w.rng.IntN(4)}
 	if w.rng.IntN(3) == 0 {
 		o.Delay = w.dur(time.Millisecond, 10*time.Second)
@@ -127,15 +130,18 @@ func (w *world) submit(p *process) {
 	if w.rng.IntN(10) == 0 {
 		o.MaxReplays = 1 + w.rng.IntN(2)
 	}
+	if !w.o.NoAdmission {
+		w.admissionOpts(o, kind)
+	}
 	w.spawn(p, func() {
 		res, err := p.engine.SubmitRaw(context.Background(), kind, []byte(`{}`), o)
 		if err != nil {
 			w.logf("P%d submit %s: %s", p.n, kind, errCode(err))
 			return
 		}
-		w.logf("P%d submitted %s kind %s lane %s prio %d delay %v caps %v key %q retries %v timeout %v deadline %v dup %v",
+		w.logf("P%d submitted %s kind %s lane %s prio %d delay %v caps %v key %q retries %v timeout %v deadline %v dup %v%s",
 			p.n, w.alias(res.ID), kind, o.Lane, o.Priority, o.Delay, o.RequiredCapabilities, o.IdempotencyKey,
-			retries(o.RetryPolicy), o.AttemptTimeout, !o.Deadline.IsZero(), res.Duplicate)
+			retries(o.RetryPolicy), o.AttemptTimeout, !o.Deadline.IsZero(), res.Duplicate, w.describeAdmission(o))
 		if !w.isAcked[res.ID] {
 			w.isAcked[res.ID] = true
 			w.acked = append(w.acked, res.ID)
@@ -185,6 +191,7 @@ func (w *world) operator(p *process) {
 		sw := pick(w, p.workers)
 		ttl := w.dur(100*time.Millisecond, 5*time.Second)
 		op, f = "grant to "+string(sw.w.Config().InstanceID), func() error {
+			w.adm.grantProcs[w.sched.cur.id] = true // an explicit grant skips the budget check
 			g, err := e.IssueGrant(ctx, id, sw.w, ttl)
 			if err != nil {
 				return err
