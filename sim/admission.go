@@ -23,7 +23,7 @@ import (
 //
 // Policies: three budgets (one reset every 45 s, one whose hard breach
 // cancels a flow) and two quota policies (a concurrency cap of 2; a rate
-// of 4 per 5 s with jitter and a cap of 3), with three bucket keys. Their
+// of 3 per 5 s with jitter and a cap of 2), with three bucket keys. Their
 // ids are drawn from the seed; both first processes create all of them at
 // the start, concurrently (creates are idempotent), and the outside
 // actor creates what is missing later.
@@ -42,9 +42,11 @@ import (
 //
 // Checks: after every call, a QuotaAdmit that admitted keeps the bucket
 // within Rate admissions in any Window (over the admitted outcomes the
-// wrapper saw, at the store's Now; an out-of-order Now, from a slow
-// request, is checked over every window that contains it) and its
-// reported Active within Concurrency; a budget report leaves every usage
+// wrapper saw, at the store's Now, among the steps made in Now order: a
+// step at an older Now than the window was trimmed at, from a slow
+// request or a stalled claimer, meets a window that already dropped
+// entries, as the contract says; seed 963) and its reported Active within
+// Concurrency; a budget report leaves every usage
 // at most its positive hard limit. A claim of an execution with budgets
 // (ExecutionClaim from the claim path) comes after the claiming goroutine
 // read each budget and found it not exhausted (an operator's explicit
@@ -168,8 +170,10 @@ type handlerRun struct {
 type AdmissionStats struct {
 	// Admitted counts QuotaAdmit steps that admitted (the store's, a
 	// repeated delivery's included), Refused those refused (rate or
-	// concurrency), Taken those that took an admission over.
-	Admitted, Refused, Taken int
+	// concurrency), Taken those that took an admission over; LateAdmits
+	// the admissions at a Now before one the bucket was trimmed at (not
+	// rate-checked).
+	Admitted, Refused, Taken, LateAdmits int
 	// BlockedBudget and BlockedQuota count ExecutionBlock steps on a
 	// budget or a quota.
 	BlockedBudget, BlockedQuota int
@@ -190,6 +194,7 @@ func (s *AdmissionStats) Add(o AdmissionStats) {
 	s.Admitted += o.Admitted
 	s.Refused += o.Refused
 	s.Taken += o.Taken
+	s.LateAdmits += o.LateAdmits
 	s.BlockedBudget += o.BlockedBudget
 	s.BlockedQuota += o.BlockedQuota
 	s.Reports += o.Reports
@@ -208,9 +213,13 @@ type admState struct {
 	// order (seen: membership).
 	buckets []model.QuotaBucket
 	seen    map[model.QuotaBucket]bool
-	// admits are the store times of the admitted QuotaAdmit steps, per
-	// bucket.
-	admits map[model.QuotaBucket][]time.Time
+	// admits are the store times of the admitted QuotaAdmit steps made in
+	// Now order, per bucket; trimmed is the latest Now of a QuotaAdmit
+	// step on the bucket, reconciled of a QuotaReconcile step (on any
+	// partition): each trims windows.
+	admits     map[model.QuotaBucket][]time.Time
+	trimmed    map[model.QuotaBucket]time.Time
+	reconciled time.Time
 	// running are the handlers of quota executions running.
 	running []handlerRun
 	// reads are the last budget status each goroutine read (true:
@@ -237,19 +246,19 @@ func newAdmState(w *world) admState {
 		}
 		return model.NewUUIDv4(b)
 	}
-	a := admState{seen: map[model.QuotaBucket]bool{}, admits: map[model.QuotaBucket][]time.Time{},
+	a := admState{seen: map[model.QuotaBucket]bool{}, admits: map[model.QuotaBucket][]time.Time{}, trimmed: map[model.QuotaBucket]time.Time{},
 		reads: map[int]map[model.BudgetID]bool{}, grantProcs: map[int]bool{}, created: map[model.ExecutionID]bool{}}
 	a.budgets = []simBudget{
 		{"B0", flowfabric.BudgetSpec{ID: model.BudgetID(id()), Limits: map[string]model.BudgetLimit{
-			"tokens": {Hard: 300, Soft: 200}, "calls": {Soft: 8}}}},
+			"tokens": {Hard: 150, Soft: 100}, "calls": {Soft: 8}}}},
 		{"B1", flowfabric.BudgetSpec{ID: model.BudgetID(id()), Limits: map[string]model.BudgetLimit{
-			"tokens": {Hard: 120}}, ResetEvery: 45 * time.Second}},
+			"tokens": {Hard: 70}}, ResetEvery: 45 * time.Second}},
 		{"B2", flowfabric.BudgetSpec{ID: model.BudgetID(id()), Limits: map[string]model.BudgetLimit{
 			"tokens": {Hard: 80, Soft: 50}}, OnHardBreach: model.BreachCancelFlow}},
 	}
 	a.quotas = []simQuota{
 		{"Q0", flowfabric.QuotaSpec{ID: model.QuotaID(id()), Concurrency: 2}},
-		{"Q1", flowfabric.QuotaSpec{ID: model.QuotaID(id()), Rate: 4, Window: 5 * time.Second, Jitter: time.Second, Concurrency: 3}},
+		{"Q1", flowfabric.QuotaSpec{ID: model.QuotaID(id()), Rate: 3, Window: 5 * time.Second, Jitter: time.Second, Concurrency: 2}},
 	}
 	return a
 }
@@ -467,9 +476,21 @@ func (w *world) afterAdmission(op string, p any, r any, err error) {
 		}
 		b := model.QuotaBucket{ID: pp.ID, Key: pp.Key}
 		q := w.quotaOf(pp.ID)
+		// a step at a Now before one the bucket's window was trimmed at
+		// (a slow request, a stalled claimer's stale Now) meets a window
+		// that lost entries it would have counted: the contract bounds
+		// only the admissions made in Now order
+		inOrder := !pp.Now.Before(w.adm.trimmed[b]) && !pp.Now.Before(w.adm.reconciled)
+		if inOrder {
+			w.adm.trimmed[b] = pp.Now
+		}
 		switch res.Outcome {
 		case model.QuotaAdmitted:
 			w.adm.stats.Admitted++
+			if !inOrder {
+				w.adm.stats.LateAdmits++
+				break
+			}
 			w.adm.admits[b] = append(w.adm.admits[b], pp.Now)
 			if q != nil && q.spec.Rate > 0 {
 				w.checkRate(b, q, pp.Now)
@@ -492,6 +513,10 @@ func (w *world) afterAdmission(op string, p any, r any, err error) {
 			(len(s.Budgets) > 0 || !model.UUID(s.Quota).IsZero()) {
 			w.adm.created[res.ID] = true
 			w.adm.execs = append(w.adm.execs, res.ID)
+		}
+	case "QuotaReconcile":
+		if pp := p.(*model.QuotaReconcileParams); err == nil && pp.Now.After(w.adm.reconciled) {
+			w.adm.reconciled = pp.Now // it trims the windows of its partition's buckets
 		}
 	case "Block":
 		if pp, ok := p.(*model.ExecutionBlockParams); ok && err == nil {
@@ -677,7 +702,7 @@ func (w *world) admActor(p *process) {
 	ctx := context.Background()
 	a := &w.adm
 	switch r := w.rng.IntN(20); {
-	case r < 5:
+	case r < 3:
 		b := pick(w, a.budgets)
 		w.spawn(p, func() {
 			w.logf("P%d admission: reset budget %s: %s", p.n, b.name, errCode(p.engine.ResetBudget(ctx, b.spec.ID)))

@@ -101,7 +101,7 @@ func (w *world) submit(p *process) {
 	if !w.o.NoSuspend && w.rng.IntN(4) == 0 {
 		kind = pick(w, suspendKinds)
 	}
-	if !w.o.NoAdmission && w.rng.IntN(8) == 0 {
+	if !w.o.NoAdmission && w.rng.IntN(6) == 0 {
 		kind = "spend"
 	}
 	o := &flowfabric.SubmitOpts{Lane: pick(w, lanes), Priority: w.rng.IntN(4)}
