@@ -14,7 +14,9 @@
 // or duplicates work and lease notifications. Handlers of three kinds
 // suspend (sim/suspend.go) and an outside-world actor signals them with
 // the tokens it learns, redelivers, and resumes or cancels them as an
-// operator. After the workload the
+// operator. Submissions carry budgets and keyed quotas, a kind spends on
+// budgets, and an admission actor resets budgets, reports operator usage
+// and creates the policies (sim/admission.go). After the workload the
 // faults stop and a drain runs until every acknowledged execution is
 // terminal.
 //
@@ -24,9 +26,14 @@
 // is refused), that no execution completes twice without a replay in
 // between, that no engine goroutine panics, that signals are taken only by
 // open waitpoints, never counted twice for one idempotency key, and that a
-// resumed handler reads the signals that satisfied it; at the end, that
-// nothing acknowledged is lost (the outside world answers, or an operator
-// resumes, what is still suspended at the drain).
+// resumed handler reads the signals that satisfied it; that no quota
+// bucket runs more handlers under live leases than its concurrency nor
+// admits more than its rate in a window, that no budget's usage passes a
+// hard limit and that a claim follows a read of each budget not
+// exhausted; at the end, that nothing acknowledged is lost (the outside
+// world answers, or an operator resumes, what is still suspended at the
+// drain; budgets are reset), and that every quota admission is released
+// and every release outbox empty.
 //
 // Run returns the event log (same options, byte-identical log) and the
 // violations; Shrink finds a shorter failing run of a failing seed. See
