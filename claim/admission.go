@@ -123,6 +123,11 @@ func (s *Scheduler) admit(ctx context.Context, req *Request, c *model.AdmissionC
 		if err != nil {
 			return nil, err
 		}
+		// the admission's own time, not the call's start: the budget and
+		// jitter reads may have taken long (a stalled claimer), and a
+		// window trimmed at a later Now no longer holds the entries an
+		// earlier Now would count (the simulator's seed 963)
+		now = s.clock.Now()
 		r, err := s.adm.QuotaAdmit(ctx, &model.QuotaAdmitParams{
 			ID: c.Quota, Key: c.QuotaKey, Execution: c.ID, Token: token, Jitter: jitter, Now: now,
 		})
