@@ -228,8 +228,9 @@ type admState struct {
 	// grantProcs are the goroutines of an operator's explicit grant (the
 	// budget check is skipped by design).
 	grantProcs map[int]bool
-	// execs are the executions created with budgets or a quota, in
-	// creation order (created: membership).
+	// execs are the executions created with a quota (not flow members:
+	// a flow whose submission failed may never run them), in creation
+	// order (created: membership).
 	execs     []model.ExecutionID
 	created   map[model.ExecutionID]bool
 	nrep      int
@@ -510,7 +511,7 @@ func (w *world) afterAdmission(op string, p any, r any, err error) {
 			return
 		}
 		if s, err := w.raw.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: res.ID}); err == nil &&
-			(len(s.Budgets) > 0 || !model.UUID(s.Quota).IsZero()) {
+			!model.UUID(s.Quota).IsZero() && s.Flow.IsZero() {
 			w.adm.created[res.ID] = true
 			w.adm.execs = append(w.adm.execs, res.ID)
 		}
@@ -540,8 +541,8 @@ func (w *world) afterAdmission(op string, p any, r any, err error) {
 	}
 }
 
-// unacked are the executions with budgets or a quota that exist but
-// were never acknowledged (the submission's reply was lost): the drain
+// unacked are the executions with a quota that exist but were never
+// acknowledged (the submission's reply was lost): the drain
 // waits for them too, since their quota slots must free.
 func (a *admState) unacked(w *world) []model.ExecutionID {
 	var out []model.ExecutionID

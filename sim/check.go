@@ -200,8 +200,8 @@ func (w *world) pending() []*model.ExecutionSnapshot {
 	var out []*model.ExecutionSnapshot
 	ids := w.acked
 	if w.draining {
-		// and the executions with budgets or a quota whose submission's
-		// reply was lost: their quota slots must free (sim/admission.go)
+		// and the executions with a quota whose submission's reply was
+		// lost: their quota slots must free (sim/admission.go)
 		ids = append(slices.Clone(w.acked), w.adm.unacked(w)...)
 	}
 	for _, id := range ids {

@@ -105,12 +105,21 @@ func (w *world) buildFlow() *simFlow {
 	n := 2 + w.rng.IntN(4)
 	var nodes []*flowfabric.FlowNode
 	var shape []string
+	// a budgeted flow: every node on the budget whose hard breach cancels
+	// the flow's members not started, some nodes spending on it
+	budgeted := !w.o.NoAdmission && w.rng.IntN(4) == 0
+	if budgeted {
+		o.Budgets = []model.BudgetID{w.adm.budgets[2].spec.ID}
+		shape = append(shape, "budget "+w.adm.budgets[2].name)
+	}
 	for i := range n {
 		kind := pick(w, kinds)
 		if w.rng.IntN(5) == 0 {
 			kind = "fanout" // grows the flow while it runs
 		} else if !w.o.NoSuspend && w.rng.IntN(6) == 0 {
 			kind = pick(w, suspendKinds) // waits for the outside world
+		} else if budgeted && w.rng.IntN(2) == 0 {
+			kind = "spend"
 		}
 		node := f.AddRaw(kind, []byte(`{}`), o)
 		var ups []string
