@@ -108,7 +108,7 @@ func init() {
 		{"QuotaReconcile", 1, (*machine).actQuotaReconcile},
 		{"AdmitFlow", 8, (*machine).actAdmitFlow},
 		{"AdmissionBlocked", 1, (*machine).actAdmissionBlocked},
-		{"AdmissionUnblock", 2, (*machine).actAdmissionUnblock},
+		{"AdmissionUnblock", 4, (*machine).actAdmissionUnblock},
 		{"ReleaseOutbox", 2, (*machine).actReleaseOutbox},
 		{"ScanFiltered", 1, (*machine).actScanFiltered},
 		{"BudgetScenario", 2, (*machine).actBudgetScenario},

@@ -647,7 +647,7 @@ func (m *machine) actBudgetScenario(t *rapid.T) {
 		m.observeQuiet(t)
 		m.budgetReport(t, b)
 	}
-	if chance(t, 40, "reconcile") {
+	if chance(t, 60, "reconcile") {
 		m.observeQuiet(t)
 		m.actBudgetReconcile(t)
 	}

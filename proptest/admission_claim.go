@@ -213,7 +213,7 @@ func (m *machine) actAdmissionUnblock(t *rapid.T) {
 		}
 	}
 	if chance(t, 40, "filter") {
-		p.Filter = drawFilter(t)
+		p.Filter = m.drawTenantFilter(t, part)
 	}
 	bad := invalid(t, 3)
 	switch bad {
@@ -368,4 +368,25 @@ func (m *machine) createAdmissionExec(t *rapid.T) {
 	m.execs = append(m.execs, r)
 	m.byID[p.ID] = r
 	m.observeQuiet(t)
+}
+
+// drawTenantFilter draws a tenant filter, often one that matches a
+// blocked execution of the partition (its namespace, and its tag when it
+// has one), so a filtered unblock unblocks something.
+func (m *machine) drawTenantFilter(t *rapid.T, part int) model.ScannerFilter {
+	var blocked []*model.ExecutionSnapshot
+	for _, r := range m.execs {
+		if s := m.snap(r.id); s != nil && r.id.Partition() == part && isAdmBlocked(s) {
+			blocked = append(blocked, s)
+		}
+	}
+	if len(blocked) == 0 || chance(t, 40, "random_filter") {
+		return drawFilter(t)
+	}
+	s := drawFrom(t, blocked, "filter_exec")
+	f := model.ScannerFilter{Namespace: s.Namespace}
+	if v, ok := s.Tags["app.k"]; ok && genBool.Draw(t, "filter_by_tag") {
+		f.TagKey, f.TagValue = "app.k", v
+	}
+	return f
 }
