@@ -545,9 +545,7 @@ func (s *Scheduler) claimGrantAdmitted(ctx context.Context, g *Grant, lease mode
 		ID: g.ID, Capabilities: caps, AdmissionToken: token, LeaseRequest: lease, Now: s.clock.Now(),
 	})
 	if err != nil {
-		_, _ = s.adm.QuotaRelease(ctx, &model.QuotaReleaseParams{
-			ID: snap.Quota, Key: snap.QuotaKey, Execution: g.ID, Token: token, Now: s.clock.Now(),
-		})
+		s.undoAdmission(ctx, &model.AdmissionCandidate{ID: g.ID, Quota: snap.Quota, QuotaKey: snap.QuotaKey}, token, r.Outcome)
 	}
 	return res, err
 }
