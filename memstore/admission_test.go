@@ -323,13 +323,11 @@ func TestAdmissionDeterministic(t *testing.T) {
 		for _, q := range qs {
 			rec(f.s.QuotaCreate(f.ctx, &model.QuotaCreateParams{ID: q, Rate: 100, Window: time.Hour, Concurrency: 50, Now: at0}))
 		}
-		var ids []model.ExecutionID
 		for i := range 40 {
 			lane := model.LaneID([]string{"x", "y", "z"}[i%3])
 			q := qs[i%2]
 			key := string(rune('k' + i%5))
 			id := f.create(lane, func(p *model.ExecutionCreateParams) { p.Quota, p.QuotaKey = q, key })
-			ids = append(ids, id)
 			rec(f.s.QuotaAdmit(f.ctx, &model.QuotaAdmitParams{ID: q, Key: key, Execution: id, Token: "t", Now: atd(time.Duration(i%4) * time.Second)}))
 			if i%2 == 0 {
 				rec(f.s.ExecutionBlock(f.ctx, &model.ExecutionBlockParams{ID: id, Reason: model.WaitingForBudget, Budget: budgets[i%6], Now: atd(time.Second)}))

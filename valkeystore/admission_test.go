@@ -110,7 +110,7 @@ func TestAdmissionDifferential(t *testing.T) {
 			for _, l := range []model.LaneID{lane, lane2} {
 				for _, n := range []model.Namespace{ns, "ns-b"} {
 					req := sq.req("wi1", ttl)
-					do(p, "claim next", func(s model.Store) (*model.ExecutionClaimNextResult, error) {
+					_, _ = do(p, "claim next", func(s model.Store) (*model.ExecutionClaimNextResult, error) {
 						return s.ExecutionClaimNext(bg, &model.ExecutionClaimNextParams{Partition: part, Lane: l, Namespace: n,
 							ScanLimit: 10, AdmissionGrantTTL: 2 * time.Second, LeaseRequest: req, Now: at(time.Second)})
 					})
@@ -123,7 +123,7 @@ func TestAdmissionDifferential(t *testing.T) {
 			if i%3 == 0 {
 				bp.Reason, bp.Budget = model.WaitingForBudget, []model.BudgetID{bud, bud2}[i%2]
 			}
-			do(p, "block", func(s model.Store) (*model.ExecutionBlockResult, error) {
+			_, _ = do(p, "block", func(s model.Store) (*model.ExecutionBlockResult, error) {
 				return s.(model.Blocker).ExecutionBlock(bg, bp)
 			})
 		}
