@@ -4,12 +4,13 @@ import (
 	"github.com/flowfabric/flowfabric/model"
 )
 
-// endAttempt closes the current attempt if it is open.
-func (e *execution) endAttempt(now int64, status model.AttemptStatus, reason string, cat model.FailureCategory) {
+// endAttempt closes the current attempt if it is open, and its stream.
+func (s *Store) endAttempt(e *execution, now int64, status model.AttemptStatus, reason string, cat model.FailureCategory) {
 	a := e.currentAttempt()
 	if a == nil || !a.Status.IsOpen() {
 		return
 	}
+	s.closeStream(e, now, model.StreamCloseReason(status.String()))
 	a.Status = status
 	a.EndedAt = tm(now)
 	a.FailureReason = reason

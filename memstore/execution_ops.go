@@ -76,7 +76,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 			if p.Source == model.SourceOperator {
 				s.notifyLease(e, model.LeaseNoticeOverridden)
 			}
-			e.endAttempt(now, model.AttemptEndedSuccess, "", "")
+			s.endAttempt(e, now, model.AttemptEndedSuccess, "", "")
 			e.result = nonEmpty(p.Result)
 			e.hasResult = true
 			s.removeFromLane(e)
@@ -109,7 +109,7 @@ func (s *Store) ExecutionFail(ctx context.Context, p *model.ExecutionFailParams)
 		if p.Source == model.SourceOperator {
 			s.notifyLease(e, model.LeaseNoticeOverridden)
 		}
-		e.endAttempt(now, model.AttemptEndedFailure, p.Reason, cat)
+		s.endAttempt(e, now, model.AttemptEndedFailure, p.Reason, cat)
 		s.removeFromLane(e)
 		s.releaseLease(e, now, model.LeaseReleased, "failed")
 		res := s.failOrRetry(e, now, p.Reason, cat)
@@ -264,7 +264,7 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 			}
 			reason := model.ExpireAttemptTimeout.String()
 			s.notifyLease(e, model.LeaseNoticeTimedOut)
-			e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)
+			s.endAttempt(e, now, model.AttemptEndedFailure, reason, model.FailureTimeout)
 			s.removeFromLane(e)
 			s.releaseLease(e, now, model.LeaseReleased, reason)
 			if e.retryCount < e.retry.MaxRetries {
@@ -289,7 +289,7 @@ func (s *Store) ExecutionExpire(ctx context.Context, p *model.ExecutionExpirePar
 			s.notifyLease(e, model.LeaseNoticeTimedOut)
 			s.releaseLease(e, now, model.LeaseReleased, reason)
 		}
-		e.endAttempt(now, model.AttemptEndedFailure, reason, model.FailureTimeout)
+		s.endAttempt(e, now, model.AttemptEndedFailure, reason, model.FailureTimeout)
 		e.failureReason = reason
 		e.failureCategory = model.FailureTimeout
 		s.terminate(e, now, model.OutcomeExpired)

@@ -298,7 +298,7 @@ func (s *Store) releaseHeld(e *execution, now int64) {
 // ends cancelled.
 func (s *Store) skipMember(e *execution, now int64) {
 	s.removeFromLane(e)
-	e.endAttempt(now, model.AttemptEndedCancelled, model.ReasonDependencyImpossible, "")
+	s.endAttempt(e, now, model.AttemptEndedCancelled, model.ReasonDependencyImpossible, "")
 	s.tally.skipped++
 	s.terminate(e, now, model.OutcomeSkipped)
 }

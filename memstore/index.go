@@ -134,7 +134,7 @@ func (s *Store) cancelExec(e *execution, now int64, reason, by string, notify bo
 		}
 		s.releaseLease(e, now, model.LeaseCancelled, reason)
 	}
-	e.endAttempt(now, model.AttemptEndedCancelled, reason, "")
+	s.endAttempt(e, now, model.AttemptEndedCancelled, reason, "")
 	s.terminate(e, now, model.OutcomeCancelled)
 	e.cancellationReason = reason
 	e.cancelledBy = by

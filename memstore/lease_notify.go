@@ -40,14 +40,17 @@ func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseN
 	}
 }
 
-// unlock releases the store's lock and then delivers the lease notices the
-// transition queued.
+// unlock releases the store's lock and then delivers the lease and stream
+// notices the transition queued.
 func (s *Store) unlock() {
-	out := s.leaseOut
-	s.leaseOut = nil
+	out, sout := s.leaseOut, s.streamOut
+	s.leaseOut, s.streamOut = nil, nil
 	s.mu.Unlock()
 	for _, ln := range out {
 		s.deliverLease(ln)
+	}
+	if len(sout) > 0 {
+		s.deliverStreams(sout)
 	}
 }
 

@@ -54,6 +54,7 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
 		e.leaseExpiredAt = now
 		e.addHistory(now, model.LeaseExpired, "")
+		s.closeStream(e, now, model.StreamClosedLeaseExpired)
 		return status(model.MarkExpiredMarked)
 	})
 }
@@ -80,6 +81,7 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 		old := e.lease.id
 		pt, _ := s.indexesOf(e)
 		e.addHistory(now, model.LeaseRevoked, p.Reason)
+		s.closeStream(e, now, model.StreamClosedLeaseRevoked)
 		s.notifyLease(e, model.LeaseNoticeRevoked)
 		s.clearLease(e)
 		// A revoked lease stays discoverable for recovery: its lease-expiry
@@ -127,7 +129,7 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 		if s.reclaimCapReached(e, now) {
 			return &model.ExecutionReclaimResult{Outcome: model.ReclaimCapExceeded}, nil
 		}
-		e.endAttempt(now, model.AttemptInterruptedReclaimed, "", "")
+		s.endAttempt(e, now, model.AttemptInterruptedReclaimed, "", "")
 		// the reclaimer inherits the old lease's quota admission
 		s.endLease(e, now, model.LeaseReclaimed, "")
 		e.reclaimCount++
@@ -153,7 +155,7 @@ func (s *Store) ExecutionRecover(ctx context.Context, p *model.ExecutionRecoverP
 		if e.ownershipState == model.OwnershipLeaseRevoked {
 			reason = "lease_revoked"
 		}
-		e.endAttempt(now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)
+		s.endAttempt(e, now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)
 		s.removeFromLane(e)
 		s.releaseLease(e, now, model.LeaseRecovered, reason)
 		clearGrant(e)

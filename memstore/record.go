@@ -67,8 +67,10 @@ type execution struct {
 	tags      map[string]string
 
 	attempts []model.Attempt
-	history  []model.LeaseEvent
-	histSeq  uint64
+	// streams holds the attempt streams by attempt index (stream.go).
+	streams map[int]*streamRec
+	history []model.LeaseEvent
+	histSeq uint64
 
 	op *opRecord // op_*: the last replayable operation (fence.go)
 

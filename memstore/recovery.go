@@ -16,7 +16,7 @@ func (s *Store) reclaimCapReached(e *execution, now int64) bool {
 		return false
 	}
 	const reason = "max_reclaims_exceeded"
-	e.endAttempt(now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)
+	s.endAttempt(e, now, model.AttemptInterruptedReclaimed, reason, model.FailureInfraCrash)
 	s.removeFromLane(e)
 	s.releaseLease(e, now, model.LeaseReleased, reason)
 	e.failureReason = reason

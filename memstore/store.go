@@ -46,13 +46,17 @@ type Store struct {
 	qparts   []*quotaPart
 	quotaSeq uint64
 
-	// leaseOut holds the lease notices of the transition in progress (mu).
-	leaseOut []leaseNote
+	// leaseOut holds the lease notices of the transition in progress (mu);
+	// streamOut the streams it appended to or closed (stream.go).
+	leaseOut  []leaseNote
+	streamOut []streamKey
 
 	watchMu       sync.Mutex
 	watchers      map[model.LaneID]map[int]func(int)
 	leaseWatchers map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)
-	watchSeq      int
+	// streamWatchers are WatchStream's (stream.go).
+	streamWatchers map[streamKey]map[int]func()
+	watchSeq       int
 }
 
 var (
@@ -60,6 +64,8 @@ var (
 	_ model.WorkNotifier   = (*Store)(nil)
 	_ model.LeaseNotifier  = (*Store)(nil)
 	_ model.AdmissionStore = (*Store)(nil)
+	_ model.StreamStore    = (*Store)(nil)
+	_ model.StreamNotifier = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,
@@ -86,7 +92,8 @@ func New(opts *Options) *Store {
 		flowOf:   make(map[model.ExecutionID]model.FlowID),
 		watchers: make(map[model.LaneID]map[int]func(int)),
 
-		leaseWatchers: make(map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)),
+		leaseWatchers:  make(map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)),
+		streamWatchers: make(map[streamKey]map[int]func()),
 	}
 }
 

@@ -256,7 +256,7 @@ func (s *Store) timeOut(e *execution, sp *suspensionRec, now int64) (model.Suspe
 // retried).
 func (s *Store) endTimedOut(e *execution, sp *suspensionRec, now int64, why model.CloseReason, to model.TerminalOutcome) {
 	suspClose(sp, now, why, false)
-	e.endAttempt(now, model.AttemptEndedFailure, reasonSuspensionTimeout, model.FailureTimeout)
+	s.endAttempt(e, now, model.AttemptEndedFailure, reasonSuspensionTimeout, model.FailureTimeout)
 	s.removeFromLane(e)
 	e.failureReason, e.failureCategory = reasonSuspensionTimeout, model.FailureTimeout
 	s.terminate(e, now, to)

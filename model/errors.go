@@ -110,6 +110,10 @@ const (
 	CodeBudgetExceeded    Code = "budget_exceeded"
 	CodeAdmissionRequired Code = "admission_required"
 
+	CodeStreamClosed    Code = "stream_closed"
+	CodeSummaryConflict Code = "summary_version_conflict"
+	CodeAttemptNotFound Code = "attempt_not_found"
+
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
 	CodeWorkerHasNoHandlers      Code = "worker_has_no_handlers"
@@ -189,6 +193,10 @@ var codeClass = map[Code]Class{
 	CodeQuotaNotFound:     ClassTerminal,
 	CodeBudgetExceeded:    ClassTerminal,
 	CodeAdmissionRequired: ClassTerminal,
+
+	CodeStreamClosed:    ClassTerminal,
+	CodeSummaryConflict: ClassRetryable,
+	CodeAttemptNotFound: ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -391,6 +399,14 @@ var (
 	// ErrAdmissionRequired: a claim of an execution with a quota named no
 	// admission token.
 	ErrAdmissionRequired = &Error{Code: CodeAdmissionRequired}
+	// ErrStreamClosed: the attempt's stream is closed (its attempt ended,
+	// or its lease was marked expired or revoked) and takes no frame.
+	ErrStreamClosed = &Error{Code: CodeStreamClosed}
+	// ErrSummaryConflict: a summary frame's base version is no longer the
+	// document's version; re-read the summary, re-apply and retry.
+	ErrSummaryConflict = &Error{Code: CodeSummaryConflict}
+	// ErrAttemptNotFound: the execution has no attempt of that index.
+	ErrAttemptNotFound = &Error{Code: CodeAttemptNotFound}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}
