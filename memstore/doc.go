@@ -33,6 +33,7 @@
 //	budget.go    budgets on their partitions: usage, breaches, resets, ledgers, report dedup
 //	quota.go     quota policies on their partitions: buckets, rate windows, admissions
 //	admission.go admission on the execution partition: tokens, claim-next candidates, blocked groups, the release outbox
+//	stream.go    attempt output streams: frames, trims, best-effort expiry, summaries, closing
 //
 // A helper that does what a Lua helper does has its name in Go case
 // (check_fenced_op is checkFencedOp) and lives in the file of the same
