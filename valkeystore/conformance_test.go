@@ -19,6 +19,8 @@ var (
 	_ model.LeaseNotifier  = (*Store)(nil)
 	_ model.FlowStore      = (*Store)(nil)
 	_ model.AdmissionStore = (*Store)(nil)
+	_ model.StreamStore    = (*Store)(nil)
+	_ model.StreamNotifier = (*Store)(nil)
 )
 
 // TestConformance runs the store conformance suite on every backend:

@@ -67,8 +67,9 @@
 // failures come back wrapped as "valkeystore: <script>: ...".
 //
 // The store implements model.WorkNotifier with pub/sub on P:work:<lane>
-// (notify.go describes the trade-offs) and model.LeaseNotifier with pub/sub
-// on P:lease:<instance> (lease_notify.go).
+// (notify.go describes the trade-offs), model.LeaseNotifier with pub/sub
+// on P:lease:<instance> (lease_notify.go) and model.StreamNotifier with
+// pub/sub on P:stream:<partition tag> (stream_ops.go).
 //
 // Reads run as read-only scripts (EVALSHA_RO), which the client may retry
 // after a connection failure; a write that fails on the connection may or

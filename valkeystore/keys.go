@@ -29,6 +29,22 @@ import (
 //	                          <lease id>|<instance>|<reason>" (sequence
 //	                          numbers hist_seq-LLEN+1 .. hist_seq), trimmed
 //	                          to the newest model.DefaultLeaseHistory
+//	X:stream:<i>      STREAM  attempt i's output frames (model.StreamStore;
+//	                          lua/lib/stream.lua), entry ids <seq>-0, fields
+//	                          t type, p payload, e encoding, c correlation
+//	                          id, m mode, ts time (ms), v summary version;
+//	                          trimmed exactly to the append's limit. While
+//	                          the stream has had no durable or summary frame
+//	                          it has a server TTL of 2 × TTL + GCSlack
+//	                          (garbage only: reads obey the meta's
+//	                          expires_at)
+//	X:stream:<i>:meta HASH    attempt i's stream: last_seq, closed (1 once
+//	                          closed), closed_at, closed_reason, persistent,
+//	                          expires_at, be_rate, be_at, doc (the summary
+//	                          document), version, doc_first, doc_at. Both
+//	                          exist once the attempt appended a frame; the
+//	                          record's stream_open is the index + 1 of the
+//	                          attempt whose stream is open (0: none)
 //
 // Partition indexes (I):
 //
@@ -149,7 +165,9 @@ import (
 // Options.GCSlack) so abandoned ones are collected; nothing depends on it.
 //
 // Work notifications are published on the channel P:work:<lane>, lease
-// notices for a worker instance on P:lease:<instance>.
+// notices for a worker instance on P:lease:<instance>, changes of the
+// attempt streams of partition T on P:stream:T ("<execution id>|<attempt
+// index>").
 
 // keyspace builds the keys of one store.
 type keyspace struct {
@@ -303,4 +321,8 @@ func (k keyspace) workChannel(lane model.LaneID) string {
 
 func (k keyspace) leaseChannel(wi model.WorkerInstanceID) string {
 	return k.prefix + ":lease:" + string(wi)
+}
+
+func (k keyspace) streamChannel(part int) string {
+	return k.prefix + ":stream:" + model.PartitionTag(part)
 }

@@ -81,11 +81,12 @@ func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()
 	})
 }
 
-// Close stops every watch of the store (work and lease watches). It does not close the client.
+// Close stops every watch of the store (work, lease and stream watches). It does not close the client.
 func (s *Store) Close() {
 	s.watchMu.Lock()
 	s.closed = true
 	s.watchMu.Unlock()
 	closeWatches(s, s.watches)
 	closeWatches(s, s.leaseWatches)
+	closeWatches(s, s.streamWatches)
 }

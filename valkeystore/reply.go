@@ -297,7 +297,7 @@ var sentinels = func() map[model.Code]*model.Error {
 		model.ErrInvalidToken, model.ErrNotSuspended, model.ErrSuspensionNotFound, model.ErrWaitpointNotFound,
 		model.ErrWaitpointClosed, model.ErrWaitpointNotPending, model.ErrWaitpointLimit, model.ErrSignalLimit,
 		model.ErrIdempotencyConflict, model.ErrBudgetNotFound, model.ErrQuotaNotFound, model.ErrBudgetExceeded,
-		model.ErrAdmissionRequired,
+		model.ErrAdmissionRequired, model.ErrStreamClosed, model.ErrSummaryConflict, model.ErrAttemptNotFound,
 	} {
 		m[e.Code] = e
 	}

@@ -19,7 +19,7 @@ var luaFiles embed.FS
 // libTopics are the library's files, lua/lib/<topic>.lua, in definition
 // order: a definition may use the definitions above it, in its file or in
 // an earlier one.
-var libTopics = []string{"keys", "record", "front", "state", "fence", "attempt", "wait", "admission", "index", "policy",
+var libTopics = []string{"keys", "record", "front", "state", "fence", "stream", "attempt", "wait", "admission", "index", "policy",
 	"claim", "recovery", "worker", "create", "flow", "suspend", "budget", "quota"}
 
 // generatedFile names the definitions made from Go declarations (record.go,
@@ -273,6 +273,8 @@ func generatedLua() string {
 		fmt.Sprintf("local MAX_WAITPOINT_TTL = %d\n", model.MaxWaitpointTTL.Milliseconds()) +
 		fmt.Sprintf("local SIGNAL_FEED_LEN = %d\n", model.SignalFeedLen) +
 		fmt.Sprintf("local MAX_BUDGET_AMOUNT = %d\n", model.MaxBudgetAmount) +
+		fmt.Sprintf("local BEST_EFFORT_MIN_LEN = %d\n", model.BestEffortMinLen) +
+		fmt.Sprintf("local BEST_EFFORT_MAX_LEN = %d\n", model.BestEffortMaxLen) +
 		recordLua() + indexLua()
 }
 
@@ -545,4 +547,8 @@ var (
 	scriptAdmissionUnblock    = declare("admission_unblock")
 	scriptQuotaReleasePending = declareRead("quota_release_pending")
 	scriptQuotaReleaseAck     = declare("quota_release_ack")
+
+	scriptStreamAppend  = declare("stream_append")
+	scriptStreamRead    = declareRead("stream_read")
+	scriptStreamSummary = declareRead("stream_summary")
 )

@@ -49,6 +49,9 @@ type Store struct {
 	closed   bool
 
 	leaseWatches map[model.WorkerInstanceID]*watch[model.LeaseNotice]
+	// streamWatches are by partition; the message is "<id>|<attempt>", ""
+	// after a resubscription (stream_ops.go)
+	streamWatches map[int]*watch[string]
 }
 
 var (
@@ -56,6 +59,8 @@ var (
 	_ model.WorkNotifier   = (*Store)(nil)
 	_ model.LeaseNotifier  = (*Store)(nil)
 	_ model.AdmissionStore = (*Store)(nil)
+	_ model.StreamStore    = (*Store)(nil)
+	_ model.StreamNotifier = (*Store)(nil)
 )
 
 // New returns a store that keeps its state on client's server. It sends
@@ -91,7 +96,8 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 		gcSlack: o.GCSlack.Milliseconds(),
 		watches: make(map[model.LaneID]*watch[int]),
 
-		leaseWatches: make(map[model.WorkerInstanceID]*watch[model.LeaseNotice]),
+		leaseWatches:  make(map[model.WorkerInstanceID]*watch[model.LeaseNotice]),
+		streamWatches: make(map[int]*watch[string]),
 	}, nil
 }
 

@@ -17,7 +17,7 @@ import (
 // recordFields fails TestRecordLayoutGolden until recordVersion is bumped
 // and this golden is updated with it (and an upgrade path written: see
 // recordVersion).
-const recordLayoutGolden = `v3 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+const recordLayoutGolden = `v4 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 	`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
 	`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
 	`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
@@ -31,7 +31,7 @@ const recordLayoutGolden = `v3 layout_version:n id:s ns:s lane:s kind:s priority
 	`progress_pct:nc progress_msg:sc progress_at:nc last_cap_mismatch_at:nc failure_reason:sc ` +
 	`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
 	`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
-	`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc`
+	`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n`
 
 func recordLayout() string { return layoutString(recordVersion, recordFields) }
 
@@ -52,8 +52,8 @@ func TestRecordLayoutGolden(t *testing.T) {
 	}
 	const hist = `string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)
       .. kind .. '|' .. e.lease_id .. '|' .. e.lease_wi .. '|' .. reason)`
-	if recordVersion != 3 || !strings.Contains(string(lib), hist) {
-		t.Fatalf("the lease history entry of layout v3 changed: bump recordVersion, write the upgrade path, and update this test")
+	if recordVersion != 4 || !strings.Contains(string(lib), hist) {
+		t.Fatalf("the lease history entry of layout v4 changed: bump recordVersion, write the upgrade path, and update this test")
 	}
 	// load_exec reads the version as e[1][1]
 	if sl := recordSlots["layout_version"]; sl != (recordSlot{false, 1, 1}) {
@@ -247,12 +247,13 @@ return redis.call('HMGET', k.core, 'n', 's', 'c')`
 	})
 }
 
-// TestRecordV2ReadAsV3 stores a record of layout v2 (the current one less
+// TestRecordV2ReadAsV4 stores a record of layout v2 (the current one less
 // the fields v3 appended: adm, and the cold budgets, quota, quota_key,
-// adm_token, blocked_budget), as the previous build wrote it: this build
-// reads it with no admission, claims and completes it, and saves it in
-// the current layout (miniredis and real servers).
-func TestRecordV2ReadAsV3(t *testing.T) {
+// adm_token, blocked_budget; and the one v4 appended: stream_open), as a
+// v2 build wrote it: this build reads it with no admission, claims and
+// completes it, and saves it in the current layout (miniredis and real
+// servers).
+func TestRecordV2ReadAsV4(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		c := b.client(t)
 		s := newStoreWith(t, c, nil)
@@ -270,14 +271,14 @@ func TestRecordV2ReadAsV3(t *testing.T) {
 			}
 			return v
 		}
-		// v2: the version 2, and each array less its v3 fields
+		// v2: the version 2, and each array less its v3 and v4 fields
 		n, cold := get("n"), get("c")
 		want := fmt.Sprintf("[%d,", recordVersion)
-		if recordVersion != 3 || !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0]") ||
+		if recordVersion != 4 || !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0]") ||
 			!strings.HasSuffix(cold, `,"","","","",""]]`) {
-			t.Fatalf("record n = %s, c = %s: not the v3 layout this test cuts back", n, cold)
+			t.Fatalf("record n = %s, c = %s: not the v4 layout this test cuts back", n, cold)
 		}
-		n2 := "[2," + n[len(want):len(n)-len(",0]")] + "]"
+		n2 := "[2," + n[len(want):len(n)-len(",0,0]")] + "]"
 		c2 := cold[:len(cold)-len(`,"","","","",""]]`)] + "]]"
 		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n2).FieldValue("c", c2).Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -293,8 +294,8 @@ func TestRecordV2ReadAsV3(t *testing.T) {
 		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0]") {
-			t.Fatalf("saved record n = %s, want the v3 layout", n)
+		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0]") {
+			t.Fatalf("saved record n = %s, want the v4 layout", n)
 		}
 	})
 }

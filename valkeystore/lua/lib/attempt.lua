@@ -2,9 +2,10 @@
 --
 -- Part of the library put in front of the scripts: see lua/README.md.
 
--- end_attempt closes the current attempt if it is open. An active
--- execution's attempt is open (started): only a claim makes an execution
--- active, and every transition out of active closes or suspends it.
+-- end_attempt closes the current attempt if it is open, and its stream
+-- (stream.lua) with the status as the reason. An active execution's
+-- attempt is open (started): only a claim makes an execution active, and
+-- every transition out of active closes or suspends it.
 local function end_attempt(e, now, status, reason, cat)
   if e.cur_attempt < 0 then return end
   local key = attempt_key(e, e.cur_attempt)
@@ -12,6 +13,7 @@ local function end_attempt(e, now, status, reason, cat)
     local st = redis.call('HGET', key, 'status')
     if st ~= 'started' and st ~= 'suspended' then return end
   end
+  if e.stream_open ~= 0 then close_stream(e, now, status) end
   redis.call('HSET', key, 'status', status, 'ended_at', S(now), 'failure_reason', reason,
     'failure_category', cat)
 end

@@ -1,0 +1,138 @@
+package valkeystore
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Attempt output streams (model.StreamStore, model.StreamNotifier). Each
+// operation is one script on the execution's partition; lua/lib/stream.lua
+// holds what they share and describes the keys (keys.go lists them too).
+
+// StreamAppend implements model.StreamStore.
+func (s *Store) StreamAppend(ctx context.Context, p *model.StreamAppendParams) (*model.StreamAppendResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	var ttl int64
+	if p.Mode == model.StreamBestEffort {
+		ttl = p.EffectiveTTL().Milliseconds()
+	}
+	var base uint64
+	var doc []byte
+	if p.Summary != nil {
+		base, doc = p.Summary.BaseVersion, p.Summary.Document
+	}
+	r, err := s.run(ctx, scriptStreamAppend, s.keys.execKeys(p.ID), fenceArgs(args{
+		"now": p.Now, "id": p.ID, "mode": string(p.Mode), "type": p.Type, "payload": p.Payload,
+		"encoding": p.Encoding, "correlation": p.CorrelationID, "max_len": p.EffectiveMaxLen(),
+		"ttl": ttl, "base_version": base, "doc": doc, "gc_slack": s.gcSlack,
+	}, p.Fence))
+	if err != nil {
+		return nil, err
+	}
+	res := &model.StreamAppendResult{Sequence: r.u64("seq"), Frames: r.int("frames"), SummaryVersion: r.u64("version")}
+	return res, r.err()
+}
+
+// StreamRead implements model.StreamStore.
+func (s *Store) StreamRead(ctx context.Context, p *model.StreamReadParams) (*model.StreamReadResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptStreamRead, s.keys.execKeys(p.ID), args{
+		"now": p.Now, "attempt": p.Attempt, "after": strconv.FormatUint(p.After, 10), "count": p.Count,
+		"exclude_best_effort": p.ExcludeBestEffort,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.StreamReadResult{
+		Next:         p.After,
+		LastSequence: r.u64("last_seq"),
+		Closed:       r.bool("closed"),
+		ClosedAt:     r.time("closed_at"),
+		ClosedReason: model.StreamCloseReason(r.str("closed_reason")),
+	}
+	if r.str("next") != "" {
+		res.Next = r.u64("next")
+	}
+	for _, row := range r.rows("frames", 8) {
+		f := model.Frame{
+			Type: row[2], Payload: []byte(row[3]), Encoding: row[4], CorrelationID: row[5],
+			Mode: model.StreamMode(row[6]),
+		}
+		var e1, e2, e3 error
+		f.Sequence, e1 = strconv.ParseUint(row[0], 10, 64)
+		ts, e2 := strconv.ParseInt(row[1], 10, 64)
+		f.SummaryVersion, e3 = strconv.ParseUint(row[7], 10, 64)
+		if e1 != nil || e2 != nil || e3 != nil || !f.Mode.Valid() {
+			r.fail("field \"frames\": malformed frame %q", row)
+			break
+		}
+		f.Time = model.FromMillis(ts)
+		res.Frames = append(res.Frames, f)
+	}
+	return res, r.err()
+}
+
+// StreamSummary implements model.StreamStore.
+func (s *Store) StreamSummary(ctx context.Context, p *model.StreamSummaryParams) (*model.StreamSummaryResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, scriptStreamSummary, s.keys.execKeys(p.ID), args{"attempt": p.Attempt})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.StreamSummaryResult{Version: r.u64("version")}
+	if res.Version > 0 {
+		res.Document = []byte(r.str("doc"))
+		res.FirstAppliedAt, res.UpdatedAt = r.time("first"), r.time("at")
+	}
+	return res, r.err()
+}
+
+// Stream notices.
+//
+// stream_append and every close of a stream (lib/stream.lua) publish
+// "<execution id>|<attempt index>" on the channel P:stream:T of the
+// execution's partition T in the same atomic step. WatchStream subscribes
+// to the partition's channel (one subscription per partition and store,
+// shared by the watchers of all its streams) and calls a watcher for the
+// messages naming its stream, and every watcher once after a
+// resubscription (notices may have been lost meanwhile: a spurious call,
+// which model.StreamNotifier allows). The trade-offs are those of the work
+// notifications (notify.go): at most once, only to connected subscribers,
+// and on a cluster PUBLISH reaches every node, so the subscription is
+// pinned to the node of the partition's slot to hear its publishes
+// first-hand.
+
+// WatchStream implements model.StreamNotifier. It returns once the
+// partition's subscription is confirmed (or after a few seconds if the
+// server does not answer, in which case the subscription keeps being
+// retried). f runs on the subscription's reader goroutine.
+func (s *Store) WatchStream(id model.ExecutionID, attempt int, f func()) (stop func()) {
+	part := id.Partition()
+	want := id.String() + "|" + strconv.Itoa(attempt)
+	return addWatch(s, s.streamWatches, part, func(msg string) {
+		if msg == want || msg == "" {
+			f()
+		}
+	}, func() subscription[string] {
+		return subscription[string]{
+			channel: s.keys.streamChannel(part),
+			// bind the connection to the node of the partition's slot
+			pin: func(ctx context.Context, dc valkey.DedicatedClient) error {
+				return dc.Do(ctx, dc.B().Exists().Key(s.keys.idx(part)+"lanes").Build()).Error()
+			},
+			// a real message is never empty: "" is the lost notice
+			parse: func(msg string) (string, bool) { return msg, msg != "" },
+			lost:  "",
+		}
+	})
+}
