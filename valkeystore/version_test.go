@@ -299,3 +299,68 @@ func TestRecordV2ReadAsV4(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordV3ReadAsV4 stores a record of layout v3 (the current one less
+// stream_open, which v4 appended) as a v3 build wrote it, of an active
+// execution: this build reads it with no open stream, opens one with the
+// first frame (saving the record in the current layout), and the
+// completion closes it (miniredis and real servers).
+func TestRecordV3ReadAsV4(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		s := newStoreWith(t, c, nil)
+		var sq seq
+		id := sq.exec(1)
+		if _, err := s.ExecutionCreate(bg, createP(id, t0)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: id, LeaseRequest: sq.req("wi", ttl), Now: at(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		core := s.keys.execKeys(id)["core"]
+		get := func() string {
+			t.Helper()
+			v, err := c.Do(bg, c.B().Hget().Key(core).Field("n").Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		n := get()
+		want := fmt.Sprintf("[%d,", recordVersion)
+		if recordVersion != 4 || !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0]") {
+			t.Fatalf("record n = %s: not the v4 layout this test cuts back", n)
+		}
+		n3 := "[3," + n[len(want):len(n)-len(",0]")] + "]"
+		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n3).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		read := func(now time.Time) *model.StreamReadResult {
+			t.Helper()
+			res, err := s.StreamRead(bg, &model.StreamReadParams{ID: id, Count: 10, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		if res := read(at(time.Second)); res.Closed || res.LastSequence != 0 {
+			t.Fatalf("read of a v3 record's attempt: %+v, want open and empty", res)
+		}
+		if get() != n3 {
+			t.Fatal("a read rewrote the v3 record")
+		}
+		if _, err := s.StreamAppend(bg, frameP(id, r.Fence(), model.StreamDurable, "x", at(time.Second))); err != nil {
+			t.Fatal(err)
+		}
+		if n := get(); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",1]") {
+			t.Fatalf("record n = %s after the first frame, want the v4 layout with stream_open 1", n)
+		}
+		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if res := read(at(2 * time.Second)); !res.Closed || res.ClosedReason != "ended_success" || !res.ClosedAt.Equal(at(2*time.Second)) || res.LastSequence != 1 {
+			t.Fatalf("read after the completion: %+v, want closed (ended_success) at 2s", res)
+		}
+	})
+}
