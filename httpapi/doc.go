@@ -17,6 +17,12 @@
 //	GET  /v1/executions/{id}/result               raw result bytes (404 until there is one)
 //	GET  /v1/executions/{id}/attempts             every attempt, oldest first
 //	GET  /v1/executions/{id}/lease-history?after=&limit=
+//	GET  /v1/executions/{id}/attempts/{n}/stream?after=&limit=&exclude_best_effort=
+//	                                              one page of attempt n's frames (limit ≤ 1000, default 100)
+//	GET  /v1/executions/{id}/attempts/{n}/stream/tail?after=&limit=&wait_ms=
+//	                                              waits up to wait_ms (≤ 30 000) for frames after the cursor
+//	                                              (429 past Options.MaxTails open tails)
+//	GET  /v1/executions/{id}/attempts/{n}/summary the attempt's summary document and its version
 //	POST /v1/executions/{id}/cancel               {"reason"}
 //	POST /v1/executions/{id}/replay               {"reason","requested_by"}
 //	POST /v1/executions/{id}/revoke-lease         {"reason"}

@@ -98,6 +98,9 @@ var codeStatus = map[model.Code]int{
 	model.CodeQuotaNotFound:         http.StatusNotFound,
 	model.CodeBudgetExceeded:        http.StatusConflict,
 	model.CodeAdmissionRequired:     http.StatusConflict,
+	model.CodeStreamClosed:          http.StatusConflict,
+	model.CodeSummaryConflict:       http.StatusConflict,
+	model.CodeAttemptNotFound:       http.StatusNotFound,
 
 	// Capacity.
 	model.CodeWorkerAtCapacity: http.StatusTooManyRequests,

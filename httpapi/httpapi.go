@@ -39,6 +39,10 @@ type Options struct {
 	// replay, revoke-lease, reclaim, priority, flow cancel) (default
 	// 64 KiB).
 	MaxControlBodyBytes int64
+	// MaxTails caps the stream tails open at once (each holds its request
+	// for up to 30 s); one more is refused with 429 (default
+	// DefaultMaxTails).
+	MaxTails int
 	// Logger receives a line per failed request: 5xx at error level
 	// (with the store's error, which the client is not shown), others at
 	// debug (nil: discarded).
@@ -54,6 +58,8 @@ type api struct {
 	maxControl int64
 	log        *slog.Logger
 	mux        *http.ServeMux
+	// tails holds a token per open stream tail (Options.MaxTails).
+	tails chan struct{}
 }
 
 // New returns the HTTP handler over e. It panics when e is nil, a
@@ -79,6 +85,10 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxTails <= 0 {
+		o.MaxTails = DefaultMaxTails
+	}
+	a.tails = make(chan struct{}, o.MaxTails)
 	if o.Token != "" {
 		a.auth, a.token = true, sha256.Sum256([]byte(o.Token))
 	}
@@ -95,6 +105,9 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"GET /v1/executions/{id}/result", raw(e.Result)},
 		{"GET /v1/executions/{id}/attempts", a.attempts},
 		{"GET /v1/executions/{id}/lease-history", a.leaseHistory},
+		{"GET /v1/executions/{id}/attempts/{n}/stream", a.readStream},
+		{"GET /v1/executions/{id}/attempts/{n}/stream/tail", a.tailStream},
+		{"GET /v1/executions/{id}/attempts/{n}/summary", a.streamSummary},
 		{"POST /v1/executions/{id}/cancel", a.reasonAction(e.Cancel)},
 		{"POST /v1/executions/{id}/replay", a.replay},
 		{"POST /v1/executions/{id}/revoke-lease", a.reasonAction(e.RevokeLease)},
