@@ -137,7 +137,9 @@ const FrameEncodingMaxBytes = 64
 // StreamAppendParams appends a frame to the stream of the attempt the
 // fence holds. The lease must be live (not expired, not revoked) and the
 // fence current, else ErrLeaseExpired, ErrLeaseRevoked or ErrStaleLease; a
-// closed stream is ErrStreamClosed. Nothing changes on an error.
+// closed stream is ErrStreamClosed. Nothing changes on an error. An
+// append is not idempotent: one whose reply was lost may have applied, and
+// appending it again adds a second frame (CorrelationID lets readers tell).
 //
 // A summary frame (Mode StreamSummary) carries the patch as Payload and
 // the document after the patch as Summary.Document; the store keeps the
