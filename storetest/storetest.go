@@ -74,6 +74,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Flows", testFlows},
 		{"Suspend", testSuspend},
 		{"Admission", testAdmission},
+		{"Streams", testStreams},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
