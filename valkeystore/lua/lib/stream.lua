@@ -52,15 +52,18 @@ end
 -- close_stream closes the open stream of e's attempt (e.stream_open) with
 -- reason, and marks the record as having none; the caller saves it. Every
 -- attempt end (end_attempt), lease-expiry mark and revoke calls it, behind
--- "if e.stream_open ~= 0".
+-- "if e.stream_open ~= 0". It is the one definition those scripts carry
+-- for streams (each is a closure built on every call: lua/README.md), so
+-- it spells out stream_key and stream_notify.
 local function close_stream(e, now, reason)
   local i = e.stream_open - 1
   if i < 0 then return end
   e.stream_open = 0
-  local meta = stream_key(e, i) .. ':meta'
+  local meta = e.k.base .. ':stream:' .. S(i) .. ':meta'
   if redis.call('HGET', meta, 'closed') == '1' then return end
   redis.call('HSET', meta, 'closed', '1', 'closed_at', S(now), 'closed_reason', reason)
-  stream_notify(e, i)
+  local pfx, tag = string.match(e.k.base, '^(.*):exec:(%b{}):')
+  redis.call('PUBLISH', pfx .. ':stream:' .. tag, e.id .. '|' .. S(i))
 end
 
 -- best_effort_rate is model.BestEffortRate: the best-effort frame rate
