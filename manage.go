@@ -204,9 +204,16 @@ func (e *Engine) IssueGrant(ctx context.Context, id ExecutionID, w *Worker, ttl 
 }
 
 // Wait blocks until the execution is terminal (completed, failed,
-// cancelled, expired or skipped) or ctx is done, checking every poll
-// interval (0: 100ms) and whenever a worker of this engine finishes a task.
+// cancelled, expired or skipped) or ctx is done. On a store that keeps the
+// completions feed it follows the execution's partition feed (woken by the
+// store's notices, so a completion in any process ends the wait within
+// milliseconds) and re-reads every poll interval (0: 1s) as a backstop;
+// otherwise it checks every poll interval (0: 100ms) and whenever a worker
+// of this engine finishes a task.
 func (e *Engine) Wait(ctx context.Context, id ExecutionID, poll time.Duration) (*Snapshot, error) {
+	if fs, ok := e.store.(model.FeedStore); ok && fs.FeedEnabled(model.FeedCompletions) {
+		return e.waitFeed(ctx, fs, id, poll)
+	}
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
@@ -223,6 +230,68 @@ func (e *Engine) Wait(ctx context.Context, id ExecutionID, poll time.Duration) (
 		}
 		if err := e.clock.Wait(ctx, poll, sig); err != nil {
 			return s, wrap("wait", err)
+		}
+	}
+}
+
+// waitFeed is Wait on the completions feed: it takes the partition feed's
+// head, then reads the execution, then reads the feed from the head on,
+// re-reading the execution only when an event names it (or the feed says
+// events were missed, or the backstop interval passed).
+func (e *Engine) waitFeed(ctx context.Context, fs model.FeedStore, id ExecutionID, poll time.Duration) (*Snapshot, error) {
+	if poll <= 0 {
+		poll = feedRecheck
+	}
+	if err := e.parts.WithDefaults().CheckExecutionID(id); err != nil {
+		return nil, wrap("wait", err)
+	}
+	part := id.Partition()
+	sig := e.clock.NewSignal()
+	if n, ok := e.store.(model.FeedNotifier); ok {
+		stop := n.WatchFeed(model.FeedCompletions, func(p int) {
+			if p == part || p < 0 {
+				sig.Notify()
+			}
+		})
+		defer stop()
+	}
+	head, err := fs.FeedRead(ctx, &model.FeedReadParams{Feed: model.FeedCompletions, Partition: part, Count: 1})
+	if err != nil {
+		return nil, wrap("wait", err)
+	}
+	after := head.Last
+	for {
+		s, err := e.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: id})
+		if err != nil {
+			return nil, wrap("wait", err)
+		}
+		if s.PublicState.IsTerminal() {
+			return s, nil
+		}
+		backstop := e.clock.Now().Add(poll)
+		for named := false; !named; {
+			r, err := fs.FeedRead(ctx, &model.FeedReadParams{Feed: model.FeedCompletions, Partition: part, After: after, Count: model.MaxFeedRead})
+			if err != nil {
+				return nil, wrap("wait", err)
+			}
+			after = r.Next
+			if r.Behind {
+				after = r.Last
+				break
+			}
+			for _, ev := range r.Events {
+				named = named || ev.Execution == id
+			}
+			if named || len(r.Events) == model.MaxFeedRead {
+				continue // re-read the execution, or the rest of the page
+			}
+			left := backstop.Sub(e.clock.Now())
+			if left <= 0 {
+				break // the backstop interval passed: read the execution
+			}
+			if err := e.clock.Wait(ctx, left, sig); err != nil {
+				return s, wrap("wait", err)
+			}
 		}
 	}
 }

@@ -51,6 +51,9 @@ type Options struct {
 	Engine *flowfabric.Config
 	// Partitions sets the store's partition counts (default: memstore's).
 	Partitions model.PartitionConfig
+	// Feeds says which event feeds the store keeps (default none; see
+	// flowfabric.Engine.Subscribe).
+	Feeds model.Feeds
 	// MaxSimulated bounds the simulated time one harness call may let pass
 	// before it fails the test (default 24h).
 	MaxSimulated time.Duration
@@ -102,7 +105,7 @@ func New(t testing.TB, opts *Options) *Harness {
 	// call, so time never moves under the test's feet.
 	h.untrack = clock.Track()
 	clock.SetAutoAdvance(true)
-	h.Store = memstore.New(&memstore.Options{Partitions: o.Partitions})
+	h.Store = memstore.New(&memstore.Options{Partitions: o.Partitions, Feeds: o.Feeds})
 	var cfg flowfabric.Config
 	if o.Engine != nil {
 		cfg = *o.Engine

@@ -27,7 +27,8 @@ func (e *execution) currentAttempt() *model.Attempt {
 
 // addHistory appends an event to the lease history, keeping the newest
 // model.DefaultLeaseHistory.
-func (e *execution) addHistory(now int64, kind model.LeaseEventKind, reason string) {
+func (s *Store) addHistory(e *execution, now int64, kind model.LeaseEventKind, reason string) {
+	s.feedLease(e, now, kind, reason)
 	e.histSeq++
 	ev := model.LeaseEvent{
 		Seq: e.histSeq, Kind: kind, LeaseEpoch: e.epoch, AttemptIndex: e.curAttempt,

@@ -92,7 +92,7 @@ func (s *Store) claim(e *execution, r *model.LeaseRequest, now int64) *model.Cla
 	if resumed {
 		kind = model.LeaseResumed
 	}
-	e.addHistory(now, kind, "")
+	s.addHistory(e, now, kind, "")
 	return s.claimResult(e, resumed)
 }
 

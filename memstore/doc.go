@@ -34,6 +34,7 @@
 //	quota.go     quota policies on their partitions: buckets, rate windows, admissions
 //	admission.go admission on the execution partition: tokens, claim-next candidates, blocked groups, the release outbox
 //	stream.go    attempt output streams: frames, trims, best-effort expiry, summaries, closing
+//	feed.go      event feeds: completions and lease events per partition
 //
 // A helper that does what a Lua helper does has its name in Go case
 // (check_fenced_op is checkFencedOp) and lives in the file of the same

@@ -215,7 +215,7 @@ func (s *Store) ExecutionReplay(ctx context.Context, p *model.ExecutionReplayPar
 		if !s.flowReplayed(e, now, model.AttemptPendingReplay) {
 			s.makeRunnable(e, now, 0, model.WaitingForWorker, model.AttemptPendingReplay)
 		}
-		e.addHistory(now, model.LeaseReplayed, p.Reason)
+		s.addHistory(e, now, model.LeaseReplayed, p.Reason)
 		return &model.ExecutionReplayResult{PublicState: e.vector().PublicState()}, nil
 	})
 }

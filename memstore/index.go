@@ -92,7 +92,7 @@ func (s *Store) releaseLease(e *execution, now int64, kind model.LeaseEventKind,
 // ExecutionReclaim's new lease inherits the old one's admission.
 func (s *Store) endLease(e *execution, now int64, kind model.LeaseEventKind, reason string) {
 	p, l := s.indexesOf(e)
-	e.addHistory(now, kind, reason)
+	s.addHistory(e, now, kind, reason)
 	clearGrant(e)
 	p.leaseExpiry.remove(e.id)
 	p.attemptTimeout.remove(e.id)
@@ -118,6 +118,7 @@ func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	p.deadline.remove(e.id)
 	p.attemptTimeout.remove(e.id)
 	l.terminal.add(e.id, now)
+	s.feedCompletion(e, now, to)
 	s.waitsEnd(e, now, to)
 	s.flowEnded(e, now)
 }

@@ -44,6 +44,8 @@ type partition struct {
 	// releases is the quota release outbox (admission.go), nil until
 	// first used.
 	releases *releaseOutbox
+	// feeds holds the event feeds (feed.go), nil until first used.
+	feeds map[model.FeedKind]*feedLog
 }
 
 // laneIndexes holds one lane's sorted sets in one partition.

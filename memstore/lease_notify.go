@@ -40,17 +40,20 @@ func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseN
 	}
 }
 
-// unlock releases the store's lock and then delivers the lease and stream
-// notices the transition queued.
+// unlock releases the store's lock and then delivers the lease, stream and
+// feed notices the transition queued.
 func (s *Store) unlock() {
-	out, sout := s.leaseOut, s.streamOut
-	s.leaseOut, s.streamOut = nil, nil
+	out, sout, fout := s.leaseOut, s.streamOut, s.feedOut
+	s.leaseOut, s.streamOut, s.feedOut = nil, nil, nil
 	s.mu.Unlock()
 	for _, ln := range out {
 		s.deliverLease(ln)
 	}
 	if len(sout) > 0 {
 		s.deliverStreams(sout)
+	}
+	if len(fout) > 0 {
+		s.deliverFeeds(fout)
 	}
 }
 

@@ -19,6 +19,7 @@ func (s *Store) LeaseRenew(ctx context.Context, p *model.LeaseRenewParams) (*mod
 		e.lastMutationAt = now
 		pt, _ := s.indexesOf(e)
 		pt.leaseExpiry.add(e.id, e.lease.expiresAt)
+		s.feedLease(e, now, model.LeaseRenewed, "")
 		return &model.LeaseRenewResult{ExpiresAt: tm(e.lease.expiresAt), RenewBy: tm(e.lease.renewBy)}, nil
 	})
 }
@@ -53,7 +54,7 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 		e.setState(now, model.PhaseActive, model.OwnershipLeaseExpiredReclaimable, model.NotApplicable,
 			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
 		e.leaseExpiredAt = now
-		e.addHistory(now, model.LeaseExpired, "")
+		s.addHistory(e, now, model.LeaseExpired, "")
 		s.closeStream(e, now, model.StreamClosedLeaseExpired)
 		return status(model.MarkExpiredMarked)
 	})
@@ -80,7 +81,7 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 		now := ms(p.Now)
 		old := e.lease.id
 		pt, _ := s.indexesOf(e)
-		e.addHistory(now, model.LeaseRevoked, p.Reason)
+		s.addHistory(e, now, model.LeaseRevoked, p.Reason)
 		s.closeStream(e, now, model.StreamClosedLeaseRevoked)
 		s.notifyLease(e, model.LeaseNoticeRevoked)
 		s.clearLease(e)

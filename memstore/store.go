@@ -12,12 +12,16 @@ import (
 type Options struct {
 	// Partitions sets the partition counts (zero: the defaults).
 	Partitions model.PartitionConfig
+	// Feeds says which event feeds the store keeps (model.FeedStore;
+	// none by default).
+	Feeds model.Feeds
 }
 
 // Store is the in-memory model.Store. Create it with New.
 type Store struct {
 	mu      sync.Mutex
 	cfg     model.PartitionConfig
+	feeds   model.Feeds
 	parts   []*partition
 	execs   map[model.ExecutionID]*execution
 	idem    map[idemKey]idemEntry
@@ -50,13 +54,16 @@ type Store struct {
 	// streamOut the streams it appended to or closed (stream.go).
 	leaseOut  []leaseNote
 	streamOut []streamKey
+	feedOut   []feedNote
 
 	watchMu       sync.Mutex
 	watchers      map[model.LaneID]map[int]func(int)
 	leaseWatchers map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)
 	// streamWatchers are WatchStream's (stream.go).
 	streamWatchers map[streamKey]map[int]func()
-	watchSeq       int
+	// feedWatchers are WatchFeed's (feed.go).
+	feedWatchers map[model.FeedKind]map[int]func(int)
+	watchSeq     int
 }
 
 var (
@@ -66,6 +73,8 @@ var (
 	_ model.AdmissionStore = (*Store)(nil)
 	_ model.StreamStore    = (*Store)(nil)
 	_ model.StreamNotifier = (*Store)(nil)
+	_ model.FeedStore      = (*Store)(nil)
+	_ model.FeedNotifier   = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,
@@ -78,9 +87,13 @@ func New(opts *Options) *Store {
 	if err := o.Partitions.Validate(); err != nil {
 		panic("memstore: " + err.Error())
 	}
+	if err := o.Feeds.Validate(); err != nil {
+		panic("memstore: " + err.Error())
+	}
 	cfg := o.Partitions.WithDefaults()
 	return &Store{
 		cfg:      cfg,
+		feeds:    o.Feeds,
 		parts:    make([]*partition, cfg.FlowPartitions),
 		execs:    make(map[model.ExecutionID]*execution),
 		idem:     make(map[idemKey]idemEntry),
@@ -94,6 +107,7 @@ func New(opts *Options) *Store {
 
 		leaseWatchers:  make(map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)),
 		streamWatchers: make(map[streamKey]map[int]func()),
+		feedWatchers:   make(map[model.FeedKind]map[int]func(int)),
 	}
 }
 

@@ -113,6 +113,7 @@ const (
 	CodeStreamClosed    Code = "stream_closed"
 	CodeSummaryConflict Code = "summary_version_conflict"
 	CodeAttemptNotFound Code = "attempt_not_found"
+	CodeFeedDisabled    Code = "feed_disabled"
 
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
@@ -197,6 +198,7 @@ var codeClass = map[Code]Class{
 	CodeStreamClosed:    ClassTerminal,
 	CodeSummaryConflict: ClassRetryable,
 	CodeAttemptNotFound: ClassTerminal,
+	CodeFeedDisabled:    ClassTerminal,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -407,6 +409,8 @@ var (
 	ErrSummaryConflict = &Error{Code: CodeSummaryConflict}
 	// ErrAttemptNotFound: the execution has no attempt of that index.
 	ErrAttemptNotFound = &Error{Code: CodeAttemptNotFound}
+	// ErrFeedDisabled: the store was not built to keep that feed.
+	ErrFeedDisabled = &Error{Code: CodeFeedDisabled}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}

@@ -1,0 +1,318 @@
+package flowfabric
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// Event feeds: every completion and every lease event, per partition, in
+// the order the store made them, durable and resumable from a cursor (see
+// model.FeedStore). A store keeps them only when built with them:
+// memstore.Options.Feeds, valkeystore.Options.Feeds.
+type (
+	// FeedKind names a feed: FeedCompletions or FeedLeases.
+	FeedKind = model.FeedKind
+	// FeedEvent is one event of a feed.
+	FeedEvent = model.FeedEvent
+	// Feeds says which feeds a store keeps (a store option).
+	Feeds = model.Feeds
+)
+
+// Feeds.
+const (
+	FeedCompletions = model.FeedCompletions
+	FeedLeases      = model.FeedLeases
+)
+
+var (
+	// ErrFeedDisabled: the store was not built to keep that feed.
+	ErrFeedDisabled = model.ErrFeedDisabled
+	// ErrFeedBehind: the subscriber's cursor fell behind what a partition's
+	// feed keeps (or the feed was reset), so events were missed; the
+	// subscription goes on from the oldest event kept. A *FeedBehindError
+	// says which partition.
+	ErrFeedBehind = errors.New("flowfabric: feed: the cursor fell behind the feed; events were missed")
+)
+
+// FeedBehindError reports a gap in one partition's feed.
+type FeedBehindError struct {
+	Feed      FeedKind
+	Partition int
+	// After is the cursor the subscriber had; the feed kept nothing
+	// between it and the oldest event it still holds.
+	After uint64
+}
+
+func (e *FeedBehindError) Error() string {
+	return fmt.Sprintf("flowfabric: feed %s partition %d: the cursor %d fell behind the feed; events were missed", e.Feed, e.Partition, e.After)
+}
+
+// Is makes errors.Is(err, ErrFeedBehind) true.
+func (e *FeedBehindError) Is(target error) bool { return target == ErrFeedBehind }
+
+// FeedCursor is a subscriber's position: per partition, the sequence of
+// the last event it has seen. The zero value starts at the oldest events
+// the feeds keep. Save String() and resume with ParseFeedCursor.
+type FeedCursor struct {
+	seqs map[int]uint64
+}
+
+// Seq returns the cursor's position in partition p.
+func (c FeedCursor) Seq(p int) uint64 { return c.seqs[p] }
+
+// Advance returns the cursor moved past ev.
+func (c FeedCursor) Advance(ev FeedEvent) FeedCursor {
+	if ev.Seq <= c.seqs[ev.Partition] {
+		return c
+	}
+	n := FeedCursor{seqs: maps.Clone(c.seqs)}
+	if n.seqs == nil {
+		n.seqs = map[int]uint64{}
+	}
+	n.seqs[ev.Partition] = ev.Seq
+	return n
+}
+
+// String encodes the cursor ("p:seq,p:seq", partitions in order; "" for
+// the zero cursor).
+func (c FeedCursor) String() string {
+	ps := slices.Sorted(maps.Keys(c.seqs))
+	var b strings.Builder
+	for _, p := range ps {
+		if c.seqs[p] == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(p) + ":" + strconv.FormatUint(c.seqs[p], 10))
+	}
+	return b.String()
+}
+
+// ParseFeedCursor decodes a cursor written by FeedCursor.String.
+func ParseFeedCursor(s string) (FeedCursor, error) {
+	c := FeedCursor{seqs: map[int]uint64{}}
+	if s == "" {
+		return c, nil
+	}
+	for part := range strings.SplitSeq(s, ",") {
+		ps, ss, ok := strings.Cut(part, ":")
+		p, err1 := strconv.Atoi(ps)
+		seq, err2 := strconv.ParseUint(ss, 10, 64)
+		if !ok || err1 != nil || err2 != nil || p < 0 {
+			return FeedCursor{}, &model.Error{Code: model.CodeInvalidInput, Field: "cursor", Detail: "malformed",
+				Got: strconv.Quote(part), Want: "partition:seq pairs separated by commas"}
+		}
+		c.seqs[p] = seq
+	}
+	return c, nil
+}
+
+// FeedFilter keeps the events that match every field set.
+type FeedFilter struct {
+	Namespace Namespace
+	Lanes     []LaneID
+	Kinds     []Kind
+	Flow      FlowID
+	// Tags must all be on the execution (read with Describe once per
+	// execution and cached while the subscription runs).
+	Tags map[string]string
+}
+
+func (f *FeedFilter) match(ctx context.Context, e *Engine, ev *FeedEvent, tags map[ExecutionID]map[string]string) (bool, error) {
+	if f == nil {
+		return true, nil
+	}
+	if f.Namespace != "" && ev.Namespace != f.Namespace ||
+		len(f.Lanes) > 0 && !slices.Contains(f.Lanes, ev.Lane) ||
+		len(f.Kinds) > 0 && !slices.Contains(f.Kinds, ev.Kind) ||
+		!f.Flow.IsZero() && ev.Flow != f.Flow {
+		return false, nil
+	}
+	if len(f.Tags) == 0 {
+		return true, nil
+	}
+	t, ok := tags[ev.Execution]
+	if !ok {
+		s, err := e.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: ev.Execution})
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+		case err != nil:
+			return false, err
+		default:
+			t = s.Tags
+		}
+		if len(tags) > 4096 {
+			clear(tags) // bounded memory
+		}
+		tags[ev.Execution] = t
+	}
+	for k, v := range f.Tags {
+		if t[k] != v {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// SubscribeOpts configures Subscribe.
+type SubscribeOpts struct {
+	// Feed is FeedCompletions (the zero value) or FeedLeases.
+	Feed FeedKind
+	// From is where to start (zero: the oldest events kept). Use
+	// Engine.FeedHead for "only what happens from now on".
+	From FeedCursor
+	// Filter keeps matching events (nil: all).
+	Filter *FeedFilter
+	// Partitions limits the subscription (nil: all).
+	Partitions []int
+	// PageSize is how many events are read per partition and call
+	// (1–model.MaxFeedRead; 0: 100); a subscriber holds at most one page
+	// per partition.
+	PageSize int
+}
+
+// feedRecheck is how often a subscription re-reads when no notice came.
+const feedRecheck = time.Second
+
+func (e *Engine) feedStore(k FeedKind) (model.FeedStore, error) {
+	fs, ok := e.store.(model.FeedStore)
+	if !ok {
+		return nil, &model.Error{Code: model.CodeInvalidInput, Field: "Store",
+			Detail: fmt.Sprintf("%T does not implement model.FeedStore", e.store)}
+	}
+	if !k.Valid() {
+		return nil, &model.Error{Code: model.CodeInvalidInput, Field: "Feed", Detail: "unknown_feed"}
+	}
+	if !fs.FeedEnabled(k) {
+		return nil, fmt.Errorf("%w: the store keeps no %s feed (build it with Feeds)", model.ErrFeedDisabled, k)
+	}
+	return fs, nil
+}
+
+// FeedHead returns a cursor at the newest event of every partition's feed
+// k: a subscription from it sees only what happens afterwards.
+func (e *Engine) FeedHead(ctx context.Context, k FeedKind) (FeedCursor, error) {
+	fs, err := e.feedStore(k)
+	if err != nil {
+		return FeedCursor{}, wrap("feed head", err)
+	}
+	c := FeedCursor{seqs: map[int]uint64{}}
+	for p := range e.Partitions() {
+		r, err := fs.FeedRead(ctx, &model.FeedReadParams{Feed: k, Partition: p, After: 0, Count: 1})
+		if err != nil {
+			return FeedCursor{}, wrap("feed head", err)
+		}
+		c.seqs[p] = r.Last
+	}
+	return c, nil
+}
+
+// Subscribe yields the events of a feed, partition by partition in turn,
+// each partition's in order, from opts.From, and waits for more when it
+// has yielded everything: it ends only when ctx ends (yielding ctx's
+// error) or the loop breaks. Each event comes once; save
+// cursor.Advance(ev) to resume after a restart without losing or repeating
+// any (inside what the feed keeps). A cursor that fell behind yields a
+// *FeedBehindError (errors.Is ErrFeedBehind) and goes on from the oldest
+// event kept; any other error ends the subscription. Notices from the
+// store (model.FeedNotifier) wake it; it re-reads every second without
+// them.
+func (e *Engine) Subscribe(ctx context.Context, opts *SubscribeOpts) iter.Seq2[FeedEvent, error] {
+	var o SubscribeOpts
+	if opts != nil {
+		o = *opts
+	}
+	if o.Feed == "" {
+		o.Feed = FeedCompletions
+	}
+	return func(yield func(FeedEvent, error) bool) {
+		fs, err := e.feedStore(o.Feed)
+		if err == nil && (o.PageSize < 0 || o.PageSize > model.MaxFeedRead) {
+			err = model.OutOfRange("PageSize", o.PageSize, "0.."+strconv.Itoa(model.MaxFeedRead))
+		}
+		parts := o.Partitions
+		if parts == nil {
+			parts = make([]int, e.Partitions())
+			for i := range parts {
+				parts[i] = i
+			}
+		}
+		for _, p := range parts {
+			if err == nil && (p < 0 || p >= e.Partitions()) {
+				err = model.OutOfRange("Partitions", p, "0.."+strconv.Itoa(e.Partitions()-1))
+			}
+		}
+		if err != nil {
+			yield(FeedEvent{}, wrap("subscribe", err))
+			return
+		}
+		if o.PageSize == 0 {
+			o.PageSize = 100
+		}
+		cur := maps.Clone(o.From.seqs)
+		if cur == nil {
+			cur = map[int]uint64{}
+		}
+		sig := e.clock.NewSignal()
+		if n, ok := e.store.(model.FeedNotifier); ok {
+			stop := n.WatchFeed(o.Feed, func(int) { sig.Notify() })
+			defer stop()
+		}
+		tags := map[ExecutionID]map[string]string{}
+		for {
+			progressed := false
+			for _, p := range parts {
+				r, err := fs.FeedRead(ctx, &model.FeedReadParams{Feed: o.Feed, Partition: p, After: cur[p], Count: o.PageSize})
+				if err != nil {
+					yield(FeedEvent{}, wrap("subscribe", err))
+					return
+				}
+				if r.Behind {
+					if !yield(FeedEvent{}, &FeedBehindError{Feed: o.Feed, Partition: p, After: cur[p]}) {
+						return
+					}
+					// go on from the oldest event kept (or from the
+					// feed's new start after a reset)
+					cur[p] = 0
+					if len(r.Events) > 0 && r.Events[0].Seq > 0 {
+						cur[p] = r.Events[0].Seq - 1
+					}
+					progressed = true
+					continue
+				}
+				for _, ev := range r.Events {
+					cur[p] = ev.Seq
+					ok, err := o.Filter.match(ctx, e, &ev, tags)
+					if err != nil {
+						yield(FeedEvent{}, wrap("subscribe", err))
+						return
+					}
+					if ok && !yield(ev, nil) {
+						return
+					}
+				}
+				if len(r.Events) > 0 {
+					progressed = true
+				}
+			}
+			if progressed {
+				continue
+			}
+			if err := e.clock.Wait(ctx, feedRecheck, sig); err != nil {
+				yield(FeedEvent{}, err)
+				return
+			}
+		}
+	}
+}
