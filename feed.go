@@ -316,3 +316,108 @@ func (e *Engine) Subscribe(ctx context.Context, opts *SubscribeOpts) iter.Seq2[F
 		}
 	}
 }
+
+// ReadFeedOpts configures ReadFeed.
+type ReadFeedOpts struct {
+	// Feed is FeedCompletions (the zero value) or FeedLeases.
+	Feed FeedKind
+	// From is the cursor (zero: the oldest events kept).
+	From FeedCursor
+	// Filter keeps matching events (nil: all); filtered events still move
+	// the cursor.
+	Filter *FeedFilter
+	// Limit caps the events returned (1–model.MaxFeedRead; 0: 100).
+	Limit int
+	// MaxWait is how long to wait for an event when there is none
+	// (0: answer at once; at most 5 min).
+	MaxWait time.Duration
+}
+
+// FeedPage is one answer of ReadFeed.
+type FeedPage struct {
+	Events []FeedEvent
+	// Cursor is where the next read starts.
+	Cursor FeedCursor
+	// Behind lists the partitions whose feed had dropped events the cursor
+	// had not reached (the page goes on from the oldest kept).
+	Behind []FeedBehindError
+}
+
+// ReadFeed returns the events after opts.From, partition by partition, at
+// most opts.Limit, waiting up to opts.MaxWait when there is none: the
+// long-poll form of Subscribe, for callers that keep the cursor themselves
+// (the HTTP API). Events from several partitions are not in a global
+// order; each partition's are in order.
+func (e *Engine) ReadFeed(ctx context.Context, opts *ReadFeedOpts) (*FeedPage, error) {
+	var o ReadFeedOpts
+	if opts != nil {
+		o = *opts
+	}
+	if o.Feed == "" {
+		o.Feed = FeedCompletions
+	}
+	fs, err := e.feedStore(o.Feed)
+	if err != nil {
+		return nil, wrap("read feed", err)
+	}
+	if o.Limit == 0 {
+		o.Limit = 100
+	}
+	if o.Limit < 0 || o.Limit > model.MaxFeedRead {
+		return nil, wrap("read feed", model.OutOfRange("Limit", o.Limit, "0.."+strconv.Itoa(model.MaxFeedRead)))
+	}
+	if o.MaxWait < 0 || o.MaxWait > maxTailWait {
+		return nil, wrap("read feed", model.OutOfRange("MaxWait", o.MaxWait, "0.."+maxTailWait.String()))
+	}
+	sig := e.clock.NewSignal()
+	if n, ok := e.store.(model.FeedNotifier); ok && o.MaxWait > 0 {
+		stop := n.WatchFeed(o.Feed, func(int) { sig.Notify() })
+		defer stop()
+	}
+	page := &FeedPage{Cursor: FeedCursor{seqs: maps.Clone(o.From.seqs)}}
+	if page.Cursor.seqs == nil {
+		page.Cursor.seqs = map[int]uint64{}
+	}
+	cur := page.Cursor.seqs
+	tags := map[ExecutionID]map[string]string{}
+	deadline := e.clock.Now().Add(o.MaxWait)
+	for {
+		for p := range e.Partitions() {
+			left := o.Limit - len(page.Events)
+			if left == 0 {
+				break
+			}
+			r, err := fs.FeedRead(ctx, &model.FeedReadParams{Feed: o.Feed, Partition: p, After: cur[p], Count: left})
+			if err != nil {
+				return nil, wrap("read feed", err)
+			}
+			if r.Behind {
+				page.Behind = append(page.Behind, FeedBehindError{Feed: o.Feed, Partition: p, After: cur[p]})
+				cur[p] = 0
+				if len(r.Events) > 0 {
+					cur[p] = r.Events[0].Seq - 1
+				}
+				if r, err = fs.FeedRead(ctx, &model.FeedReadParams{Feed: o.Feed, Partition: p, After: cur[p], Count: left}); err != nil {
+					return nil, wrap("read feed", err)
+				}
+			}
+			for _, ev := range r.Events {
+				cur[p] = ev.Seq
+				ok, err := o.Filter.match(ctx, e, &ev, tags)
+				if err != nil {
+					return nil, wrap("read feed", err)
+				}
+				if ok {
+					page.Events = append(page.Events, ev)
+				}
+			}
+		}
+		left := deadline.Sub(e.clock.Now())
+		if len(page.Events) > 0 || left <= 0 {
+			return page, nil
+		}
+		if err := e.clock.Wait(ctx, min(left, feedRecheck), sig); err != nil {
+			return page, wrap("read feed", err)
+		}
+	}
+}

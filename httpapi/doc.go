@@ -34,6 +34,10 @@
 //	GET  /v1/executions/{id}/waitpoints           its waitpoints, with the tokens of the open ones
 //	GET  /v1/suspended?partition=&after=&limit=   one page of a partition's suspended executions
 //	GET  /v1/signal-feed?partition=&after=&limit= a partition's signal deliveries by seq, and the last seq
+//	GET  /v1/feeds/{completions|leases}?cursor=&limit=&wait_ms=&lane=&kind=&namespace=
+//	                                              the feed's events after the cursor and the next cursor,
+//	                                              waiting up to wait_ms (≤ 30 000) for one (404 feed_disabled
+//	                                              when the store keeps no such feed)
 //	POST /v1/signals                              {"token","name","source","payload"|"payload_base64","idempotency_key","dedup_ttl"}
 //	                                              deliver a signal; the waitpoint token is the credential (no bearer token)
 //	POST /v1/flows                                submit a flow (201; 200 with "duplicate":true for a repeated key)

@@ -101,6 +101,7 @@ var codeStatus = map[model.Code]int{
 	model.CodeStreamClosed:          http.StatusConflict,
 	model.CodeSummaryConflict:       http.StatusConflict,
 	model.CodeAttemptNotFound:       http.StatusNotFound,
+	model.CodeFeedDisabled:          http.StatusNotFound,
 
 	// Capacity.
 	model.CodeWorkerAtCapacity: http.StatusTooManyRequests,

@@ -39,9 +39,9 @@ type Options struct {
 	// replay, revoke-lease, reclaim, priority, flow cancel) (default
 	// 64 KiB).
 	MaxControlBodyBytes int64
-	// MaxTails caps the stream tails open at once (each holds its request
-	// for up to 30 s); one more is refused with 429 (default
-	// DefaultMaxTails).
+	// MaxTails caps the stream tails and feed waits open at once (each
+	// holds its request for up to 30 s); one more is refused with 429
+	// (default DefaultMaxTails).
 	MaxTails int
 	// Logger receives a line per failed request: 5xx at error level
 	// (with the store's error, which the client is not shown), others at
@@ -119,6 +119,7 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"GET /v1/executions/{id}/waitpoints", a.waitpoints},
 		{"GET /v1/suspended", a.listSuspended},
 		{"GET /v1/signal-feed", a.signalFeed},
+		{"GET /v1/feeds/{feed}", a.readFeed},
 		{"POST " + signalPath, a.deliverSignal},
 		{"POST /v1/flows", a.submitFlow},
 		{"GET /v1/flows/{id}", a.describeFlow},
