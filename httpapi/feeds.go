@@ -36,7 +36,7 @@ type feedBehindView struct {
 }
 
 type feedPageView struct {
-	Events []eventView  `json:"events"`
+	Events []eventView      `json:"events"`
 	Cursor string           `json:"cursor"`
 	Behind []feedBehindView `json:"behind,omitempty"`
 }
