@@ -25,11 +25,13 @@ var (
 // default partition counts and with a single partition.
 func TestConformance(t *testing.T) {
 	t.Run("Default", func(t *testing.T) {
-		storetest.Exercise(t, func(*testing.T) model.Store { return memstore.New(nil) })
+		storetest.Exercise(t, storetest.WithFeeds(func(_ *testing.T, f model.Feeds) model.Store {
+			return memstore.New(&memstore.Options{Feeds: f})
+		}))
 	})
 	t.Run("OnePartition", func(t *testing.T) {
-		storetest.Exercise(t, func(*testing.T) model.Store {
-			return memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 1}})
-		})
+		storetest.Exercise(t, storetest.WithFeeds(func(_ *testing.T, f model.Feeds) model.Store {
+			return memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 1}, Feeds: f})
+		}))
 	})
 }

@@ -75,6 +75,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Suspend", testSuspend},
 		{"Admission", testAdmission},
 		{"Streams", testStreams},
+		{"Feeds", testFeeds},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
