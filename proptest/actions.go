@@ -13,7 +13,7 @@ import (
 // the clock actions. The actions of each area live in the file named like
 // its storetest and store file: create.go, claim.go, lease.go,
 // terminal.go, scan.go, worker.go, reads.go, flow.go, flow_await.go,
-// suspend.go.
+// suspend.go, admission.go, stream.go.
 
 // action is one kind of step. Its weight is how often it is drawn.
 type action struct {
@@ -113,6 +113,11 @@ func init() {
 		{"ScanFiltered", 1, (*machine).actScanFiltered},
 		{"BudgetScenario", 2, (*machine).actBudgetScenario},
 		{"QuotaScenario", 2, (*machine).actQuotaScenario},
+		// attempt streams (stream.go)
+		{"StreamAppend", 4, (*machine).actStreamAppend},
+		{"StreamScenario", 2, (*machine).actStreamScenario},
+		{"StreamRead", 2, (*machine).actStreamRead},
+		{"StreamSummary", 1, (*machine).actStreamSummary},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a
@@ -182,7 +187,8 @@ func (m *machine) actAdvance(t *rapid.T) {
 
 // actAdvanceToDue jumps to one of the times the state is waiting for (a
 // lease or grant expiry, a delay, a deadline, a timer, a worker or
-// idempotency expiry), give or take a millisecond, to hit the boundaries.
+// idempotency expiry, a best-effort stream's expiry), give or take a
+// millisecond, to hit the boundaries.
 func (m *machine) actAdvanceToDue(t *rapid.T) {
 	now := m.now()
 	var cands []time.Time
@@ -226,6 +232,9 @@ func (m *machine) actAdvanceToDue(t *rapid.T) {
 		add(v.expiresAt)
 	}
 	for _, at := range m.admissionDue() {
+		add(at)
+	}
+	for _, at := range m.streamDue() {
 		add(at)
 	}
 	if len(cands) == 0 {

@@ -14,8 +14,9 @@
 // newStore opens an empty store per sequence; the testing.TB it gets belongs
 // to that sequence (Cleanup runs when the sequence ends). The machine calls
 // every operation, the optional ones too, so the store must also implement
-// model.IndexInspector, model.Blocker and model.GrantReclaimer; a sequence
-// refuses one that does not, naming the interface. The pieces are
+// model.IndexInspector, model.Blocker, model.GrantReclaimer, model.FlowStore,
+// model.SuspendStore, model.AdmissionStore and model.StreamStore; a
+// sequence refuses one that does not, naming the interface. The pieces are
 // exported for other tests: Observe reads everything a store shows at one
 // instant, Observation.Violations checks one observation, StepViolations
 // two consecutive ones, CheckInvariants does both for a single check, and
@@ -26,12 +27,13 @@
 // Each sequence opens the store(s), starts a model.SimClock at
 // 2025-01-01T00:00:00Z and runs Options.Steps steps (default 50). A step is
 // one action drawn by weight: advancing the clock (by a drawn amount, or to
-// exactly a lease, grant, delay, deadline, timer, worker or idempotency
-// expiry ±1 ms); creating executions (delays, priorities, required
-// capabilities, retry policies, reclaim and replay caps, attempt timeouts,
-// deadlines, idempotency keys and TTLs, ids on the lane's partition, spread
-// or anywhere); claim grant, claim, grant-then-claim, grant-and-claim,
-// claim-next (with live capabilities drawn or from the registry); block,
+// exactly a lease, grant, delay, deadline, timer, worker, idempotency or
+// best-effort stream expiry ±1 ms); creating executions (delays,
+// priorities, required capabilities, retry policies, reclaim and replay
+// caps, attempt timeouts, deadlines, idempotency keys and TTLs, ids on the
+// lane's partition, spread or anywhere); claim grant, claim,
+// grant-then-claim, grant-and-claim, claim-next (with live capabilities
+// drawn or from the registry); block,
 // unblock, route unblock; renew, progress, complete, fail, cancel, delay (by
 // the worker with its latest fence, an older one, a corrupted one, none or
 // a partial one; or by an operator); change priority; revoke (with no,
@@ -71,7 +73,17 @@
 // candidate, the budget reads, the admission, a block on a refusal, the
 // claim with a fresh token or none, the lease's end and the releaser
 // draining the outbox), the blocked groups and their unblock (with a
-// tenant filter), and timer scans with a filter. About one call
+// tenant filter), and timer scans with a filter; and attempt output
+// streams (model.StreamStore, stream.go): appends by the holder with its
+// latest fence or an older, corrupted, missing or partial one, in the
+// three modes (binary, empty and text payloads, a few types, durable
+// MaxLen 1–4, best-effort TTLs 1–5 s, summary documents on the observed
+// version or a wrong one), a scenario that appends several frames to a
+// running attempt in one step and then lets its best-effort frames expire
+// or closes it (revoke, complete, lease marked expired at its expiry) and
+// appends again, and reads and summary reads of any attempt (one past the
+// end too) after 0, a kept sequence, the last one or beyond, with and
+// without best-effort frames. About one call
 // in twenty gets one invalid input and must be
 // refused as a validation error naming its field. Ids (execution, lease,
 // attempt) come from a counter and a drawn byte, so a sequence is fully
@@ -138,6 +150,19 @@
 //     outbox entry is of the execution's bucket, oldest first, never the
 //     token its lease holds now, and a lease that ends holding a token
 //     leaves it there; PartitionDue's admission flags agree;
+//   - streams (stream_observe.go; every attempt's whole stream and
+//     summary): the kept frames are the newest ones (consecutive
+//     sequences ending at LastSequence, times not after Now), valid, with
+//     a summary version exactly on summary frames, those consecutive and
+//     the newest the document's Version (set exactly when Version > 0);
+//     an open stream names no close, a never-opened closed one reads
+//     no_frames without a time, an opened one a time after its frames; an
+//     ended attempt's stream is closed, for its status at its end, and the
+//     current attempt's once its lease is marked expired or revoked; and
+//     each stream's LastSequence counts the machine's successful appends
+//     to it, its Version the summary ones, and a stream that only had
+//     best-effort frames keeps them until 2 × TTL after the last one and
+//     none from then on;
 //   - flows: members and edges agree at both ends, the graph is acyclic,
 //     the revision counts members plus edges; a group counts only its
 //     current generation's edges (0: the flow as built; n: the member's
@@ -154,7 +179,14 @@
 // signals only grow, escalation only sets, and an execution keeps its
 // last suspension until it suspends again; a group decides once per
 // generation and a generation rises only by an await, above every earlier
-// one, and falls only to 0 by a replay; a state change stamps
+// one, and falls only to 0 by a replay; a stream's LastSequence and
+// summary version never fall, a frame never changes, the kept frames
+// change without an append only by best-effort expiry (all of them), and
+// a closed stream stays closed (same time and reason) and takes no frame
+// (a stream never opened that read closed while its lease was marked
+// expired or revoked may read open again once an operator's delay pauses
+// its attempt, as the contract's "a paused attempt reads as open" has
+// it); a state change stamps
 // last_transition_at and any change last_mutation_at with Now; a step whose
 // every call failed changed nothing ("an error means nothing was written").
 //
@@ -168,8 +200,13 @@
 // grants, claims, reclaims, recoveries, revokes, expiries, promotions,
 // mark-expired, replays, retries (delay = BackoffMs), creates and
 // idempotency keys, awaits (their refusals in order, the generation they
-// open, the held parent and new children right after), and the worker
-// registry answer as their preconditions say. A differential run also compares every answer and every observation
+// open, the held parent and new children right after), the worker
+// registry, stream appends (a closed stream of the fence's attempt when
+// it is the current one first, then the fence order, then the summary's
+// base version; a success is LastSequence + 1, the next summary version,
+// and keeps one frame more up to the mode's limit) and stream reads (the
+// page the observed whole stream implies, attempt_not_found past the last
+// attempt) answer as their preconditions say. A differential run also compares every answer and every observation
 // of the two stores (go-cmp, nil and empty equal) and reports the first
 // difference as a diff (-A +B).
 //

@@ -211,7 +211,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 58).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 61).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -327,6 +327,8 @@ func (m *machine) actHostile(t *rapid.T) {
 		m.hostileSuspend(t, op, id, now)
 	case 51, 52, 53, 54, 55, 56, 57, 58:
 		m.hostileAdmission(t, op, id, now)
+	case 59, 60, 61:
+		m.hostileStream(t, op, id, now)
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {
@@ -620,5 +622,40 @@ func (m *machine) hostileAdmission(t *rapid.T, op int, id model.ExecutionID, now
 	default:
 		p := &model.ExecutionClaimParams{ID: id, Capabilities: hCaps(t, "caps"), AdmissionToken: hStr(t, "token", "", "t1"), LeaseRequest: m.hLease(t), Now: now}
 		m.claimed(hostile(m, t, "ExecutionClaim", p, func(p *model.ExecutionClaimParams) error { return p.Validate(cfg) }, model.Store.ExecutionClaim))
+	}
+}
+
+// hostileStream makes one model.StreamStore call with hostile parameters:
+// odd modes and types, payloads and documents at and past their limits,
+// odd MaxLens and TTLs, a summary where none belongs or none where one
+// does, negative and far attempts, odd counts and cursors. A successful
+// append is recorded in the stream model (its effect is the one the
+// model knows).
+func (m *machine) hostileStream(t *rapid.T, op int, id model.ExecutionID, now time.Time) {
+	cfg := m.cfg
+	switch op {
+	case 59:
+		p := &model.StreamAppendParams{ID: id, Fence: m.hFence(t, id), Mode: hStr(t, "mode", streamModes...),
+			Type: hStr(t, "type", frameTypes...), Payload: hBytes(t, "payload", model.MaxFramePayloadBytes),
+			Encoding: hStr(t, "encoding", frameEncodings...), CorrelationID: hStr(t, "correlation_id", frameCorrIDs...),
+			MaxLen: plausibleOr(t, "max_len", genOddInt, 0, 1, 4, model.MaxStreamMaxLen, model.MaxStreamMaxLen+1),
+			TTL:    hDuration(t, "ttl", 0, time.Second, 5*time.Second, time.Hour, time.Hour+time.Millisecond), Now: now}
+		if genBool.Draw(t, "summary_set") {
+			p.Summary = &model.SummaryUpdate{BaseVersion: rapid.Uint64Range(0, 3).Draw(t, "base_version"),
+				Document: hBytes(t, "document", model.MaxSummaryBytes)}
+		}
+		prev := m.snap(id)
+		r := hostile(m, t, "StreamAppend", p, func(p *model.StreamAppendParams) error { return p.Validate(cfg) }, streamOp(model.StreamStore.StreamAppend))
+		if r != nil && prev != nil && prev.CurrentAttempt != nil {
+			m.noteAppend(id, prev.CurrentAttempt.Index, p)
+		}
+	case 60:
+		p := &model.StreamReadParams{ID: id, Attempt: plausibleOr(t, "attempt", genOddInt, 0, 1),
+			After: plausibleOr(t, "after", rapid.Uint64(), 0, 1), Count: plausibleOr(t, "count", genOddInt, 1, 5, model.MaxStreamRead, model.MaxStreamRead+1),
+			ExcludeBestEffort: genBool.Draw(t, "exclude_best_effort"), Now: now}
+		hostile(m, t, "StreamRead", p, func(p *model.StreamReadParams) error { return p.Validate(cfg) }, streamOp(model.StreamStore.StreamRead))
+	default:
+		p := &model.StreamSummaryParams{ID: id, Attempt: plausibleOr(t, "attempt", genOddInt, 0, 1), Now: now}
+		hostile(m, t, "StreamSummary", p, func(p *model.StreamSummaryParams) error { return p.Validate(cfg) }, streamOp(model.StreamStore.StreamSummary))
 	}
 }

@@ -44,6 +44,7 @@ func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired ma
 		v = append(v, StepViolations(c.prev, cur, acquired)...)
 		v = append(v, flowStepViolations(c.prev, cur)...)
 		v = append(v, suspendStepViolations(c.prev, cur, acquired)...)
+		v = append(v, streamStepViolations(c.prev, cur)...)
 	}
 	c.prev = cur
 	return v
@@ -68,6 +69,7 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 	out = append(out, o.suspendViolations()...)
 	out = append(out, o.flowViolations()...)
 	out = append(out, o.admissionViolations()...)
+	out = append(out, o.streamViolations()...)
 	return append(out, o.workerViolations()...)
 }
 
@@ -331,7 +333,7 @@ func StepViolations(prev, cur *Observation, acquired map[model.ExecutionID]int) 
 			bad(id, "retry/reclaim count fell without a replay: %d/%d -> %d/%d", p.RetryCount, p.ReclaimCount, c.RetryCount, c.ReclaimCount)
 		}
 		pt := p.State.LifecyclePhase == model.PhaseTerminal
-		if pt && !replayed && !reflect.DeepEqual(px, cx) {
+		if pt && !replayed && !reflect.DeepEqual(px.withoutStreams(), cx.withoutStreams()) {
 			bad(id, "terminal record changed without a replay")
 		}
 		if pt && c.State.LifecyclePhase != model.PhaseTerminal && !replayed {

@@ -77,6 +77,7 @@ type machine struct {
 
 	susp suspendModel // suspend.go
 	adm  admModel     // admission.go
+	strm streamModel  // stream.go
 }
 
 type refExec struct {
@@ -135,7 +136,8 @@ func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machi
 		checkers: make([]Checker, len(stores)),
 		susp: suspendModel{dedup: map[dedupRef]dedupVal{},
 			suspend: map[model.ExecutionID]*model.ExecutionSuspendParams{}},
-		adm: newAdmModel(),
+		adm:  newAdmModel(),
+		strm: newStreamModel(),
 	}
 	for _, ns := range namespaces {
 		m.workers[ns] = map[model.WorkerInstanceID]*refWorker{}
@@ -226,6 +228,9 @@ func (m *machine) observe(t *rapid.T) {
 	m.checkWorkerModel(t)
 	if v := m.untolerated(t, m.checkAdmissionModel()); len(v) > 0 {
 		m.fatalf(t, "store A: the admission model is violated:\n  %s", strings.Join(v, "\n  "))
+	}
+	if v := m.untolerated(t, m.checkStreamModel()); len(v) > 0 {
+		m.fatalf(t, "store A: the stream model is violated:\n  %s", strings.Join(v, "\n  "))
 	}
 }
 

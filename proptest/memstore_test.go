@@ -125,6 +125,14 @@ var wantOutcomes = []string{
 	"ExecutionClaimNext admit ok", "ExecutionBlock admission waiting_for_budget ok", "ExecutionBlock admission waiting_for_quota ok",
 	"ExecutionBlock invalid_blocking_reason", "AdmissionBlocked ok", "AdmissionUnblock budget ok", "AdmissionUnblock quota ok",
 	"AdmissionUnblock filtered ok", "QuotaReleasePending entry ok", "AdmitFlow outbox ok", "QuotaReleaseAck ok", "IndexScanDue filtered out ok",
+	// attempt streams (stream.go)
+	"StreamAppend ok", "StreamAppend durable ok", "StreamAppend summary ok", "StreamAppend best_effort ok", "StreamAppend trimmed ok",
+	"StreamAppend stream_closed", "StreamAppend summary_version_conflict", "StreamAppend stale_lease", "StreamAppend lease_expired",
+	"StreamAppend execution_not_active", "StreamAppend execution_not_found", "StreamAppend invalid_input",
+	"StreamAppend closed lease_expired ok", "StreamAppend closed lease_revoked ok", "StreamAppend closed no_frames ok",
+	"StreamAppend closed ended_success ok|StreamAppend closed ended_failure ok|StreamAppend closed ended_cancelled ok",
+	"StreamScenario expired ok", "StreamRead ok", "StreamRead page ok", "StreamRead no_frames ok", "StreamRead attempt_not_found",
+	"StreamRead invalid_input", "StreamSummary ok", "StreamSummary document ok", "StreamSummary attempt_not_found",
 }
 
 // fencedAny is the outcome code of any fenced operation.

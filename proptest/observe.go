@@ -11,8 +11,9 @@ import (
 
 // Observation is what a store shows through its read methods at one instant
 // (Now): every execution it lists, with its describe snapshot, index
-// membership, attempts, lease history, payload and result; the listing pages; the
-// timer entries due at Now; and the live workers of some namespaces.
+// membership, attempts, lease history, payload, result and attempt
+// streams; the listing pages; the timer entries due at Now; and the live
+// workers of some namespaces.
 // Two stores given the same operations must produce equal observations.
 type Observation struct {
 	Now        time.Time
@@ -67,6 +68,10 @@ type ExecObservation struct {
 	// Suspend is what model.SuspendStore's reads show of it
 	// (SuspensionDescribe, WaitpointList); nil for a store without it.
 	Suspend *SuspendObservation
+	// Streams holds, by attempt index, what model.StreamStore's reads
+	// show of each attempt's stream (stream_observe.go); nil for a store
+	// without it.
+	Streams []*StreamObservation
 }
 
 // ObserveOptions tunes Observe.
@@ -161,6 +166,9 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 		return nil, err
 	}
 	if err := observeAdmission(ctx, s, o, opts); err != nil {
+		return nil, err
+	}
+	if err := observeStreams(ctx, s, o); err != nil {
 		return nil, err
 	}
 	if err := observeFlows(ctx, s, o, page); err != nil {
