@@ -55,7 +55,7 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
 		e.leaseExpiredAt = now
 		s.addHistory(e, now, model.LeaseExpired, "")
-		s.closeStream(e, now, model.StreamClosedLeaseExpired)
+		s.closeLostStream(e, now, model.StreamClosedLeaseExpired)
 		return status(model.MarkExpiredMarked)
 	})
 }
@@ -82,7 +82,7 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 		old := e.lease.id
 		pt, _ := s.indexesOf(e)
 		s.addHistory(e, now, model.LeaseRevoked, p.Reason)
-		s.closeStream(e, now, model.StreamClosedLeaseRevoked)
+		s.closeLostStream(e, now, model.StreamClosedLeaseRevoked)
 		s.notifyLease(e, model.LeaseNoticeRevoked)
 		s.clearLease(e)
 		// A revoked lease stays discoverable for recovery: its lease-expiry

@@ -68,8 +68,8 @@ func streamClosedState(e *execution, idx int) (bool, int64, model.StreamCloseRea
 }
 
 // closeStream closes the current attempt's stream, if it has an open one,
-// with reason. Every attempt end (endAttempt), lease-expiry mark and revoke
-// calls it.
+// with reason. Every attempt end (endAttempt) calls it, and
+// closeLostStream.
 func (s *Store) closeStream(e *execution, now int64, reason model.StreamCloseReason) {
 	if e.curAttempt < 0 {
 		return
@@ -79,6 +79,25 @@ func (s *Store) closeStream(e *execution, now int64, reason model.StreamCloseRea
 		return
 	}
 	st.closed, st.closedAt, st.closedReason = true, now, reason
+	s.streamOut = append(s.streamOut, streamKey{e.id, e.curAttempt})
+}
+
+// closeLostStream closes the current attempt's stream when its lease is
+// marked expired or revoked: an open one with reason, and one never opened
+// for good (no_frames), so that it stays closed if the attempt resumes
+// later under a new lease (an operator's delay of a revoked execution).
+func (s *Store) closeLostStream(e *execution, now int64, reason model.StreamCloseReason) {
+	if e.curAttempt < 0 {
+		return
+	}
+	if e.streams[e.curAttempt] != nil {
+		s.closeStream(e, now, reason)
+		return
+	}
+	if e.streams == nil {
+		e.streams = make(map[int]*streamRec)
+	}
+	e.streams[e.curAttempt] = &streamRec{closed: true, closedReason: model.StreamClosedNoFrames}
 	s.streamOut = append(s.streamOut, streamKey{e.id, e.curAttempt})
 }
 

@@ -100,8 +100,9 @@ const (
 	// StreamClosedLeaseRevoked: the lease was revoked.
 	StreamClosedLeaseRevoked StreamCloseReason = "lease_revoked"
 	// StreamClosedNoFrames: the attempt ended, or its lease was marked
-	// expired or revoked, before it wrote a frame (a read's answer; no
-	// stream was opened, and ClosedAt is zero).
+	// expired or revoked, before it wrote a frame (ClosedAt is zero). A
+	// stream closed by a lost lease stays closed if the attempt resumes
+	// later under a new lease.
 	StreamClosedNoFrames StreamCloseReason = "no_frames"
 )
 
@@ -332,8 +333,9 @@ type StreamReadResult struct {
 	// Closed says the stream takes no more frames; ClosedAt and
 	// ClosedReason say when and why. An attempt whose stream was never
 	// opened reads as closed (StreamClosedNoFrames) once the attempt has
-	// ended or its lease is marked expired or revoked; a paused attempt
-	// (suspended, delayed, awaiting children) reads as open.
+	// ended or its lease was marked expired or revoked; a paused attempt
+	// (suspended, delayed, awaiting children) reads as open. Closed never
+	// goes back to false.
 	Closed       bool
 	ClosedAt     time.Time
 	ClosedReason StreamCloseReason

@@ -222,9 +222,9 @@ func (so *StreamObservation) timeViolations(now time.Time) []string {
 // streamStepViolations checks the streams between two observations of
 // one store:
 //
-//   - LastSequence never falls, Closed never goes back to false (but for
-//     reopenedNeverOpened's case), the
-//     summary version never falls and a document of the same version is
+//   - LastSequence never falls, Closed never goes back to false (also for
+//     a stream never opened whose lease was lost before the attempt
+//     resumed: a regression the machine found), the summary version never falls and a document of the same version is
 //     the same (bytes and times);
 //   - a frame keeps what it holds (a frame of the same sequence in both
 //     is equal);
@@ -252,7 +252,7 @@ func streamStepViolations(prev, cur *Observation) []string {
 			if cr.LastSequence < pr.LastSequence {
 				bad("last sequence fell from %d to %d", pr.LastSequence, cr.LastSequence)
 			}
-			if pr.Closed && !cr.Closed && !reopenedNeverOpened(pr, cx, i) {
+			if pr.Closed && !cr.Closed {
 				bad("closed (%q at %v) and now open again", pr.ClosedReason, pr.ClosedAt)
 			}
 			if pr.Closed && cr.Closed && (pr.ClosedReason != cr.ClosedReason || !pr.ClosedAt.Equal(cr.ClosedAt)) {
@@ -287,20 +287,6 @@ func streamStepViolations(prev, cur *Observation) []string {
 		}
 	}
 	return out
-}
-
-// reopenedNeverOpened reports the one way both stores let a stream read
-// open after it read closed: attempt i never opened its stream, read
-// closed (no_frames) while its lease was marked expired or revoked, then
-// an operator's delay paused the attempt, and model/stream.go says a
-// paused attempt "reads as open". An opened stream
-// closed the same way stays closed (and refuses the resumed attempt's
-// frames), so the contract is ambiguous here; until it decides, this
-// case is tolerated, narrowly: never opened, closed for no_frames, and
-// its attempt still open.
-func reopenedNeverOpened(pr *model.StreamReadResult, cx *ExecObservation, i int) bool {
-	return pr.LastSequence == 0 && pr.ClosedReason == model.StreamClosedNoFrames &&
-		i < len(cx.Attempts) && cx.Attempts[i].Status.IsOpen()
 }
 
 func frameOf(fs []model.Frame, seq uint64) *model.Frame {

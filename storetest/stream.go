@@ -64,6 +64,7 @@ func testStreams(t *testing.T, newStore NewStoreFunc) {
 		{"RetryNewStream", streamRetryNewStream},
 		{"SuspendKeepsOpen", streamSuspendKeepsOpen},
 		{"DelayKeepsOpen", streamDelayKeepsOpen},
+		{"LostLeaseClosesForGood", streamLostLeaseClosesForGood},
 		{"AwaitChildrenKeepsOpen", streamAwaitChildrenKeepsOpen},
 		// notifications
 		{"WatchAppendAndClose", streamWatchAppendAndClose},
@@ -1060,6 +1061,46 @@ func streamDelayKeepsOpen(h *streamHarness) {
 	}
 	h.appended(durable(id, rc.Fence(), "after", at(12*time.Second)), 2, 2)
 	h.wantOpen(id, 0, at(12*time.Second))
+}
+
+// streamLostLeaseClosesForGood: a stream closed by a lost lease stays
+// closed when the attempt resumes under a new lease (an operator's delay
+// of a revoked or expired execution), whether or not it had frames; the
+// resumed holder's appends are refused. (The property test found a never
+// opened stream reading open again.)
+func streamLostLeaseClosesForGood(h *streamHarness) {
+	for _, frames := range []bool{false, true} {
+		for _, lost := range []model.StreamCloseReason{model.StreamClosedLeaseRevoked, model.StreamClosedLeaseExpired} {
+			id, c := h.active(at(0))
+			lostAt := at(2 * time.Second)
+			if lost == model.StreamClosedLeaseExpired {
+				lostAt = lostAt.Add(time.Hour) // past the lease's expiry
+			}
+			why, when := model.StreamClosedNoFrames, time.Time{}
+			if frames {
+				h.appended(durable(id, c.Fence(), "before", at(time.Second)), 1, 1)
+				why, when = lost, lostAt
+			}
+			if lost == model.StreamClosedLeaseRevoked {
+				h.revoke(id, lostAt)
+			} else {
+				h.markExpired(id, lostAt)
+			}
+			h.wantClosed(id, 0, at(3*time.Hour), why, when)
+			call(h.s.ExecutionDelay(h.ctx, &model.ExecutionDelayParams{ID: id, Source: model.SourceOperator,
+				DelayUntil: at(4 * time.Hour), Now: at(3 * time.Hour)})).must(h.t)
+			h.wantClosed(id, 0, at(3*time.Hour), why, when)
+			if st := h.promote(id, laneA, at(4*time.Hour)); st != model.PromotePromoted {
+				h.t.Fatalf("promote: %s", st)
+			}
+			rc := h.claim(id, wB, at(4*time.Hour))
+			if !rc.Resumed || rc.AttemptIndex != 0 {
+				h.t.Fatalf("claim after the delay: %+v, want attempt 0 resumed", rc)
+			}
+			h.wantClosed(id, 0, at(4*time.Hour), why, when)
+			h.refused(durable(id, rc.Fence(), "after", at(4*time.Hour)), model.ErrStreamClosed)
+		}
+	}
 }
 
 // streamAwaitChildrenKeepsOpen: a flow member awaiting its children

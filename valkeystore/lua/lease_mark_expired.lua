@@ -26,6 +26,6 @@ set_state(e, now, 'active', 'lease_expired_reclaimable', 'not_applicable', 'wait
   'none', 'attempt_interrupted')
 e.lease_expired_at = now
 add_history(e, now, 'expired', '')
-if e.stream_open ~= 0 then close_stream(e, now, 'lease_expired') end
+close_lost_stream(e, now, 'lease_expired')
 save_exec(e)
 return status('marked_expired')

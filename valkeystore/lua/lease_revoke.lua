@@ -18,7 +18,7 @@ if A_expected_lease_id ~= '' and A_expected_lease_id ~= e.lease_id then return f
 
 local old = e.lease_id
 add_history(e, now, 'revoked', A_reason)
-if e.stream_open ~= 0 then close_stream(e, now, 'lease_revoked') end
+close_lost_stream(e, now, 'lease_revoked')
 notify_lease(e, 'revoked')
 clear_lease(e)
 redis.call('ZADD', K_lease_expiry, S(now), e.id)

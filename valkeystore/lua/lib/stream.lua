@@ -66,6 +66,20 @@ local function close_stream(e, now, reason)
   redis.call('PUBLISH', pfx .. ':stream:' .. tag, e.id .. '|' .. S(i))
 end
 
+-- close_lost_stream is close_stream for a lease marked expired or revoked:
+-- a stream never opened is closed for good (no_frames, closed_at 0), so it
+-- stays closed if the attempt resumes under a new lease
+-- (memstore.closeLostStream). Not on the hot path.
+local function close_lost_stream(e, now, reason)
+  if e.stream_open ~= 0 then return close_stream(e, now, reason) end
+  if e.cur_attempt < 0 then return end
+  local meta = e.k.base .. ':stream:' .. S(e.cur_attempt) .. ':meta'
+  if redis.call('HSETNX', meta, 'last_seq', '0') == 0 then return end
+  redis.call('HSET', meta, 'closed', '1', 'closed_at', '0', 'closed_reason', 'no_frames')
+  local pfx, tag = string.match(e.k.base, '^(.*):exec:(%b{}):')
+  redis.call('PUBLISH', pfx .. ':stream:' .. tag, e.id .. '|' .. S(e.cur_attempt))
+end
+
 -- best_effort_rate is model.BestEffortRate: the best-effort frame rate
 -- estimate (frames per 1000 s) after a frame at now, given the previous
 -- estimate and the previous best-effort frame's time (0: none). Every
