@@ -23,6 +23,10 @@
 //     declaration of its keys and arguments, in order. Go reads them; call
 //     sites pass keys and arguments by name and run orders them (a
 //     declared name not passed, or an argument not declared, panics).
+//     The automatic arguments (autoArgs: feeds, the store's
+//     Options.Feeds) are the exception: a script whose helpers read one
+//     takes it after its header's without declaring it, and run fills it
+//     in from the store when the call site does not pass it.
 //   - prelude: one line binds the declared keys the assembled script uses
 //     to locals, "local K_core, K_lanes = KEYS[1], KEYS[2]", and one the
 //     arguments (A_<arg>). A K_ or A_ name the header does not declare, or
@@ -68,8 +72,11 @@
 //
 // The store implements model.WorkNotifier with pub/sub on P:work:<lane>
 // (notify.go describes the trade-offs), model.LeaseNotifier with pub/sub
-// on P:lease:<instance> (lease_notify.go) and model.StreamNotifier with
-// pub/sub on P:stream:<partition tag> (stream_ops.go).
+// on P:lease:<instance> (lease_notify.go), model.StreamNotifier with
+// pub/sub on P:stream:<partition tag> (stream_ops.go) and
+// model.FeedNotifier with pub/sub on P:feed:<feed> (feed_ops.go). The
+// event feeds (model.FeedStore) are opt-in (Options.Feeds): a store
+// without them runs no feed command.
 //
 // Reads run as read-only scripts (EVALSHA_RO), which the client may retry
 // after a connection failure; a write that fails on the connection may or

@@ -77,6 +77,15 @@ import (
 //	I:signal_feed:seq             STR   the last seq written
 //	I:pending_waitpoint_expiry    ZSET  the earliest expiry of the
 //	                                    execution's pending waitpoints
+//	I:feed:completions            STREAM  the completions feed
+//	                              (model.FeedStore; lua/lib/feed.lua), kept
+//	                              only by a store built with it: entry ids
+//	                              0-<seq> from the server's auto-sequence,
+//	                              fields at, id, ns, lane, kind, flow,
+//	                              outcome, bytes; the newest Feeds.Len
+//	I:feed:leases                 STREAM  the lease events feed, likewise:
+//	                              fields at, id, ns, lane, kind, flow,
+//	                              event, epoch, attempt, instance, reason
 //
 // Suspension, waitpoints and signals (lua/lib/wait.lua): W =
 // P:wp:T:<waitpoint> HASH (id, exec, state, created_at, expires_at,
@@ -167,7 +176,8 @@ import (
 // Work notifications are published on the channel P:work:<lane>, lease
 // notices for a worker instance on P:lease:<instance>, changes of the
 // attempt streams of partition T on P:stream:T ("<execution id>|<attempt
-// index>").
+// index>"), new events of feed <feed> on P:feed:<feed> (the partition's
+// number; once per script and feed).
 
 // keyspace builds the keys of one store.
 type keyspace struct {
@@ -325,4 +335,14 @@ func (k keyspace) leaseChannel(wi model.WorkerInstanceID) string {
 
 func (k keyspace) streamChannel(part int) string {
 	return k.prefix + ":stream:" + model.PartitionTag(part)
+}
+
+// eventFeed is partition part's feed f (I:feed:<feed>; not the signal
+// feed of feedKeys).
+func (k keyspace) eventFeed(part int, f model.FeedKind) string {
+	return k.idx(part) + "feed:" + string(f)
+}
+
+func (k keyspace) feedChannel(f model.FeedKind) string {
+	return k.prefix + ":feed:" + string(f)
 }

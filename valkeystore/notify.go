@@ -81,7 +81,8 @@ func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()
 	})
 }
 
-// Close stops every watch of the store (work, lease and stream watches). It does not close the client.
+// Close stops every watch of the store (work, lease, stream and feed
+// watches). It does not close the client.
 func (s *Store) Close() {
 	s.watchMu.Lock()
 	s.closed = true
@@ -89,4 +90,5 @@ func (s *Store) Close() {
 	closeWatches(s, s.watches)
 	closeWatches(s, s.leaseWatches)
 	closeWatches(s, s.streamWatches)
+	closeWatches(s, s.feedWatches)
 }

@@ -19,8 +19,19 @@ var luaFiles embed.FS
 // libTopics are the library's files, lua/lib/<topic>.lua, in definition
 // order: a definition may use the definitions above it, in its file or in
 // an earlier one.
-var libTopics = []string{"keys", "record", "front", "state", "fence", "stream", "attempt", "wait", "admission", "index", "policy",
-	"claim", "recovery", "worker", "create", "flow", "suspend", "budget", "quota"}
+var libTopics = []string{"keys", "record", "front", "state", "fence", "stream", "feed", "attempt", "wait", "admission", "index",
+	"policy", "claim", "recovery", "worker", "create", "flow", "suspend", "budget", "quota"}
+
+// autoArgs are the arguments the store supplies itself (Store.autoArg):
+// a script whose library helpers read one (A_<name>) takes it after its
+// header's arguments when the header does not declare it, and Store.run
+// fills it in whenever the call site does not pass it, so the scripts
+// that reach those helpers need no header line and their call sites no
+// argument. A script's own text reads one only if its header declares it.
+//
+//   - feeds: Options.Feeds for the feed helpers (lua/lib/feed.lua), which
+//     the scripts that end attempts and write the lease history reach.
+var autoArgs = []string{"feeds"}
 
 // generatedFile names the definitions made from Go declarations (record.go,
 // index_lua.go) in the line map.
@@ -32,7 +43,10 @@ const generatedFile = "<generated from record.go, index_lua.go>"
 type script struct {
 	name string
 	keys []string
-	args []string
+	// args are the header's arguments, then the automatic ones (autoArgs)
+	// its helpers read that the header does not declare (added).
+	args  []string
+	added []string
 	// readOnly scripts run with EVALSHA_RO/EVAL_RO: the server refuses
 	// writes in them and the client may retry them after a connection
 	// failure.
@@ -116,7 +130,7 @@ func (s *script) build(file, src string) error {
 
 	// the header's names the assembled script uses
 	usedK, usedA := make(map[string]bool), make(map[string]bool)
-	check := func(text, file string, line0 int) error {
+	check := func(text, file string, line0 int, helper bool) error {
 		var bad error
 		luaNameRefs(text, func(n string, line int) {
 			at := fmt.Sprintf("%s:%d", file, line0+line-1)
@@ -130,20 +144,27 @@ func (s *script) build(file, src string) error {
 				}
 				usedK[n[2:]] = true
 			case strings.HasPrefix(n, "A_"):
-				if !slices.Contains(s.args, n[2:]) {
-					bad = fmt.Errorf("%s: %s: the header declares no argument %s", at, n, n[2:])
+				a := n[2:]
+				switch {
+				case helper && slices.Contains(autoArgs, a) && !slices.Contains(s.args, a):
+					// a helper's automatic argument: the script takes it
+					// after its header's
+					s.args = append(s.args, a)
+					s.added = append(s.added, a)
+				case !slices.Contains(s.args, a) || !helper && slices.Contains(s.added, a):
+					bad = fmt.Errorf("%s: %s: the header declares no argument %s", at, n, a)
 				}
-				usedA[n[2:]] = true
+				usedA[a] = true
 			}
 		})
 		return bad
 	}
 	for _, d := range defs {
-		if err := check(d.text, d.file, d.line); err != nil {
+		if err := check(d.text, d.file, d.line, true); err != nil {
 			return err
 		}
 	}
-	if err := check(body, file, 1); err != nil {
+	if err := check(body, file, 1, false); err != nil {
 		return err
 	}
 
@@ -547,6 +568,8 @@ var (
 	scriptAdmissionUnblock    = declare("admission_unblock")
 	scriptQuotaReleasePending = declareRead("quota_release_pending")
 	scriptQuotaReleaseAck     = declare("quota_release_ack")
+
+	scriptFeedRead = declareRead("feed_read")
 
 	scriptStreamAppend  = declare("stream_append")
 	scriptStreamRead    = declareRead("stream_read")

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valkey-io/valkey-go"
+
 	"github.com/flowfabric/flowfabric/model"
 )
 
@@ -37,8 +39,14 @@ func TestScriptFiles(t *testing.T) {
 			continue
 		}
 		keys, args, err := parseHeader(mustRead(f))
-		if err != nil || !slices.Equal(keys, s.keys) || !slices.Equal(args, s.args) {
+		// the automatic arguments its helpers read come after the header's
+		if err != nil || !slices.Equal(keys, s.keys) || !slices.Equal(append(args, s.added...), s.args) {
 			t.Errorf("%s: script has keys %v and args %v, its header %v %v (%v)", f, s.keys, s.args, keys, args, err)
+		}
+		for _, a := range s.added {
+			if !slices.Contains(autoArgs, a) {
+				t.Errorf("%s: added argument %s is not automatic", f, a)
+			}
 		}
 		// the prelude binds K_<key> to KEYS[<its place in the header>]
 		for i, k := range s.keys {
@@ -390,5 +398,126 @@ func TestEndingScriptsSettleFlows(t *testing.T) {
 	}
 	if n < 6 {
 		t.Fatalf("only %d scripts include terminate; the check looks at the wrong text", n)
+	}
+}
+
+// TestAutomaticArguments: a script whose helpers read an automatic
+// argument (autoArgs) takes it after its header's without declaring it,
+// once, or where its header declares it; its own text must declare it to
+// read it; run fills it in from the store unless the call site passes it,
+// and still refuses an argument that is neither declared nor automatic.
+func TestAutomaticArguments(t *testing.T) {
+	// the scripts that end attempts or write the lease history read feeds
+	// through terminate and add_history; reads and creates do not
+	for _, sc := range []*script{scriptExecutionComplete, scriptExecutionClaimNext, scriptLeaseRenew, scriptExecutionFail} {
+		if !slices.Equal(sc.added, []string{"feeds"}) || sc.args[len(sc.args)-1] != "feeds" {
+			t.Errorf("%s: args %v (added %v), want feeds last", sc.name, sc.args, sc.added)
+		}
+		if want := fmt.Sprintf("A_feeds = ARGV[%d]", len(sc.args)); !strings.Contains(strings.SplitN(sc.src, "\n", 3)[1], "A_feeds") ||
+			!strings.Contains(prelude("A_", "ARGV", sc.args, map[string]bool{"feeds": true}), want) {
+			t.Errorf("%s: the prelude does not bind A_feeds to ARGV[%d]:\n%s", sc.name, len(sc.args), strings.SplitN(sc.src, "\n", 3)[1])
+		}
+	}
+	for _, sc := range []*script{scriptExecutionCreate, scriptExecutionDescribe, scriptFeedRead, scriptStreamRead} {
+		if len(sc.added) != 0 || slices.Contains(sc.args, "feeds") {
+			t.Errorf("%s: args %v (added %v), want no feeds", sc.name, sc.args, sc.added)
+		}
+	}
+
+	// a helper reading it adds it once, after the header's arguments
+	s, err := assemble("x", "x.lua", "-- KEYS: core\n-- ARGV: now id\n\nfeed_lease(the_exec(), 1, 'x', '')\nfeed_completion(the_exec(), 1, 'success')\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.args, []string{"now", "id", "feeds"}) || !slices.Equal(s.added, []string{"feeds"}) {
+		t.Errorf("args %v added %v, want [now id feeds] [feeds]", s.args, s.added)
+	}
+	if !strings.Contains(s.src, "local A_feeds = ARGV[3]\n") {
+		t.Errorf("prelude does not bind A_feeds to ARGV[3]:\n%s", strings.SplitN(s.src, "\n", 3)[1])
+	}
+	// a header declaring it keeps it in place, added nothing
+	s, err = assemble("x", "x.lua", "-- KEYS: core\n-- ARGV: feeds now\n\nfeed_lease(the_exec(), 1, 'x', '')\nreturn A_feeds\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.args, []string{"feeds", "now"}) || len(s.added) != 0 || !strings.Contains(s.src, "local A_feeds = ARGV[1]\n") {
+		t.Errorf("declared: args %v added %v\n%s", s.args, s.added, s.src)
+	}
+	// the script's own text reads it only if the header declares it, even
+	// when its helpers read it
+	for _, body := range []string{"return A_feeds", "feed_lease(the_exec(), 1, 'x', '')\nreturn A_feeds"} {
+		_, err := assemble("x", "x.lua", "-- KEYS: core\n-- ARGV: now\n\n"+body+"\n")
+		if err == nil || !strings.Contains(err.Error(), "the header declares no argument feeds") {
+			t.Errorf("%q: err = %v, want the header declares no argument feeds", body, err)
+		}
+	}
+
+	// run: filled in from the store's option, or as passed
+	c := miniredisClient(t)
+	echo := func(header string) *script {
+		s, err := assemble("echo", "echo.lua", "-- KEYS: lanes\n-- ARGV: "+header+"\n\nreturn { 'feeds', A_feeds }\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.lua = valkey.NewLuaScript(s.src)
+		return s
+	}
+	keys := map[string]string{"lanes": "x:idx:{fp:0}:lanes"}
+	for _, tc := range []struct {
+		feeds model.Feeds
+		want  string
+	}{
+		{model.Feeds{}, ""},
+		{model.Feeds{Len: 7}, ""},
+		{model.Feeds{Completions: true}, "c,-,10000"},
+		{model.Feeds{Leases: true, Len: 5}, "-,l,5"},
+		{model.Feeds{Completions: true, Leases: true, Len: model.MaxFeedLen}, "c,l,1000000"},
+	} {
+		st := newStoreWith(t, c, &Options{Feeds: tc.feeds})
+		for _, sc := range []*script{echo("now feeds"), echo("feeds")} {
+			a := args{}
+			if len(sc.args) == 2 {
+				a["now"] = 1
+			}
+			if r, err := st.run(bg, sc, keys, a); err != nil {
+				t.Error(err)
+			} else if got := r.str("feeds"); got != tc.want {
+				t.Errorf("%+v: %v: feeds %q, want %q", tc.feeds, sc.args, got, tc.want)
+			}
+			a["feeds"] = "passed"
+			if r, err := st.run(bg, sc, keys, a); err != nil {
+				t.Error(err)
+			} else if got := r.str("feeds"); got != "passed" {
+				t.Errorf("%+v: passed feeds reads %q", tc.feeds, got)
+			}
+		}
+	}
+	st := newStoreWith(t, c, nil)
+	for _, a := range []args{{"now": 1, "feed": "x"}, {"feeds": "x", "other": 1}, {}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("run with %v did not panic", a)
+				}
+			}()
+			_, _ = st.run(bg, echo("now feeds"), keys, a)
+		}()
+	}
+}
+
+// TestFeedsOption: Options.Feeds is validated by New and reported by
+// FeedEnabled.
+func TestFeedsOption(t *testing.T) {
+	c := miniredisClient(t)
+	for _, n := range []int{-1, model.MaxFeedLen + 1} {
+		_, err := New(c, &Options{Feeds: model.Feeds{Completions: true, Len: n}})
+		var me *model.Error
+		if !errors.As(err, &me) || me.Code != model.CodeInvalidInput || me.Field != "Options.Feeds.Len" {
+			t.Errorf("Len %d: err = %v, want invalid Options.Feeds.Len", n, err)
+		}
+	}
+	s := newStoreWith(t, c, &Options{Feeds: model.Feeds{Leases: true}})
+	if s.FeedEnabled(model.FeedCompletions) || !s.FeedEnabled(model.FeedLeases) || s.FeedEnabled("other") {
+		t.Error("FeedEnabled does not report the option")
 	}
 }

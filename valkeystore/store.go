@@ -2,6 +2,7 @@ package valkeystore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,6 +34,10 @@ type Options struct {
 	// expiry on the server before the server drops them (default 1h). It
 	// only collects garbage: expiry itself is decided against Params.Now.
 	GCSlack time.Duration
+	// Feeds says which event feeds the store keeps (model.FeedStore;
+	// none by default). Every process sharing a server should use the
+	// same: a process without a feed writes no events to it.
+	Feeds model.Feeds
 }
 
 // Store is the model.Store on Valkey or Redis (≥ 7.0), standalone or
@@ -42,6 +47,9 @@ type Store struct {
 	cfg     model.PartitionConfig
 	keys    keyspace
 	gcSlack int64 // ms
+	feeds   model.Feeds
+	// feedsArg is the scripts' automatic argument feeds (feedsArg).
+	feedsArg string
 
 	watchMu  sync.Mutex
 	watches  map[model.LaneID]*watch[int]
@@ -52,6 +60,9 @@ type Store struct {
 	// streamWatches are by partition; the message is "<id>|<attempt>", ""
 	// after a resubscription (stream_ops.go)
 	streamWatches map[int]*watch[string]
+	// feedWatches are by feed; the message is a partition, -1 after a
+	// resubscription (feed_ops.go)
+	feedWatches map[model.FeedKind]*watch[int]
 }
 
 var (
@@ -61,6 +72,8 @@ var (
 	_ model.AdmissionStore = (*Store)(nil)
 	_ model.StreamStore    = (*Store)(nil)
 	_ model.StreamNotifier = (*Store)(nil)
+	_ model.FeedStore      = (*Store)(nil)
+	_ model.FeedNotifier   = (*Store)(nil)
 )
 
 // New returns a store that keeps its state on client's server. It sends
@@ -89,15 +102,27 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 	if o.GCSlack < 0 {
 		return nil, fmt.Errorf("valkeystore: new: %w", model.OutOfRange("Options.GCSlack", o.GCSlack, "0 (the default) or more"))
 	}
+	if err := o.Feeds.Validate(); err != nil {
+		var me *model.Error
+		if errors.As(err, &me) {
+			c := *me
+			c.Field = "Options." + c.Field
+			err = &c
+		}
+		return nil, fmt.Errorf("valkeystore: new: %w", err)
+	}
 	return &Store{
-		client:  client,
-		cfg:     o.Partitions.WithDefaults(),
-		keys:    keyspace{prefix: o.Prefix},
-		gcSlack: o.GCSlack.Milliseconds(),
-		watches: make(map[model.LaneID]*watch[int]),
+		client:   client,
+		cfg:      o.Partitions.WithDefaults(),
+		keys:     keyspace{prefix: o.Prefix},
+		gcSlack:  o.GCSlack.Milliseconds(),
+		feeds:    o.Feeds,
+		feedsArg: feedsArg(o.Feeds),
+		watches:  make(map[model.LaneID]*watch[int]),
 
 		leaseWatches:  make(map[model.WorkerInstanceID]*watch[model.LeaseNotice]),
 		streamWatches: make(map[int]*watch[string]),
+		feedWatches:   make(map[model.FeedKind]*watch[int]),
 	}, nil
 }
 
@@ -111,9 +136,11 @@ type args map[string]any
 
 // run executes sc with keys and arguments given by name. Every declared
 // name must be present in keys (extra keys are ignored, so call sites pass
-// a whole key set) and args must hold exactly the declared arguments; a
-// mismatch is a programming error and panics. A script error comes back as
-// its *model.Error; a client or server failure wrapped with the op name.
+// a whole key set) and args must hold the declared arguments and nothing
+// else, but for the automatic ones (autoArgs), which run fills in from the
+// store when args lacks them; a mismatch is a programming error and
+// panics. A script error comes back as its *model.Error; a client or
+// server failure wrapped with the op name.
 func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a args) (*reply, error) {
 	ks := make([]string, len(sc.keys))
 	for i, n := range sc.keys {
@@ -123,16 +150,21 @@ func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a a
 		}
 		ks[i] = k
 	}
-	if len(a) != len(sc.args) {
-		panic(fmt.Sprintf("valkeystore: %s: %d arguments given, %d declared", sc.name, len(a), len(sc.args)))
-	}
 	as := make([]string, len(sc.args))
+	given := 0
 	for i, n := range sc.args {
 		v, ok := a[n]
-		if !ok {
+		if ok {
+			as[i] = argString(v)
+			given++
+			continue
+		}
+		if as[i], ok = s.autoArg(n); !ok {
 			panic("valkeystore: " + sc.name + ": no argument " + n)
 		}
-		as[i] = argString(v)
+	}
+	if given != len(a) {
+		panic(fmt.Sprintf("valkeystore: %s: %d arguments given, %d of them declared", sc.name, len(a), given))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -153,6 +185,32 @@ func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a a
 		return nil, err
 	}
 	return r, nil
+}
+
+// autoArg returns the value of automatic argument n (autoArgs), false if
+// n is not one.
+func (s *Store) autoArg(n string) (string, bool) {
+	if n == "feeds" {
+		return s.feedsArg, true
+	}
+	return "", false
+}
+
+// feedsArg encodes f for the scripts (lua/lib/feed.lua): "" when it keeps
+// no feed, else "<c>,<l>,<len>", c "c" or "-" for completions, l "l" or
+// "-" for leases, len the events each partition's feed keeps.
+func feedsArg(f model.Feeds) string {
+	if !f.Completions && !f.Leases {
+		return ""
+	}
+	c, l := "-", "-"
+	if f.Completions {
+		c = "c"
+	}
+	if f.Leases {
+		l = "l"
+	}
+	return c + "," + l + "," + strconv.Itoa(f.EffectiveLen())
 }
 
 func argString(v any) string {

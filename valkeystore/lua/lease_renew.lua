@@ -13,4 +13,5 @@ e.lease_renew_by = renew_deadline(now, ttl)
 e.last_mutation_at = now
 redis.call('ZADD', K_lease_expiry, S(e.lease_expires_at), e.id)
 save_exec(e)
+feed_lease(e, now, 'renewed', '')
 return { 'expires_at', e.lease_expires_at, 'renew_by', e.lease_renew_by }

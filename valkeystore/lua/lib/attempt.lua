@@ -20,8 +20,10 @@ end
 
 -- add_history appends an event to the lease history, a LIST of entries
 -- "<seq>|<epoch>|<attempt>|<at>|<kind>|<lease id>|<instance>|<reason>"
--- (the reason last: it may hold "|"), keeping the newest LEASE_HISTORY.
+-- (the reason last: it may hold "|"), keeping the newest LEASE_HISTORY;
+-- the leases feed (feed.lua) gets the event too.
 local function add_history(e, now, kind, reason)
+  feed_lease(e, now, kind, reason)
   e.hist_seq = e.hist_seq + 1
   local n = redis.call('RPUSH', e.k.history,
     string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)

@@ -113,7 +113,8 @@ local ended = {}
 
 -- terminate makes e terminal; its lease is released and it is out of its
 -- runnable index. What it holds open (a suspension, waitpoints) closes; the
--- record says whether there is any (wait.lua).
+-- record says whether there is any (wait.lua). The completions feed
+-- (feed.lua) gets the outcome.
 local function terminate(e, now, to)
   if e.wp_open ~= 0 or e.lifecycle_phase == 'suspended' then wait_kit().ends(e, now, to) end
   local as = 'attempt_terminal'
@@ -127,6 +128,7 @@ local function terminate(e, now, to)
   if e.deadline ~= 0 then redis.call('ZREM', K_deadline, e.id) end
   if e.timeout_at ~= 0 then redis.call('ZREM', K_attempt_timeout, e.id) end
   redis.call('ZADD', lane_key(e.lane, 'terminal'), S(now), e.id)
+  feed_completion(e, now, to)
   ended[#ended + 1] = e
 end
 
