@@ -69,7 +69,7 @@ func TestBudgetAmountsExact(t *testing.T) {
 // reconcile across execution partitions) and compares every result.
 func TestAdmissionDifferential(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		p := newPair(t, b, model.PartitionConfig{FlowPartitions: 4})
+		p := newFeedPair(t, b, model.PartitionConfig{FlowPartitions: 4}, bothFeeds)
 		var sq seq
 		bud, bud2 := model.BudgetID(sq.uuid()), model.BudgetID(sq.uuid())
 		q := model.QuotaID(sq.uuid())

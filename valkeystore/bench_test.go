@@ -3,6 +3,7 @@ package valkeystore
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 // (standalone, and second-server when both binaries are installed):
 //
 //	go test -run XXX -bench ServerCost -benchtime 2000x ./valkeystore/
+//	go test -run XXX -bench ServerCost -benchtime 2000x ./valkeystore/ -valkeystore.benchfeeds
 //	go test -run XXX -bench QueuedMemory -benchtime 20000x ./valkeystore/
 //
 // Each sub-benchmark prepares b.N executions in the state its operation
@@ -36,6 +38,10 @@ import (
 //	cpu-us/op    server CPU (user+sys), network included
 //
 // The default ns/op is wall time over the loop divided by b.N.
+
+// benchFeeds builds BenchmarkServerCost's stores with both event feeds
+// (what a feed costs each operation).
+var benchFeeds = flag.Bool("valkeystore.benchfeeds", false, "BenchmarkServerCost's stores keep both event feeds")
 
 // costWorkers is how many goroutines run the operations, as the bench's
 // per-operation measurement does.
@@ -332,7 +338,11 @@ func BenchmarkServerCost(b *testing.B) {
 			c := be.client(b)
 			for _, op := range costOps {
 				b.Run(op.name, func(b *testing.B) {
-					s := newStoreWith(b, c, nil)
+					var opts Options
+					if *benchFeeds {
+						opts.Feeds = model.Feeds{Completions: true, Leases: true}
+					}
+					s := newStoreWith(b, c, &opts)
 					e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
 					// one operation first, so that every script it runs is
 					// loaded and no EVAL fallback is measured

@@ -21,23 +21,29 @@ var (
 	_ model.AdmissionStore = (*Store)(nil)
 	_ model.StreamStore    = (*Store)(nil)
 	_ model.StreamNotifier = (*Store)(nil)
+	_ model.FeedStore      = (*Store)(nil)
+	_ model.FeedNotifier   = (*Store)(nil)
 )
 
 // TestConformance runs the store conformance suite on every backend:
 // miniredis in-process, a real standalone server and a real 3-master
 // cluster (the real ones skip only when no server binary is on PATH). Each
-// subtest's store has its own key prefix, so subtests share a server.
+// subtest's store has its own key prefix, so subtests share a server; the
+// Feeds group's tests build theirs with the feeds they ask for
+// (storetest.WithFeeds).
 func TestConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			t.Run("Default", func(t *testing.T) {
-				storetest.Exercise(t, func(t *testing.T) model.Store { return newStore(t, b, nil) })
+				storetest.Exercise(t, storetest.WithFeeds(func(t *testing.T, f model.Feeds) model.Store {
+					return newStore(t, b, &Options{Feeds: f})
+				}))
 			})
 			t.Run("OnePartition", func(t *testing.T) {
-				storetest.Exercise(t, func(t *testing.T) model.Store {
-					return newStore(t, b, &Options{Partitions: model.PartitionConfig{FlowPartitions: 1}})
-				})
+				storetest.Exercise(t, storetest.WithFeeds(func(t *testing.T, f model.Feeds) model.Store {
+					return newStore(t, b, &Options{Partitions: model.PartitionConfig{FlowPartitions: 1}, Feeds: f})
+				}))
 			})
 		})
 	}

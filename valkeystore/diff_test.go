@@ -18,11 +18,13 @@ import (
 // fails the test at the first difference: in results, in errors (code,
 // field, detail, state), and in everything observable about the executions
 // the operations touched (describe, indexes, attempts, lease history,
-// result, payload, and the listing of their partitions).
+// result, payload, and the listing of their partitions; with feeds, their
+// partitions' feeds, feed_test.go).
 type pair struct {
 	t     testing.TB
 	mem   *memstore.Store
 	vk    *Store
+	feeds model.Feeds
 	ids   []model.ExecutionID
 	parts []int
 	nss   []model.Namespace
@@ -30,10 +32,16 @@ type pair struct {
 }
 
 func newPair(t testing.TB, b backend, cfg model.PartitionConfig) *pair {
+	return newFeedPair(t, b, cfg, model.Feeds{})
+}
+
+// newFeedPair is newPair with both stores keeping feeds.
+func newFeedPair(t testing.TB, b backend, cfg model.PartitionConfig, feeds model.Feeds) *pair {
 	return &pair{
-		t:   t,
-		mem: memstore.New(&memstore.Options{Partitions: cfg}),
-		vk:  newStore(t, b, &Options{Partitions: cfg}),
+		t:     t,
+		mem:   memstore.New(&memstore.Options{Partitions: cfg, Feeds: feeds}),
+		vk:    newStore(t, b, &Options{Partitions: cfg, Feeds: feeds}),
+		feeds: feeds,
 	}
 }
 
@@ -162,6 +170,9 @@ func (p *pair) compareState(label string) {
 					Now: endOfTime, Limit: model.MaxPageSize})
 			})
 		}
+	}
+	if p.feeds != (model.Feeds{}) {
+		p.compareFeeds(label)
 	}
 	for _, ns := range p.nss {
 		// at t0 every registration made since is alive: the whole registry

@@ -244,7 +244,7 @@ func TestClaimNext(t *testing.T) {
 
 func TestTerminalOps(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		p := newPair(t, b, model.PartitionConfig{FlowPartitions: 3})
+		p := newFeedPair(t, b, model.PartitionConfig{FlowPartitions: 3}, bothFeeds)
 		var sq seq
 		a := sq.exec(0)
 		c := createP(a, at(0))
@@ -369,7 +369,7 @@ func TestTerminalOps(t *testing.T) {
 
 func TestLeaseAndRecovery(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		p := newPair(t, b, model.PartitionConfig{FlowPartitions: 3})
+		p := newFeedPair(t, b, model.PartitionConfig{FlowPartitions: 3}, bothFeeds)
 		var sq seq
 		a := sq.exec(2)
 		c := createP(a, at(0))
@@ -478,7 +478,7 @@ func TestLeaseAndRecovery(t *testing.T) {
 
 func TestExpire(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		p := newPair(t, b, model.PartitionConfig{FlowPartitions: 3})
+		p := newFeedPair(t, b, model.PartitionConfig{FlowPartitions: 3}, bothFeeds)
 		var sq seq
 		a := sq.exec(0)
 		c := createP(a, at(0))

@@ -59,7 +59,7 @@ type randomRun struct {
 func runRandom(t *testing.T, b backend, seed uint64, steps int) {
 	r := &randomRun{
 		t:      t,
-		p:      newPair(t, b, model.PartitionConfig{FlowPartitions: 2}),
+		p:      newFeedPair(t, b, model.PartitionConfig{FlowPartitions: 2}, randomFeeds(seed)),
 		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		now:    t0,
 		fences: make(map[model.ExecutionID]model.Fence),
@@ -93,6 +93,19 @@ func runRandom(t *testing.T, b backend, seed uint64, steps int) {
 			k -= o.weight
 		}
 	}
+}
+
+// randomFeeds are the feeds of seed's stores: none for odd seeds (the
+// default store), both for even ones, keeping 7 events when the seed is a
+// multiple of 4 (so reads meet trimmed feeds).
+func randomFeeds(seed uint64) model.Feeds {
+	switch {
+	case seed%4 == 0:
+		return model.Feeds{Completions: true, Leases: true, Len: 7}
+	case seed%2 == 0:
+		return bothFeeds
+	}
+	return model.Feeds{}
 }
 
 func (r *randomRun) pick() model.ExecutionID {

@@ -139,7 +139,7 @@ func (e *suspEnv) expire(name string, now time.Time) *model.SuspensionExpireResu
 // completes, closing what was left open.
 func TestSuspendSignals(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		p := newPair(t, b, model.PartitionConfig{FlowPartitions: 4})
+		p := newFeedPair(t, b, model.PartitionConfig{FlowPartitions: 4}, bothFeeds)
 		var sq seq
 		e := newSuspEnv(p, &sq, nil)
 		e.claim(at(time.Second))
@@ -201,7 +201,7 @@ func TestSuspendSignals(t *testing.T) {
 // waitpoint expiry, and the listing of suspended executions.
 func TestSuspendTimeouts(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		p := newPair(t, b, model.PartitionConfig{FlowPartitions: 4})
+		p := newFeedPair(t, b, model.PartitionConfig{FlowPartitions: 4}, bothFeeds)
 		var sq seq
 		var all []model.ExecutionID
 		for i, beh := range []model.TimeoutBehavior{model.TimeoutFail, model.TimeoutCancel, model.TimeoutExpire,
