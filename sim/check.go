@@ -31,10 +31,10 @@ func fenced(p any) (id model.ExecutionID, f model.Fence, now time.Time, ok bool)
 }
 
 // outcomeOps are the fenced calls that record a handler's outcome (a
-// suspension's included), and the fenced WaitpointCreate: each must come
-// from the live lease.
+// suspension's included), and the fenced WaitpointCreate and StreamAppend:
+// each must come from the live lease.
 var outcomeOps = map[string]bool{"Complete": true, "Fail": true, "Delay": true, "Cancel": true, "Suspend": true,
-	"WaitpointCreate": true}
+	"WaitpointCreate": true, "StreamAppend": true}
 
 // before runs just before a call is applied: it reads the execution a
 // fenced outcome is about to change.
@@ -42,6 +42,7 @@ func (w *world) before(op string, p any) {
 	w.pre = nil
 	w.beforeSuspend(op, p)
 	w.beforeAdmission(op, p)
+	w.beforeStream(op, p)
 	if !outcomeOps[op] {
 		return
 	}
@@ -58,6 +59,7 @@ func (w *world) before(op string, p any) {
 func (w *world) after(op string, p any, r any, err error) {
 	w.afterSuspend(op, p, r, err)
 	w.afterAdmission(op, p, r, err)
+	w.afterStream(op, p, r, err)
 	if err != nil {
 		return
 	}
@@ -160,6 +162,7 @@ func (w *world) checkpoint() {
 	}
 	w.checkSuspendState(o)
 	w.checkAdmission()
+	w.checkStreams(w.draining)
 	for _, id := range sortedIDs(w.acked) {
 		eo := o.Execs[id]
 		if eo == nil {

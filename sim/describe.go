@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -14,6 +15,7 @@ var (
 	execIDType  = reflect.TypeFor[model.ExecutionID]()
 	fenceType   = reflect.TypeFor[model.Fence]()
 	claimResTyp = reflect.TypeFor[*model.ClaimResult]()
+	timeType    = reflect.TypeFor[time.Time]()
 )
 
 // fieldCache holds, per struct type and field name, the field's index
@@ -63,6 +65,9 @@ func describeParams(w *world, p any) string {
 	if d := describeAdmissionParams(w, p); d != "" {
 		return d
 	}
+	if d := describeStreamParams(w, p); d != "" {
+		return d
+	}
 	var b []string
 	if f := field(v, "ID"); f.IsValid() && f.Type() == execIDType {
 		b = append(b, w.alias(f.Interface().(model.ExecutionID)))
@@ -110,6 +115,9 @@ func describeResult(w *world, r any, err error) string {
 		return "ok"
 	}
 	if d := describeAdmissionResult(w, r); d != "" {
+		return d
+	}
+	if d := describeStreamResult(r); d != "" {
 		return d
 	}
 	if v.Type() == claimResTyp.Elem() {

@@ -11,14 +11,18 @@
 // never run again; its leases are left), stop one gracefully, start a new
 // one. The store wrapper fails calls before they apply, loses replies of
 // calls that applied, delivers calls twice, makes calls slow, and drops
-// or duplicates work and lease notifications. Handlers of three kinds
+// or duplicates work, lease and stream notifications. Handlers of three kinds
 // suspend (sim/suspend.go) and an outside-world actor signals them with
 // the tokens it learns, redelivers, and resumes or cancels them as an
 // operator. Submissions carry budgets and keyed quotas, a kind spends on
 // budgets, and an admission actor resets budgets, reports operator usage
-// and creates the policies (sim/admission.go). After the workload the
-// faults stop and a drain runs until every acknowledged execution is
-// terminal.
+// and creates the policies (sim/admission.go). A stream kind appends
+// durable, best-effort and summary frames to its attempt's stream, other
+// handlers sometimes a frame or two first, and an observer follows
+// streams a page at a time (Engine.ReadStream, Engine.TailStream woken by
+// stream notices the wrapper drops or duplicates; sim/stream.go). After
+// the workload the faults stop and a drain runs until every acknowledged
+// execution is terminal.
 //
 // Checked throughout: the store's invariants (proptest's), retry, reclaim
 // and replay caps, that a worker's outcome is accepted only from the
@@ -30,10 +34,18 @@
 // bucket runs more handlers under live leases than its concurrency nor
 // admits more than its rate in a window, that no budget's usage passes a
 // hard limit and that a claim follows a read of each budget not
-// exhausted; at the end, that nothing acknowledged is lost (the outside
-// world answers, or an operator resumes, what is still suspended at the
-// drain; budgets are reset), and that every quota admission is released
-// and every release outbox empty.
+// exhausted; that a stream takes frames only from the live lease and
+// while open, numbers them one after another, keeps what it was given
+// (every acknowledged append at its sequence, handler runs in order, a
+// second copy of a retried or repeated append counted, not reported:
+// appends are not idempotent), versions its summary by the patches
+// applied and merges them in order, and closes when its attempt ends, by
+// the attempt's status or its lease, at the closing call's Now, never to
+// take a frame again; at the end, that nothing acknowledged is lost (the
+// outside world answers, or an operator resumes, what is still suspended
+// at the drain; budgets are reset), that every quota admission is
+// released and every release outbox empty, and that every attempt that
+// ended reads closed.
 //
 // Run returns the event log (same options, byte-identical log) and the
 // violations; Shrink finds a shorter failing run of a failing seed. See

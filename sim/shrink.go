@@ -35,6 +35,7 @@ func Shrink(r *Result) *Result {
 		for _, off := range []func(*Faults){
 			func(f *Faults) { f.FailBefore = 0 }, func(f *Faults) { f.LoseReply = 0 }, func(f *Faults) { f.Duplicate = 0 },
 			func(f *Faults) { f.Slow = 0 }, func(f *Faults) { f.Late = 0 }, func(f *Faults) { f.DropWork, f.DupWork, f.BlurWork = 0, 0, 0 }, func(f *Faults) { f.DropLease, f.Recheck = 0, 0 },
+			func(f *Faults) { f.DropStream, f.DupStream = 0, 0 },
 		} {
 			o := best.Options
 			f := *o.Faults

@@ -39,6 +39,9 @@ type Options struct {
 	// attachments of submissions and the admission actor
 	// (sim/admission.go).
 	NoAdmission bool
+	// NoStreams turns off attempt output streams: the stream kind, the
+	// frames other handlers append and the observer (sim/stream.go).
+	NoStreams bool
 	// Calm runs a healthy system: no faults, no process deaths, stalls,
 	// stops or clock jumps (NoFaults and NoKills). There a lease must never
 	// expire (every one is renewed in time or given back) and the engines
@@ -81,6 +84,8 @@ type Result struct {
 	Suspend SuspendStats
 	// Admission counts what the admission workload did.
 	Admission AdmissionStats
+	// Stream counts what the stream workload did.
+	Stream StreamStats
 }
 
 // Failed reports whether the run broke an invariant.
@@ -170,6 +175,8 @@ type world struct {
 	sus suspendState
 	// adm is the budget and quota workload (sim/admission.go)
 	adm admState
+	// str is the attempt stream workload (sim/stream.go)
+	str streamState
 
 	// checks
 	completes map[model.ExecutionID]int // successful completions since the last replay
@@ -210,6 +217,7 @@ func Run(o Options) *Result {
 		completes: map[model.ExecutionID]int{},
 		terminal:  map[model.ExecutionID]bool{},
 		sus:       newSuspendState(),
+		str:       newStreamState(),
 	}
 	w.st = &Store{Store: w.raw, w: w}
 	w.adm = newAdmState(w)
@@ -219,7 +227,8 @@ func Run(o Options) *Result {
 	w.rates = Faults{FailBefore: o.Faults.FailBefore * scale, LoseReply: o.Faults.LoseReply * scale,
 		Duplicate: o.Faults.Duplicate * scale, Slow: o.Faults.Slow * scale, DropWork: o.Faults.DropWork * scale,
 		DupWork: o.Faults.DupWork * scale, BlurWork: o.Faults.BlurWork * scale, DropLease: o.Faults.DropLease * scale,
-		Recheck: o.Faults.Recheck * scale, Late: o.Faults.Late * scale}
+		Recheck: o.Faults.Recheck * scale, Late: o.Faults.Late * scale, DropStream: o.Faults.DropStream * scale,
+		DupStream: o.Faults.DupStream * scale}
 	w.faultsOn = !o.NoFaults
 	defer w.sched.Close()
 	w.logf("seed %d steps %d faults %+v (×%d) kills %v operator %v", o.Seed, o.Steps, *o.Faults, scale, !o.NoKills, !o.NoOperator)
@@ -244,7 +253,7 @@ func Run(o Options) *Result {
 		w.drain()
 	}
 	res := &Result{Options: o, Log: w.log, Violations: w.viol, Submitted: len(w.acked), Drain: w.sched.now.Sub(drainStart),
-		Suspend: w.sus.stats, Admission: w.adm.stats}
+		Suspend: w.sus.stats, Admission: w.adm.stats, Stream: w.str.stats}
 	for _, id := range w.acked {
 		if s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id}); err == nil &&
 			s.State.TerminalOutcome == model.OutcomeSuccess {
@@ -383,16 +392,19 @@ func (w *world) startProcess(full bool, ns model.Namespace) *process {
 		}
 		sw := &simWorker{w: flowfabric.NewWorker(p.engine, cfg)}
 		for _, k := range append(kinds[:len(kinds):len(kinds)], "fanout") {
-			if err := sw.w.HandleRaw(k, w.admTrack(w.handler(k, cfg.LeaseTTL))); err != nil {
+			if err := sw.w.HandleRaw(k, w.admTrack(w.streamTrack(w.handler(k, cfg.LeaseTTL), cfg.LeaseTTL))); err != nil {
 				panic(err)
 			}
 		}
 		for _, k := range suspendKinds {
-			if err := sw.w.HandleRaw(k, w.admTrack(w.suspendHandler(k))); err != nil {
+			if err := sw.w.HandleRaw(k, w.admTrack(w.streamTrack(w.suspendHandler(k), cfg.LeaseTTL))); err != nil {
 				panic(err)
 			}
 		}
-		if err := sw.w.HandleRaw("spend", w.admTrack(w.spendHandler)); err != nil {
+		if err := sw.w.HandleRaw("spend", w.admTrack(w.streamTrack(w.spendHandler, cfg.LeaseTTL))); err != nil {
+			panic(err)
+		}
+		if err := sw.w.HandleRaw("stream", w.admTrack(w.streamHandler(cfg.LeaseTTL))); err != nil {
 			panic(err)
 		}
 		p.workers = append(p.workers, sw)
@@ -465,6 +477,9 @@ func (w *world) stepOnce() {
 	}
 	if !w.o.NoAdmission && len(live) > 0 && w.rng.IntN(1000) < 25 {
 		w.admActor(pick(w, live))
+	}
+	if !w.o.NoStreams && len(live) > 0 && w.rng.IntN(1000) < 60 {
+		w.streamObserver(pick(w, live))
 	}
 	r := w.rng.IntN(1000)
 	switch {

@@ -51,6 +51,7 @@ func TestSeeds(t *testing.T) {
 	submitted, completed := 0, 0
 	var sus sim.SuspendStats
 	var adm sim.AdmissionStats
+	var str sim.StreamStats
 	var longest time.Duration
 	var longestSeed uint64
 	for s := *first; s < *first+uint64(n); s++ {
@@ -59,6 +60,7 @@ func TestSeeds(t *testing.T) {
 		completed += r.Completed
 		sus.Add(r.Suspend)
 		adm.Add(r.Admission)
+		str.Add(r.Stream)
 		if r.Drain > longest {
 			longest, longestSeed = r.Drain, s
 		}
@@ -67,8 +69,8 @@ func TestSeeds(t *testing.T) {
 			return
 		}
 	}
-	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d); suspension: %+v; admission: %+v",
-		n, submitted, completed, longest, longestSeed, sus, adm)
+	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d); suspension: %+v; admission: %+v; streams: %+v",
+		n, submitted, completed, longest, longestSeed, sus, adm, str)
 }
 
 // TestDeterministic runs seeds twice: the event logs must be

@@ -38,11 +38,14 @@ type Faults struct {
 	// Recheck: a recheck notice (model.LeaseNoticeRecheck, sent after a
 	// resubscription) reaches a process, per step.
 	DropLease, Recheck int
+	// DropStream and DupStream: a stream notice (model.StreamNotifier)
+	// is lost or delivered twice (sim/stream.go).
+	DropStream, DupStream int
 }
 
 // DefaultFaults are the fault rates of a run that does not set its own.
 var DefaultFaults = Faults{FailBefore: 15, LoseReply: 15, Duplicate: 15, Slow: 30, DropWork: 100, DupWork: 50, BlurWork: 50,
-	DropLease: 100, Recheck: 10, Late: 20}
+	DropLease: 100, Recheck: 10, Late: 20, DropStream: 100, DupStream: 50}
 
 // errTransport is what a lost call looks like to the engine.
 var errTransport = errors.New("sim: connection lost")
@@ -347,10 +350,13 @@ func (s *Store) WatchLeases(instance model.WorkerInstanceID, f func(model.LeaseN
 
 // redeliverable are the calls a network may deliver again much later
 // (a retransmitted request): creates and a worker's fenced calls, which
-// ids and fences make harmless. An operator's unfenced calls are not
-// (a late revoke would revoke a newer lease, as its sender asked).
+// ids and fences make harmless (a stream append, not idempotent, adds a
+// second copy of its frame while its lease lives: counted, not a
+// violation).
+// An operator's unfenced calls are not (a late revoke would revoke a
+// newer lease, as its sender asked).
 var redeliverable = map[string]bool{"Create": true, "Complete": true, "Fail": true, "Delay": true, "Cancel": true,
-	"Renew": true, "UpdateProgress": true, "WaitpointCreate": true, "Suspend": true}
+	"Renew": true, "UpdateProgress": true, "WaitpointCreate": true, "Suspend": true, "StreamAppend": true}
 
 // remember keeps a call for a late redelivery (the last 32).
 func (w *world) remember(f func()) {

@@ -25,6 +25,10 @@ import (
 //	selfcancel  cancels its execution
 //	fanout      (flow nodes only) awaits 1–3 children of the kinds above,
 //	            then, resumed, reads them and succeeds
+//
+// (the kinds that suspend are in sim/suspend.go, spend in
+// sim/admission.go, stream in sim/stream.go; every kind but stream
+// sometimes appends stream frames first: streamTrack)
 func (w *world) handler(k model.Kind, lease time.Duration) func(ctx context.Context, info *flowfabric.TaskInfo) error {
 	return func(ctx context.Context, info *flowfabric.TaskInfo) error {
 		clock := w.sched
@@ -104,6 +108,9 @@ func (w *world) submit(p *process) {
 	if !w.o.NoAdmission && w.rng.IntN(6) == 0 {
 		kind = "spend"
 	}
+	if !w.o.NoStreams && w.rng.IntN(7) == 0 {
+		kind = "stream"
+	}
 	o := &flowfabric.SubmitOpts{Lane: pick(w, lanes), Priority: w.rng.IntN(4)}
 	if w.rng.IntN(3) == 0 {
 		o.Delay = w.dur(time.Millisecond, 10*time.Second)
@@ -145,6 +152,9 @@ func (w *world) submit(p *process) {
 		if !w.isAcked[res.ID] {
 			w.isAcked[res.ID] = true
 			w.acked = append(w.acked, res.ID)
+			if kind == "stream" {
+				w.str.execs = append(w.str.execs, res.ID)
+			}
 		}
 	})
 }
