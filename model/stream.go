@@ -335,7 +335,9 @@ type StreamReadResult struct {
 	// opened reads as closed (StreamClosedNoFrames) once the attempt has
 	// ended or its lease was marked expired or revoked; a paused attempt
 	// (suspended, delayed, awaiting children) reads as open. Closed never
-	// goes back to false.
+	// goes back to false. ClosedAt is the closing call's Now: a caller
+	// whose clock lags can close a stream at a time before its last
+	// frame's (times are the callers', as everywhere in the stores).
 	Closed       bool
 	ClosedAt     time.Time
 	ClosedReason StreamCloseReason
