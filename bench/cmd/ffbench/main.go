@@ -52,6 +52,9 @@ type config struct {
 	// S10 is S1 with a non-limiting budget and quota (S1's sizes); S11 the
 	// keyed quota's rate accuracy.
 	S11 s11Config
+	// S13 is attempt streams: append throughput, tail latency, and S1
+	// beside best-effort appenders.
+	S13 s13Config
 
 	// QuietBelow and QuietWait gate every measurement: wait until other
 	// processes use less than QuietBelow of the machine (up to QuietWait).
@@ -64,7 +67,7 @@ type config struct {
 
 func disturbed(c *config, share float64) bool { return c.QuietBelow > 0 && share >= c.QuietBelow }
 
-var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11"}
+var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11", "S13"}
 
 // knownSystems lists every system name -systems accepts.
 var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1"}
@@ -94,6 +97,11 @@ func parseFlags(args []string) (*config, error) {
 	s7 := fs.Int("s7-jobs", 0, "S7 delayed jobs and retried jobs, each (default 200; quick 20)")
 	s9 := fs.Int("s9-samples", 0, "S9 suspend → signal → resume round trips per store (default 1000; quick 20)")
 	s11 := fs.Duration("s11-duration", 0, "S11 keyed-quota run per store (default 30s; quick 4s)")
+	s13frames := fs.Int("s13-frames", 0, "S13 frames each of the 16 executions appends per throughput run (default 2000; quick 200)")
+	s13rounds := fs.Int("s13-rounds", 0, "S13 throughput rounds per mode, the median reported (default 5; quick 1)")
+	s13tail := fs.Int("s13-tail-frames", 0, "S13 timed frames of the tail-latency run (default 1000; quick 50)")
+	s13rate := fs.Float64("s13-beside-rate", 50, "S13: best-effort frames/s each of the 16 appenders beside S1 writes")
+	s13pairs := fs.Int("s13-pairs", 0, "S13: pairs of plain S1 and S1 beside appends per store, back to back, the median ratio reported (default 3; quick 1)")
 	quiet := fs.Float64("quiet", -1, "before each measurement wait until processes outside the bench use less than this share of the machine (0.1 = 10%; default 0.1 in full runs, off in quick runs; 0: off)")
 	fs.DurationVar(&c.QuietWait, "quiet-wait", 3*time.Minute, "longest wait for a quiet machine before each measurement")
 	fs.StringVar(&serverFlavor, "server", "auto", "server binaries: auto (valkey-server if installed, else redis-server), valkey or redis")
@@ -126,6 +134,11 @@ func parseFlags(args []string) (*config, error) {
 	if *s11 != 0 {
 		c.S11.Duration = *s11
 		c.S11.Warmup = min(c.S11.Warmup, *s11/4)
+	}
+	c.S13 = s13Config{Executions: 16, Frames: pick(*s13frames, 2000, 200), Payload: 256, Rounds: pick(*s13rounds, 5, 1),
+		TailFrames: pick(*s13tail, 1000, 50), BesideRate: *s13rate, Pairs: pick(*s13pairs, 3, 1)}
+	if c.S13.BesideRate <= 0 {
+		return nil, fmt.Errorf("-s13-beside-rate must be above 0")
 	}
 	c.S8 = s8Config{Flows: 100, Nodes: 10, Slots: *slots, FanOut: []int{10, 100, 1000}, FanOutRuns: []int{20, 10, 3}}
 	if c.Quick {
@@ -284,6 +297,8 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			"s2_jobs": cfg.S2.Jobs, "s2_batch": cfg.S2.Batch, "s3_window_s": cfg.S3.Window.Seconds(),
 			"s4_blocked": cfg.S4.Blocked, "s4_leases": cfg.S4.Leases, "s5_queued": cfg.S5, "s6_samples": cfg.S6.Samples, "s7_jobs": cfg.S7, "s9_samples": cfg.S9.Samples,
 			"s11_seconds": cfg.S11.Duration.Seconds(), "s11_keys": cfg.S11.Keys, "s11_rate": cfg.S11.Rate,
+			"s13_executions": cfg.S13.Executions, "s13_frames": cfg.S13.Frames, "s13_payload_bytes": cfg.S13.Payload, "s13_rounds": cfg.S13.Rounds,
+			"s13_tail_frames": cfg.S13.TailFrames, "s13_beside_rate": cfg.S13.BesideRate, "s13_pairs": cfg.S13.Pairs,
 			"asynq_task_check_interval": cfg.AsynqCheck.String(), "pg_durable": cfg.PGDurable,
 			"quiet_below": cfg.QuietBelow, "quiet_wait_s": cfg.QuietWait.Seconds(), "retries": cfg.Retries,
 		}}
@@ -309,7 +324,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 	// servers
 	needStandalone := cfg.anySystem("valkey", "raw", "asynq", "valkey-1x16", "valkey-16x1") ||
 		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7") || cfg.wants("S8") || cfg.wants("S9") ||
-		cfg.wants("S10") || cfg.wants("S11")
+		cfg.wants("S10") || cfg.wants("S11") || cfg.wants("S13")
 	if needStandalone {
 		s, err := startRedis(filepath.Join(dir, "standalone"), false)
 		if err != nil {
@@ -404,17 +419,10 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 	if cfg.Profile {
 		s1.ProfileDir = cfg.Out
 	}
-	// measureS1 runs S1 on a system, again when other processes disturbed
-	// it (the least disturbed is kept); adm attaches a non-limiting budget
-	// and quota to every job (S10).
-	measureS1 := func(what, name string, adm bool) (S1Result, bool) {
-		mk := func() (system, string) {
-			sys, why := makeSystem(name)
-			if ff, ok := sys.(*ffSystem); ok && adm {
-				ff.adm, ff.name = true, name+"+admission"
-			}
-			return sys, why
-		}
+	// measureSys runs S1 on the system mk makes, again (on a new one) when
+	// other processes disturbed it; the least disturbed is kept, and its
+	// Attempts says which of mk's systems measured it.
+	measureSys := func(what, name string, mk func() (system, string)) (S1Result, bool) {
 		sys, why := mk()
 		if sys == nil {
 			notRun(what+" "+name, why)
@@ -440,6 +448,17 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 				what, r.System, r.SubmitRate, r.Throughput, r.Latency.P50, r.Latency.P95, r.Latency.P99, r.ServerCmdsPerJob, r.ScriptCallsPerJob, r.ScriptUsecPerJob, 100*r.OtherCPU)
 		}
 		return r, true
+	}
+	// measureS1 is measureSys on a system of the -systems list; adm
+	// attaches a non-limiting budget and quota to every job (S10).
+	measureS1 := func(what, name string, adm bool) (S1Result, bool) {
+		return measureSys(what, name, func() (system, string) {
+			sys, why := makeSystem(name)
+			if ff, ok := sys.(*ffSystem); ok && adm {
+				ff.adm, ff.name = true, name+"+admission"
+			}
+			return sys, why
+		})
 	}
 	if cfg.wants("S1") {
 		logf("S1: %d jobs, %d slots, 4 KiB payload", cfg.S1.Jobs, cfg.S1.Slots)
@@ -658,6 +677,59 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 		for _, row := range r.Rows {
 			logf("  S11 %s: %d starts, rate per key %.3f–%.3f/s, max deviation %.2f%%", row.Store, row.Started, row.MinRate, row.MaxRate, 100*row.MaxDev)
 		}
+	}
+	if cfg.wants("S13") && ctx.Err() == nil {
+		gate("S13")
+		c := cfg.S13
+		logf("S13: attempt streams, %d executions × %d frames of %d B (%d rounds), tail latency over %d frames; S1 beside %d best-effort appenders at %.0f frames/s each",
+			c.Executions, c.Frames, c.Payload, c.Rounds, c.TailFrames, c.Executions, c.BesideRate)
+		var addrs []string
+		if e.standalone != nil {
+			addrs = []string{e.standalone.Addr()}
+		} else {
+			notRun("S13 valkey", "no redis server")
+		}
+		r := runS13(ctx, addrs, c)
+		for i := range r.Rows {
+			row := &r.Rows[i]
+			if row.Error == "" {
+				ping := "PING n/a"
+				if row.Tail.PingAfterGap.N > 0 {
+					ping = fmt.Sprintf("PING after idle p50 %.3f ms (%.2f ×)", row.Tail.PingAfterGap.P50, row.Tail.Ratio)
+				}
+				logf("  S13 %s: durable %.0f frames/s, best-effort %.0f frames/s, durable with a tail %.0f frames/s (%.2f ×); append → tail p50 %.3f ms p99 %.3f ms, %s",
+					row.Store, row.Durable.FramesPerSec, row.BestEffort.FramesPerSec, row.DurableTailed.FramesPerSec, row.TailedRatio,
+					row.Tail.Latency.P50, row.Tail.Latency.P99, ping)
+			}
+			if ctx.Err() != nil {
+				continue
+			}
+			// plain S1 and S1 beside appends in pairs, back to back
+			plain := func() (S1Result, bool) { return measureS1("S13 plain", row.Store, false) }
+			beside := func() (S1Result, *framesBeside, bool) {
+				var made []*framesBeside
+				a, ok := measureSys("S13 beside", row.Store, func() (system, string) {
+					sys, why := makeSystem(row.Store)
+					ff, isFF := sys.(*ffSystem)
+					if !isFF {
+						return nil, why
+					}
+					fb := newFramesBeside(ff, c)
+					made = append(made, fb)
+					return fb, ""
+				})
+				if k := a.Attempts - 1; ok && k >= 0 && k < len(made) {
+					return a, made[k], true
+				}
+				return a, nil, ok
+			}
+			row.Beside = s13Beside(ctx, row.Store, c, plain, beside)
+			if b := row.Beside; b.Ratio > 0 {
+				logf("  S13 %s: S1 beside appends / plain, median of %d pairs: %.2f ×", row.Store, len(b.Pairs), b.Ratio)
+			}
+		}
+		logf("  not run: S13 completion-feed latency: %s", r.FeedNotRun)
+		rep.S13 = &r
 	}
 	if cfg.wants("S5") && ctx.Err() == nil {
 		gate("S5")

@@ -130,6 +130,38 @@ func TestQuick(t *testing.T) {
 			}
 		}
 	}
+	if haveRedis {
+		if rep.S13 == nil || len(rep.S13.Rows) != 2 || rep.S13.FeedNotRun == "" {
+			t.Errorf("S13: %+v", rep.S13)
+		} else {
+			for _, row := range rep.S13.Rows {
+				want := cfg.S13.Executions * cfg.S13.Frames * cfg.S13.Rounds
+				if row.Error != "" || row.TailedRatio <= 0 {
+					t.Errorf("S13 %s: error %q, tailed ratio %.2f", row.Store, row.Error, row.TailedRatio)
+				}
+				for _, a := range []S13Append{row.Durable, row.BestEffort, row.DurableTailed} {
+					if a.Frames != want || a.FramesPerSec <= 0 || a.StoreCallsPerFrame["StreamAppend"] != 1 {
+						t.Errorf("S13 %s %s (tailed %v): %d frames, want %d; %.0f frames/s; store calls %v", row.Store, a.Mode, a.Tailed, a.Frames, want, a.FramesPerSec, a.StoreCallsPerFrame)
+					}
+				}
+				if row.DurableTailed.TailFrames != cfg.S13.Frames*cfg.S13.Rounds {
+					t.Errorf("S13 %s: the tail read %d frames, want %d", row.Store, row.DurableTailed.TailFrames, cfg.S13.Frames*cfg.S13.Rounds)
+				}
+				if tl := row.Tail; tl.Error != "" || tl.Latency.N != cfg.S13.TailFrames || (row.Store == "valkey") != (tl.PingAfterGap.N > 0 && tl.Ratio > 0) {
+					t.Errorf("S13 %s tail: %+v", row.Store, tl)
+				}
+				if b := row.Beside; b == nil || b.Error != "" || b.Ratio <= 0 || len(b.Pairs) != cfg.S13.Pairs {
+					t.Errorf("S13 %s beside S1: %+v", row.Store, b)
+				} else {
+					for _, p := range b.Pairs {
+						if p.Beside.Latency.N != cfg.S1.LatJobs || p.Plain.Latency.N != cfg.S1.LatJobs || p.FramesPerSec <= 0 {
+							t.Errorf("S13 %s beside S1 pair: %+v", row.Store, p)
+						}
+					}
+				}
+			}
+		}
+	}
 	if rep.S5 == nil {
 		t.Error("S5 missing")
 	} else {
@@ -179,6 +211,12 @@ func TestParseFlags(t *testing.T) {
 	}
 	if c.S11.Duration != 30*time.Second || c.S11.Keys != 20 || c.S11.Rate != 10 || c.S11.Workers != 16 {
 		t.Errorf("S11 full size: %+v", c.S11)
+	}
+	if c.S13.Executions != 16 || c.S13.Frames != 2000 || c.S13.TailFrames != 1000 || c.S13.Payload != 256 || c.S13.Rounds != 5 || c.S13.Pairs != 3 {
+		t.Errorf("S13 full size: %+v", c.S13)
+	}
+	if q, err := parseFlags([]string{"-quick", "-s13-frames", "30"}); err != nil || q.S13.Frames != 30 || q.S13.TailFrames != 50 || q.S13.Rounds != 1 || q.S13.Pairs != 1 {
+		t.Errorf("-quick -s13-frames 30: %+v, %v", q.S13, err)
 	}
 	if q, err := parseFlags([]string{"-quick", "-s11-duration", "2s"}); err != nil || q.S11.Duration != 2*time.Second || q.S11.Warmup != 500*time.Millisecond {
 		t.Errorf("-s11-duration: %+v, %v", q.S11, err)

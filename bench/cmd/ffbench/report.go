@@ -33,6 +33,7 @@ type Report struct {
 	S9       *S9Result  `json:"s9,omitempty"`
 	S10      *S10Result `json:"s10,omitempty"`
 	S11      *S11Result `json:"s11,omitempty"`
+	S13      *S13Result `json:"s13,omitempty"`
 	Targets  []Target   `json:"targets"`
 	Glossary []string   `json:"definitions"`
 	// OtherCPU is the share of the machine used by processes outside the
@@ -81,6 +82,7 @@ var glossary = []string{
 	"S9: suspend → signal → resume (the issue's S7, renamed: S7 and S8 already exist here): start of Engine.DeliverSignal with the token of the pending waitpoint the handler created and suspended on (condition SignalFor(\"go\")) → the resumed handler's start (TaskInfo.Resumed), once the execution is suspended and the 4 Workers idle; beside the idle wake (submit → handler start) of the same jobs, measured as in S6; target p50 ≤ 3 × the idle-wake p50.",
 	"S10: S1's workload with a budget (hard limit never reached) and a quota (100,000/s, 10,000 running per key) attached to every job, beside plain S1 on the same store in the same run; target drain ≥ 0.7 × plain.",
 	"S11: a quota of 10 starts/s per key over 20 keys, 16 Workers, every key always with jobs waiting; per key the admitted rate over whole windows after a warm-up (handler starts) and its deviation from 10/s; target within 2 %.",
+	"S13: attempt output streams (the streams-and-feeds issue's S8, renamed: S8 exists). Append throughput: 16 executions, each handler appending its frames (256 B) with TaskInfo.AppendFrame one call after the other, released together; frames/s = all frames / (last append's return − release), the median of the rounds; durable and best-effort frames in separate runs on a fresh store; the durable run again while a reader loops Engine.TailStream over one of the 16 streams (target ≥ 0.95 × without: the bench's reading of \"writers are not slowed\"). Tail latency: one handler appends a durable frame after each 10–40 ms idle gap; the time just before AppendFrame → Engine.TailStream returning that frame to a reader waiting from its cursor; against PING on the store's client after the same idle gap, one before each frame (valkeystore; target p50 ≤ 2 × PING p50). S1 beside appends: S1 on the same store and engine while 16 executions on another lane append best-effort frames at a steady pace the whole run, against a plain S1 measured right before or after it (pairs, order alternating; target: the median pair ratio ≥ 0.95). JSON: s13.rows[].append_durable / append_best_effort / append_durable_tailed (frames_per_sec, frames_per_sec_by_round, append_call, store_calls_per_frame, server_cmds_per_frame, server_script_usec_per_frame, tail_calls, tail_frames_read), tailed_over_plain_frames_per_sec, tail_latency (append_to_tail, append_call, ping_rtt, ping_rtt_after_idle, tail_p50_over_ping_after_idle_p50, tail_calls, store_calls_per_frame), s1_beside_appends (throughput_ratio: the median pair's; pairs[]: first, plain and with_appends as S1 rows, throughput_ratio, frames_per_sec, frames_per_drained_job); s13.completion_feed_not_run says why the completion-feed latency is not measured.",
 	"S5: bytes per queued execution − payload: for memstore the median of the Go heap (after GC) growth per execution over 5 equal fill steps, for the server (after − before)/queued of used_memory; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
 }
 
@@ -253,6 +255,9 @@ func computeTargets(r *Report) {
 			r.Targets = append(r.Targets, t)
 		}
 	}
+	if s := r.S13; s != nil {
+		r.Targets = append(r.Targets, s13Targets(s)...)
+	}
 	if s := r.S5; s != nil {
 		for _, row := range s.Rows {
 			if row.Payload != 0 {
@@ -358,7 +363,11 @@ func (r *Report) markdown() string {
 		if t.Pass != nil {
 			val = fmt.Sprintf("%.2f", t.Value)
 		}
-		w("| %s | %s | %s %g | %s | %s |\n", t.Name, val, t.Op, t.Limit, mark(t.Pass), t.Detail)
+		limit := fmt.Sprintf("%s %g", t.Op, t.Limit)
+		if t.Op == "" {
+			limit = "–"
+		}
+		w("| %s | %s | %s | %s | %s |\n", t.Name, val, limit, mark(t.Pass), t.Detail)
 	}
 	w("\n")
 
@@ -654,6 +663,10 @@ func (r *Report) markdown() string {
 		}
 	}
 
+	if s := r.S13; s != nil {
+		s.markdown(w)
+	}
+
 	if s := r.S5; s != nil {
 		w("## S5 memory per queued execution (%d queued)\n\n| store | payload | bytes/execution beyond the payload | total delta |\n|---|---:|---:|---:|\n", s.Queued)
 		for _, row := range s.Rows {
@@ -678,4 +691,146 @@ func (r *Report) markdown() string {
 		w("- %s\n", g)
 	}
 	return b.String()
+}
+
+// s13Targets are S13's targets: per store, the writers with a tail and S1
+// beside appends (≥ 0.95), on valkeystore the tail p50 against PING after
+// an idle gap (≤ 2); and the completion feed, not run.
+func s13Targets(s *S13Result) []Target {
+	var ts []Target
+	for _, row := range s.Rows {
+		if row.Error != "" {
+			ts = append(ts, Target{Name: "S13 attempt streams (" + row.Store + ")", Detail: row.Error})
+		} else {
+			ts = append(ts, Target{Name: fmt.Sprintf("S13 durable append frames/s with a tail / without (%s)", row.Store),
+				Value: row.TailedRatio, Op: "≥", Limit: 0.95, Pass: boolp(row.TailedRatio >= 0.95),
+				Detail: fmt.Sprintf("%.0f / %.0f frames/s (median of %d round(s): %s vs %s); the tail read %d frames in %d TailStream calls",
+					row.DurableTailed.FramesPerSec, row.Durable.FramesPerSec, len(row.Durable.RoundsPerSec),
+					joinF0(row.DurableTailed.RoundsPerSec), joinF0(row.Durable.RoundsPerSec), row.DurableTailed.TailFrames, row.DurableTailed.TailCalls)})
+		}
+		if tl := row.Tail; row.Error == "" && row.Store != "memstore" {
+			t := Target{Name: fmt.Sprintf("S13 append → tail p50 / PING p50 after an idle gap (%s)", row.Store), Value: tl.Ratio, Op: "≤", Limit: 2}
+			if tl.Error == "" {
+				t.Pass = boolp(tl.Ratio <= 2)
+				t.Detail = fmt.Sprintf("append → tail p50 %.3f ms, p99 %.3f ms (n=%d); PING after 10–40 ms idle p50 %.3f ms, back to back %.3f ms; the AppendFrame call p50 %.3f ms",
+					tl.Latency.P50, tl.Latency.P99, tl.Latency.N, tl.PingAfterGap.P50, tl.Ping.P50, tl.AppendCall.P50)
+			} else {
+				t.Detail = tl.Error
+			}
+			ts = append(ts, t)
+		}
+		t := Target{Name: fmt.Sprintf("S13 S1 beside best-effort appends / plain S1 (%s)", row.Store), Op: "≥", Limit: 0.95}
+		switch b := row.Beside; {
+		case b == nil:
+			t.Detail = "not measured"
+		case b.Error != "" || b.Ratio <= 0:
+			t.Detail = b.Error
+		default:
+			t.Value, t.Pass = b.Ratio, boolp(b.Ratio >= 0.95)
+			var parts []string
+			for _, p := range b.Pairs {
+				parts = append(parts, fmt.Sprintf("%.0f / %.0f = %.2f", p.Beside.Throughput, p.Plain.Throughput, p.Ratio))
+			}
+			t.Detail = fmt.Sprintf("median of %d back-to-back pairs (drain jobs/s with / without: %s); %d executions on another lane appending %.0f best-effort frames/s each",
+				len(b.Pairs), strings.Join(parts, "; "), s.Executions, s.BesideRate)
+		}
+		ts = append(ts, t)
+	}
+	return append(ts, Target{Name: "S13 completion-feed latency", Detail: "not run: " + s.FeedNotRun})
+}
+
+func joinF0(vs []float64) string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, fmt.Sprintf("%.0f", v))
+	}
+	return strings.Join(out, ", ")
+}
+
+// markdown writes S13's section.
+func (s *S13Result) markdown(w func(string, ...any)) {
+	w("## S13 attempt streams\n\n%s.\n\n", s.Note)
+	w("Append throughput: %d executions × %d frames of %d B, %d round(s) per run (median round; each round a fresh store):\n\n", s.Executions, s.FramesEach, s.PayloadBytes, s.Rounds)
+	w("| store | run | frames/s | by round | AppendFrame call p50 / p99 | store calls/frame | server cmds/frame | scripts/frame | script µs/frame | client CPU µs/frame | other load |\n")
+	w("|---|---|---:|---|---:|---|---:|---:|---:|---:|---:|\n")
+	for _, row := range s.Rows {
+		if row.Error != "" {
+			w("| %s | error: %s ||||||||||\n", row.Store, row.Error)
+			continue
+		}
+		for _, a := range []S13Append{row.Durable, row.BestEffort, row.DurableTailed} {
+			run := a.Mode
+			if a.Tailed {
+				run += fmt.Sprintf(", one stream tailed (%d frames read in %d calls)", a.TailFrames, a.TailCalls)
+			}
+			var parts []string
+			for _, k := range sortedKeys(a.StoreCallsPerFrame) {
+				parts = append(parts, fmt.Sprintf("%s %.2f", k, a.StoreCallsPerFrame[k]))
+			}
+			w("| %s | %s | **%s** | %s | %s / %s ms | %s | %s | %s | %s | %s | %.0f%% |\n", row.Store, run, f0(a.FramesPerSec), joinF0(a.RoundsPerSec),
+				f3(a.AppendCall.P50), f3(a.AppendCall.P99), strings.Join(parts, ", "), f2(a.ServerCmdsPerFrame), f2(a.ScriptsPerFrame), f2(a.ScriptUsecPerFrame),
+				f2(a.ClientCPUUsecPerFrame), 100*a.OtherCPU)
+		}
+		w("| %s | with a tail / without | %.2f | | | | | | | | |\n", row.Store, row.TailedRatio)
+	}
+	w("\nTail latency (one durable frame after each 10–40 ms idle gap; %d timed frames):\n\n", s.TailFrames)
+	w("| store | append → tail p50 / p95 / p99 | PING after the gap p50 / p99 | PING back to back p50 / p99 | tail p50 / PING-after-gap p50 | AppendFrame call p50 | TailStream calls | store calls/frame | server cmds/frame | other load |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
+	for _, row := range s.Rows {
+		tl := row.Tail
+		if row.Error != "" || tl.Error != "" {
+			w("| %s | error: %s |||||||||\n", row.Store, row.Error+tl.Error)
+			continue
+		}
+		ping, cold, ratio := "n/a (in process)", "n/a", "n/a"
+		if tl.Ping.N > 0 {
+			ping = fmt.Sprintf("%.3f / %.3f ms", tl.Ping.P50, tl.Ping.P99)
+			cold = fmt.Sprintf("%.3f / %.3f ms", tl.PingAfterGap.P50, tl.PingAfterGap.P99)
+			ratio = fmt.Sprintf("%.2f", tl.Ratio)
+		}
+		var parts []string
+		for _, k := range sortedKeys(tl.StoreCallsPerFrame) {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, tl.StoreCallsPerFrame[k]))
+		}
+		w("| %s | **%.3f** / %.3f / %.3f ms | %s | %s | %s | %.3f ms | %d | %s | %s | %.0f%% |\n", row.Store, tl.Latency.P50, tl.Latency.P95, tl.Latency.P99,
+			cold, ping, ratio, tl.AppendCall.P50, tl.TailCalls, strings.Join(parts, ", "), f2(tl.ServerCmdsPerFrame), 100*tl.OtherCPU)
+	}
+	for _, row := range s.Rows {
+		if len(row.Tail.TopCommands) > 0 {
+			w("\nServer commands per timed frame in the tail run (%s): %s\n", row.Store, strings.Join(row.Tail.TopCommands, ", "))
+		}
+	}
+	w("\nS1 beside appends (%d executions on lane %q append a best-effort frame each every %.0f ms, the whole S1 run; same store and engine), in %d back-to-back pairs with plain S1:\n\n",
+		s.Executions, s13FramesLane, 1000/s.BesideRate, s.BesidePairs)
+	w("| store | pair | run | drain jobs/s | × plain | frames/s (whole run) | frames per drained job | latency p50 / p99 ms | server script µs/job | server cmds/job | store calls/job | other load |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, row := range s.Rows {
+		b := row.Beside
+		if b == nil {
+			w("| %s | | not measured ||||||||||\n", row.Store)
+			continue
+		}
+		for i, p := range b.Pairs {
+			runs := []struct {
+				run, ratio, fps, fpj string
+				r                    S1Result
+			}{{"plain", "1", "–", "–", p.Plain}, {"with appends", f2(p.Ratio), f0(p.FramesPerSec), f3(p.FramesPerJob), p.Beside}}
+			if p.First != "plain" {
+				runs[0], runs[1] = runs[1], runs[0]
+			}
+			for _, x := range runs {
+				if x.r.Error != "" {
+					w("| %s | %d | %s | error: %s |||||||||\n", row.Store, i+1, x.run, x.r.Error)
+					continue
+				}
+				w("| %s | %d | %s | **%s** | %s | %s | %s | %s / %s | %s | %s | %s | %.0f%%%s |\n", row.Store, i+1, x.run, f0(x.r.Throughput), x.ratio, x.fps, x.fpj,
+					f3(x.r.Latency.P50), f3(x.r.Latency.P99), f0(x.r.ScriptUsecPerJob), f2(x.r.ServerCmdsPerJob), f2(x.r.StoreRoundTripsPerJob), 100*x.r.OtherCPU, attempts(x.r.Attempts))
+			}
+		}
+		if b.Error != "" {
+			w("| %s | | error: %s ||||||||||\n", row.Store, b.Error)
+		} else {
+			w("| %s | median | | | **%.2f** |||||||\n", row.Store, b.Ratio)
+		}
+	}
+	w("\nCompletion-feed latency: not run: %s.\n\n", s.FeedNotRun)
 }
