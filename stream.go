@@ -271,11 +271,23 @@ func (e *Engine) TailStream(ctx context.Context, id ExecutionID, attempt int, op
 	if err != nil {
 		return nil, wrap("tail stream", err)
 	}
+	sig, stop := e.watchStream(id, attempt)
+	defer stop()
+	return e.tail(ctx, ss, id, attempt, o, sig)
+}
+
+// watchStream returns a signal notified on every notice of the stream
+// (none without model.StreamNotifier) and the func that stops the watch.
+func (e *Engine) watchStream(id ExecutionID, attempt int) (*model.Signal, func()) {
 	sig := e.clock.NewSignal()
 	if n, ok := e.store.(model.StreamNotifier); ok {
-		stop := n.WatchStream(id, attempt, sig.Notify)
-		defer stop()
+		return sig, n.WatchStream(id, attempt, sig.Notify)
 	}
+	return sig, func() {}
+}
+
+// tail is TailStream with its watch already in place.
+func (e *Engine) tail(ctx context.Context, ss model.StreamStore, id ExecutionID, attempt int, o StreamReadOpts, sig *model.Signal) (*StreamPage, error) {
 	deadline := e.clock.Now().Add(o.MaxWait)
 	for {
 		p, err := readPage(ctx, e, ss, id, attempt, o)
@@ -317,13 +329,23 @@ func (e *Engine) attemptMayStart(ctx context.Context, id ExecutionID) error {
 // the loop breaks or ctx ends.
 func (e *Engine) Frames(ctx context.Context, id ExecutionID, attempt int, opts *StreamReadOpts) iter.Seq2[Frame, error] {
 	return func(yield func(Frame, error) bool) {
-		o := StreamReadOpts{}
-		if opts != nil {
-			o = *opts
+		ss, err := e.streamStore()
+		if err != nil {
+			yield(Frame{}, wrap("tail stream", err))
+			return
 		}
-		o.MaxWait = 0
+		o, err := streamOpts(opts, true)
+		if err != nil {
+			yield(Frame{}, wrap("tail stream", err))
+			return
+		}
+		o.MaxWait = DefaultTailWait
+		// one watch for the whole iteration: a subscription per page would
+		// cost the store a subscribe and an unsubscribe per wake-up
+		sig, stop := e.watchStream(id, attempt)
+		defer stop()
 		for {
-			p, err := e.TailStream(ctx, id, attempt, &o)
+			p, err := e.tail(ctx, ss, id, attempt, o, sig)
 			if err != nil {
 				yield(Frame{}, err)
 				return
