@@ -401,7 +401,8 @@ func suspensionID(sp *model.SuspensionSnapshot) any {
 //   - a waitpoint keeps its execution, creation time and limit; a closed
 //     one is frozen; only a new suspension drops waitpoints (the closed
 //     ones; within a step an open one may close first); its signals only grow but when a resume consumes
-//     them (active before, then pending or bound anew).
+//     them (active before, then pending or bound anew; or bound by the
+//     step's new suspension, resumed in the same step).
 func suspendStepViolations(prev, cur *Observation, acquired map[model.ExecutionID]int) []string {
 	var out []string
 	for id, px := range prev.Execs {
@@ -471,7 +472,10 @@ func suspendStepViolations(prev, cur *Observation, acquired map[model.ExecutionI
 				}
 				continue
 			}
-			consumed := pw.State == model.WaitpointActive && (cw.State != model.WaitpointActive || cw.Suspension != pw.Suspension)
+			// (or bound by the step's new suspension, which a resume in
+			// the same step may have ended: pending, active, pending)
+			consumed := pw.State == model.WaitpointActive && (cw.State != model.WaitpointActive || cw.Suspension != pw.Suspension) ||
+				renewed && slices.Contains(cs.Waitpoints, pw.ID)
 			if !consumed && (len(cw.Signals) < len(pw.Signals) || !sameSignals(pw.Signals, cw.Signals[:len(pw.Signals)])) {
 				bad("waitpoint %v: signals are not an extension of the previous ones", pw.ID)
 			}
