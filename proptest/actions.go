@@ -13,7 +13,7 @@ import (
 // the clock actions. The actions of each area live in the file named like
 // its storetest and store file: create.go, claim.go, lease.go,
 // terminal.go, scan.go, worker.go, reads.go, flow.go, flow_await.go,
-// suspend.go, admission.go, stream.go.
+// suspend.go, admission.go, stream.go, feed.go.
 
 // action is one kind of step. Its weight is how often it is drawn.
 type action struct {
@@ -118,6 +118,8 @@ func init() {
 		{"StreamScenario", 2, (*machine).actStreamScenario},
 		{"StreamRead", 2, (*machine).actStreamRead},
 		{"StreamSummary", 1, (*machine).actStreamSummary},
+		// event feeds (feed.go)
+		{"FeedRead", 2, (*machine).actFeedRead},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

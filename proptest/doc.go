@@ -15,8 +15,19 @@
 // to that sequence (Cleanup runs when the sequence ends). The machine calls
 // every operation, the optional ones too, so the store must also implement
 // model.IndexInspector, model.Blocker, model.GrantReclaimer, model.FlowStore,
-// model.SuspendStore, model.AdmissionStore and model.StreamStore; a
-// sequence refuses one that does not, naming the interface. The pieces are
+// model.SuspendStore, model.AdmissionStore, model.StreamStore and
+// model.FeedStore; a sequence refuses one that does not, naming the
+// interface. Event feeds are a store option: each sequence draws the
+// feeds its stores keep (both with the default length, both keeping 8 or
+// 3 events so that trimming and Behind happen, one of them, or none), and
+// a NewStoreFunc wrapped in WithFeeds builds its stores with them:
+//
+//	proptest.RunStateMachine(t, proptest.WithFeeds(func(t testing.TB, f model.Feeds) model.Store {
+//		return memstore.New(&memstore.Options{Feeds: f})
+//	}), proptest.Options{})
+//
+// A store from a NewStoreFunc not wrapped keeps the feeds it was built
+// with; the stores of a differential run must keep the same ones. The pieces are
 // exported for other tests: Observe reads everything a store shows at one
 // instant, Observation.Violations checks one observation, StepViolations
 // two consecutive ones, CheckInvariants does both for a single check, and
@@ -83,7 +94,10 @@
 // or closes it (revoke, complete, lease marked expired at its expiry) and
 // appends again, and reads and summary reads of any attempt (one past the
 // end too) after 0, a kept sequence, the last one or beyond, with and
-// without best-effort frames. About one call
+// without best-effort frames; and event feeds (model.FeedStore, feed.go):
+// reads of a random partition's feed after 0, 1, a kept sequence, just
+// below the oldest kept, the last one, past it or far past it, with small
+// counts or MaxFeedRead, of a feed the stores keep or not. About one call
 // in twenty gets one invalid input and must be
 // refused as a validation error naming its field. Ids (execution, lease,
 // attempt) come from a counter and a drawn byte, so a sequence is fully
@@ -163,6 +177,17 @@
 //     to it, its Version the summary ones, and a stream that only had
 //     best-effort frames keeps them until 2 × TTL after the last one and
 //     none from then on;
+//   - event feeds (feed_observe.go; every partition's feeds the store
+//     keeps, read whole from 0 in pages of MaxFeedRead, and read after 1
+//     and after Last + 1): the kept events are the newest ones
+//     (consecutive sequences ending at Last, as many as the feed's length
+//     allows), each of the partition read and of a listed execution of
+//     it, repeating its namespace, lane, kind and flow, with the fields of
+//     its feed; a terminal execution's newest kept completion is its
+//     outcome at its TerminalAt with its result's size; a read after 0
+//     is never behind, one after 1 exactly when events it had not read
+//     were dropped, one past Last always; times never fall and are not
+//     after Now;
 //   - flows: members and edges agree at both ends, the graph is acyclic,
 //     the revision counts members plus edges; a group counts only its
 //     current generation's edges (0: the flow as built; n: the member's
@@ -182,7 +207,16 @@
 // one, and falls only to 0 by a replay; a stream's LastSequence and
 // summary version never fall, a frame never changes, the kept frames
 // change without an append only by best-effort expiry (all of them), and
-// a closed stream stays closed (same time and reason) and takes no frame
+// a closed stream stays closed (same time and reason) and takes no frame;
+// a feed's Last never falls and an event never changes, and its new
+// events are exactly the step's transitions, timed within the step: one
+// completion per time an execution became terminal (replays + terminal
+// now − terminal before), the newest with its current outcome, and one
+// lease event per lease history entry added (same kind, epoch, attempt,
+// holder, reason and time, in order) plus a renewed one per successful
+// LeaseRenew of the step (its fence's epoch and attempt, the holder, the
+// call's time), nothing for any other execution (only what both the feed
+// and the history still keep is compared when either dropped some)
 // (a stream never opened that read closed while its lease was marked
 // expired or revoked may read open again once an operator's delay pauses
 // its attempt, as the contract's "a paused attempt reads as open" has
@@ -206,7 +240,10 @@
 // base version; a success is LastSequence + 1, the next summary version,
 // and keeps one frame more up to the mode's limit) and stream reads (the
 // page the observed whole stream implies, attempt_not_found past the last
-// attempt) answer as their preconditions say. A differential run also compares every answer and every observation
+// attempt) and feed reads (the page the observed whole feed implies,
+// Behind when the cursor is past Last or below the oldest kept event but
+// 0, feed_disabled for a feed the stores do not keep) answer as their
+// preconditions say. A differential run also compares every answer and every observation
 // of the two stores (go-cmp, nil and empty equal) and reports the first
 // difference as a diff (-A +B).
 //

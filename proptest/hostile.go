@@ -211,7 +211,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 61).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 62).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -329,6 +329,8 @@ func (m *machine) actHostile(t *rapid.T) {
 		m.hostileAdmission(t, op, id, now)
 	case 59, 60, 61:
 		m.hostileStream(t, op, id, now)
+	case 62:
+		m.hostileFeed(t)
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {

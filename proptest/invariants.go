@@ -32,6 +32,11 @@ func CheckInvariants(t rapid.TB, s model.Store, known []model.ExecutionID, now t
 // properties between consecutive observations of one store.
 type Checker struct {
 	prev *Observation
+	// renewals are the successful LeaseRenew calls since prev (the
+	// machine sets them before each Check; renewalsKnown false: not
+	// known, the feeds' renewed events are then not counted).
+	renewals      []feedRenewal
+	renewalsKnown bool
 }
 
 // Check returns the violations of cur on its own and relative to the
@@ -45,6 +50,11 @@ func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired ma
 		v = append(v, flowStepViolations(c.prev, cur)...)
 		v = append(v, suspendStepViolations(c.prev, cur, acquired)...)
 		v = append(v, streamStepViolations(c.prev, cur)...)
+		rens := c.renewals
+		if c.renewalsKnown && rens == nil {
+			rens = []feedRenewal{}
+		}
+		v = append(v, feedStepViolations(c.prev, cur, rens)...)
 	}
 	c.prev = cur
 	return v
@@ -70,6 +80,7 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 	out = append(out, o.flowViolations()...)
 	out = append(out, o.admissionViolations()...)
 	out = append(out, o.streamViolations()...)
+	out = append(out, o.feedViolations()...)
 	return append(out, o.workerViolations()...)
 }
 

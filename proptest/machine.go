@@ -78,6 +78,13 @@ type machine struct {
 	susp suspendModel // suspend.go
 	adm  admModel     // admission.go
 	strm streamModel  // stream.go
+
+	// feeds are the event feeds the stores keep, feedLen how many events
+	// each keeps (0: not known) and renewals the step's successful
+	// renewals (feed.go).
+	feeds    model.Feeds
+	feedLen  int
+	renewals []feedRenewal
 }
 
 type refExec struct {
@@ -120,6 +127,10 @@ func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machi
 			return nil, err
 		}
 	}
+	feeds, err := checkFeeds(stores)
+	if err != nil {
+		return nil, err
+	}
 	cfg := stores[0].Partitions().WithDefaults()
 	for i, s := range stores[1:] {
 		if c := s.Partitions().WithDefaults(); c != cfg {
@@ -136,8 +147,9 @@ func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machi
 		checkers: make([]Checker, len(stores)),
 		susp: suspendModel{dedup: map[dedupRef]dedupVal{},
 			suspend: map[model.ExecutionID]*model.ExecutionSuspendParams{}},
-		adm:  newAdmModel(),
-		strm: newStreamModel(),
+		adm:   newAdmModel(),
+		strm:  newStreamModel(),
+		feeds: feeds,
 	}
 	for _, ns := range namespaces {
 		m.workers[ns] = map[model.WorkerInstanceID]*refWorker{}
@@ -176,6 +188,7 @@ func (m *machine) runStep(t *rapid.T, a *action) {
 	m.action = a.name
 	m.acquired = map[model.ExecutionID]int{}
 	m.calls, m.failed = 0, 0
+	m.renewals = nil
 	before := m.obs[0]
 	a.run(m, t)
 	m.observe(t)
@@ -208,6 +221,7 @@ func (m *machine) observe(t *rapid.T) {
 			m.obs[i] = o
 			continue
 		}
+		m.checkers[i].renewals, m.checkers[i].renewalsKnown = m.renewals, true
 		if v := m.untolerated(t, m.checkers[i].Check(o, known, m.acquired)); len(v) > 0 {
 			m.fatalf(t, "store %s: %d invariant violation(s):\n  %s", storeName(i), len(v), strings.Join(v, "\n  "))
 		}
@@ -232,12 +246,15 @@ func (m *machine) observe(t *rapid.T) {
 	if v := m.untolerated(t, m.checkStreamModel()); len(v) > 0 {
 		m.fatalf(t, "store A: the stream model is violated:\n  %s", strings.Join(v, "\n  "))
 	}
+	if v := m.untolerated(t, m.checkFeedModel()); len(v) > 0 {
+		m.fatalf(t, "store A: the feeds' times are violated:\n  %s", strings.Join(v, "\n  "))
+	}
 }
 
 // observeOptions is what the machine observes: the namespaces' workers,
-// the fixed budgets and quota buckets.
+// the fixed budgets and quota buckets, the feeds' length.
 func (m *machine) observeOptions() ObserveOptions {
-	return ObserveOptions{Namespaces: namespaces, Budgets: budgetIDs, Quotas: quotaBuckets}
+	return ObserveOptions{Namespaces: namespaces, Budgets: budgetIDs, Quotas: quotaBuckets, FeedLen: m.feedLen}
 }
 
 // untolerated drops (and logs) the violations Options.KnownViolations
@@ -341,6 +358,9 @@ func call[P, R any](m *machine, t *rapid.T, op string, p *P, f func(model.Store,
 		}
 	}
 	m.calls++
+	if e0 == nil {
+		m.noteFeedCall(p)
+	}
 	if m.opts.onCall != nil {
 		m.opts.onCall(op, r0, e0)
 	}

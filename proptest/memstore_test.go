@@ -58,9 +58,11 @@ func outcomeKey(op string, res any, err error) string {
 // of their violation messages; keep it empty.
 var memstoreKnown []string
 
-func newMemstore(testing.TB) model.Store {
-	return memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4}})
-}
+// newMemstore opens a memstore with 4 partitions and the feeds the
+// sequence drew (WithFeeds).
+var newMemstore = WithFeeds(func(_ testing.TB, f model.Feeds) model.Store {
+	return memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4}, Feeds: f})
+})
 
 // wantOutcomes are the answers a default run must reach: successes of
 // every transition, their refusals, and the error paths of fencing. The
@@ -133,6 +135,9 @@ var wantOutcomes = []string{
 	"StreamAppend closed ended_success ok|StreamAppend closed ended_failure ok|StreamAppend closed ended_cancelled ok",
 	"StreamScenario expired ok", "StreamRead ok", "StreamRead page ok", "StreamRead no_frames ok", "StreamRead attempt_not_found",
 	"StreamRead invalid_input", "StreamSummary ok", "StreamSummary document ok", "StreamSummary attempt_not_found",
+	// event feeds (feed.go, feed_observe.go)
+	"FeedRead ok", "FeedRead behind ok", "FeedRead page ok", "FeedRead trimmed ok", "FeedRead invalid_input", "FeedRead feed_disabled",
+	"Feed trimmed ok", "Feed renewed ok", "Feed completed again ok",
 }
 
 // fencedAny is the outcome code of any fenced operation.

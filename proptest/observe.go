@@ -12,8 +12,8 @@ import (
 // Observation is what a store shows through its read methods at one instant
 // (Now): every execution it lists, with its describe snapshot, index
 // membership, attempts, lease history, payload, result and attempt
-// streams; the listing pages; the timer entries due at Now; and the live
-// workers of some namespaces.
+// streams; the listing pages; the timer entries due at Now; the live
+// workers of some namespaces; and the event feeds.
 // Two stores given the same operations must produce equal observations.
 type Observation struct {
 	Now        time.Time
@@ -38,6 +38,12 @@ type Observation struct {
 	// Admission is what model.AdmissionStore's reads show
 	// (admission_observe.go); nil for a store without it.
 	Admission *AdmissionObservation
+	// Feeds holds, per partition and enabled feed, what model.FeedStore's
+	// reads show (feed_observe.go); nil for a store without it or without
+	// feeds.
+	Feeds map[FeedKey]*FeedObservation
+	// FeedLen is ObserveOptions.FeedLen.
+	FeedLen int
 }
 
 // ListObservation is one partition's listing.
@@ -85,6 +91,10 @@ type ObserveOptions struct {
 	// model.AdmissionStore).
 	Budgets []model.BudgetID
 	Quotas  []model.QuotaBucket
+	// FeedLen is how many events each feed of the store keeps (its
+	// model.Feeds option's EffectiveLen), checked by the invariants; 0:
+	// not known.
+	FeedLen int
 }
 
 var timerIndexes = []model.IndexKind{
@@ -108,6 +118,7 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 		Due:          map[DueKey]*model.IndexScanDueResult{},
 		Workers:      map[model.Namespace][]model.WorkerInfo{},
 		PartitionDue: map[int]*model.PartitionDueResult{},
+		FeedLen:      opts.FeedLen,
 	}
 	_, suspends := s.(model.SuspendStore)
 	for part := range cfg.FlowPartitions {
@@ -172,6 +183,9 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 		return nil, err
 	}
 	if err := observeFlows(ctx, s, o, page); err != nil {
+		return nil, err
+	}
+	if err := observeFeeds(ctx, s, o); err != nil {
 		return nil, err
 	}
 	for _, ns := range opts.Namespaces {

@@ -23,6 +23,7 @@ func checkOptional(i int, s model.Store) error {
 		{"SuspendStore", is[model.SuspendStore](s)},
 		{"AdmissionStore", is[model.AdmissionStore](s)},
 		{"StreamStore", is[model.StreamStore](s)},
+		{"FeedStore", is[model.FeedStore](s)},
 	} {
 		if !c.ok {
 			return fmt.Errorf("proptest: store %d (%T) does not implement model.%s; the machine calls every operation", i, s, c.name)

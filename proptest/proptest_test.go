@@ -11,10 +11,10 @@ import (
 )
 
 // newMemstore opens a memstore with 4 partitions, so that lanes share
-// partitions and sequences stay small.
-func newMemstore(testing.TB) model.Store {
-	return memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4}})
-}
+// partitions and sequences stay small, and the feeds the sequence drew.
+var newMemstore = proptest.WithFeeds(func(_ testing.TB, f model.Feeds) model.Store {
+	return memstore.New(&memstore.Options{Partitions: model.PartitionConfig{FlowPartitions: 4}, Feeds: f})
+})
 
 // memstoreKnown tolerates open memstore bugs the state machine found (see
 // TestStateMachineMemstore); keep it empty.

@@ -27,8 +27,8 @@ func RunStateMachine(t *testing.T, newStore NewStoreFunc, opts Options) {
 // call it compares their answers (results and errors, see ErrorView), after
 // every step everything both show (Observation: describe snapshots, index
 // membership, attempts, lease history, results, listing pages, due timers,
-// live workers), and reports the first difference as a go-cmp diff
-// (-A +B). Both stores are also checked against the invariants.
+// live workers, streams, event feeds), and reports the first difference
+// as a go-cmp diff (-A +B). Both stores are also checked against the invariants.
 func RunDifferential(t *testing.T, newA, newB NewStoreFunc, opts Options) {
 	t.Helper()
 	opts = opts.withDefaults(DefaultDifferentialChecks)
@@ -56,6 +56,7 @@ func DifferentialProperty(t testing.TB, newA, newB NewStoreFunc, opts Options) f
 func runMachine(outer testing.TB, rt *rapid.T, opens []NewStoreFunc, opts Options, steps int) {
 	rt.Helper()
 	tb := newSequenceTB(outer, rt)
+	tb.feeds = drawFeeds(rt)
 	stores := make([]model.Store, len(opens))
 	for i, open := range opens {
 		stores[i] = open(tb)
@@ -64,6 +65,7 @@ func runMachine(outer testing.TB, rt *rapid.T, opens []NewStoreFunc, opts Option
 	if err != nil {
 		rt.Fatal(err)
 	}
+	m.feedsBuilt(tb)
 	m.run(rt, steps)
 }
 
@@ -93,10 +95,13 @@ func InputProperty(t testing.TB, newStore NewStoreFunc, opts Options) func(*rapi
 	opts = opts.withDefaults(DefaultChecks)
 	return func(rt *rapid.T) {
 		rt.Helper()
-		m, err := newMachine(rt.Context(), []model.Store{newStore(newSequenceTB(t, rt))}, opts)
+		tb := newSequenceTB(t, rt)
+		tb.feeds = drawFeeds(rt)
+		m, err := newMachine(rt.Context(), []model.Store{newStore(tb)}, opts)
 		if err != nil {
 			rt.Fatal(err)
 		}
+		m.feedsBuilt(tb)
 		defer endOnOverrun()
 		m.observe(rt)
 		warm := rapid.IntRange(0, 15).Draw(rt, "warmup_steps")

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/flowfabric/flowfabric/model"
 )
 
 // sequenceTB is the testing.TB handed to a NewStoreFunc: the enclosing test
@@ -14,9 +16,14 @@ import (
 type sequenceTB struct {
 	testing.TB
 	rt *rapid.T
+	// feeds are the event feeds the sequence drew for its stores, which a
+	// NewStoreFunc wrapped in WithFeeds builds them with (feed.go); built
+	// counts those stores.
+	feeds model.Feeds
+	built int
 }
 
-func newSequenceTB(outer testing.TB, rt *rapid.T) testing.TB {
+func newSequenceTB(outer testing.TB, rt *rapid.T) *sequenceTB {
 	return &sequenceTB{TB: outer, rt: rt}
 }
 

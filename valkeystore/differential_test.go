@@ -15,7 +15,8 @@ var diffChecks = flag.Int("valkeystore.diffchecks", 0,
 // TestDifferentialProperty applies the same rapid-generated operation
 // sequences (with their times) to memstore and to valkeystore and
 // compares every answer at once and the full observations (describe,
-// indexes, attempts, history, results, listings, due timers, workers) every
+// indexes, attempts, history, results, listings, due timers, workers,
+// the event feeds each sequence builds both stores with) every
 // 25 steps and at the end of each sequence; memstore is also checked
 // against the invariants after every step. A failure prints the seed;
 // replay it with -rapid.seed or the fail file rapid names.
@@ -32,8 +33,12 @@ func TestDifferentialProperty(t *testing.T) {
 			checks = max(checks/10, 5)
 		}
 		proptest.RunDifferential(t,
-			func(testing.TB) model.Store { return memstore.New(&memstore.Options{Partitions: parts}) },
-			func(st testing.TB) model.Store { return newStoreWith(st, client, &Options{Partitions: parts}) },
+			proptest.WithFeeds(func(_ testing.TB, f model.Feeds) model.Store {
+				return memstore.New(&memstore.Options{Partitions: parts, Feeds: f})
+			}),
+			proptest.WithFeeds(func(st testing.TB, f model.Feeds) model.Store {
+				return newStoreWith(st, client, &Options{Partitions: parts, Feeds: f})
+			}),
 			proptest.Options{Checks: checks, CompareEvery: 25, LeaseNotices: true})
 	})
 }
