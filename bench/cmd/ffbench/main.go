@@ -101,7 +101,8 @@ func parseFlags(args []string) (*config, error) {
 	s13rounds := fs.Int("s13-rounds", 0, "S13 throughput rounds per mode, the median reported (default 5; quick 1)")
 	s13tail := fs.Int("s13-tail-frames", 0, "S13 timed frames of the tail-latency run (default 1000; quick 50)")
 	s13rate := fs.Float64("s13-beside-rate", 50, "S13: best-effort frames/s each of the 16 appenders beside S1 writes")
-	s13pairs := fs.Int("s13-pairs", 0, "S13: pairs of plain S1 and S1 beside appends per store, back to back, the median ratio reported (default 3; quick 1)")
+	s13pairs := fs.Int("s13-pairs", 0, "S13: pairs of plain S1 and S1 beside appends, and of S1 with feeds off and on, per store, back to back, the median ratio reported (default 3; quick 1)")
+	s13feed := fs.Int("s13-feed-samples", 0, "S13 timed completions of the completion-feed latency run (default 1000; quick 50)")
 	quiet := fs.Float64("quiet", -1, "before each measurement wait until processes outside the bench use less than this share of the machine (0.1 = 10%; default 0.1 in full runs, off in quick runs; 0: off)")
 	fs.DurationVar(&c.QuietWait, "quiet-wait", 3*time.Minute, "longest wait for a quiet machine before each measurement")
 	fs.StringVar(&serverFlavor, "server", "auto", "server binaries: auto (valkey-server if installed, else redis-server), valkey or redis")
@@ -136,7 +137,7 @@ func parseFlags(args []string) (*config, error) {
 		c.S11.Warmup = min(c.S11.Warmup, *s11/4)
 	}
 	c.S13 = s13Config{Executions: 16, Frames: pick(*s13frames, 2000, 200), Payload: 256, Rounds: pick(*s13rounds, 5, 1),
-		TailFrames: pick(*s13tail, 1000, 50), BesideRate: *s13rate, Pairs: pick(*s13pairs, 3, 1)}
+		TailFrames: pick(*s13tail, 1000, 50), BesideRate: *s13rate, Pairs: pick(*s13pairs, 3, 1), FeedSamples: pick(*s13feed, 1000, 50)}
 	if c.S13.BesideRate <= 0 {
 		return nil, fmt.Errorf("-s13-beside-rate must be above 0")
 	}
@@ -298,7 +299,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			"s4_blocked": cfg.S4.Blocked, "s4_leases": cfg.S4.Leases, "s5_queued": cfg.S5, "s6_samples": cfg.S6.Samples, "s7_jobs": cfg.S7, "s9_samples": cfg.S9.Samples,
 			"s11_seconds": cfg.S11.Duration.Seconds(), "s11_keys": cfg.S11.Keys, "s11_rate": cfg.S11.Rate,
 			"s13_executions": cfg.S13.Executions, "s13_frames": cfg.S13.Frames, "s13_payload_bytes": cfg.S13.Payload, "s13_rounds": cfg.S13.Rounds,
-			"s13_tail_frames": cfg.S13.TailFrames, "s13_beside_rate": cfg.S13.BesideRate, "s13_pairs": cfg.S13.Pairs,
+			"s13_tail_frames": cfg.S13.TailFrames, "s13_beside_rate": cfg.S13.BesideRate, "s13_pairs": cfg.S13.Pairs, "s13_feed_samples": cfg.S13.FeedSamples,
 			"asynq_task_check_interval": cfg.AsynqCheck.String(), "pg_durable": cfg.PGDurable,
 			"quiet_below": cfg.QuietBelow, "quiet_wait_s": cfg.QuietWait.Seconds(), "retries": cfg.Retries,
 		}}
@@ -681,8 +682,8 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 	if cfg.wants("S13") && ctx.Err() == nil {
 		gate("S13")
 		c := cfg.S13
-		logf("S13: attempt streams, %d executions × %d frames of %d B (%d rounds), tail latency over %d frames; S1 beside %d best-effort appenders at %.0f frames/s each",
-			c.Executions, c.Frames, c.Payload, c.Rounds, c.TailFrames, c.Executions, c.BesideRate)
+		logf("S13: attempt streams, %d executions × %d frames of %d B (%d rounds), tail latency over %d frames; completion-feed latency over %d completions; S1 beside %d best-effort appenders at %.0f frames/s each, and S1 with feeds on and off",
+			c.Executions, c.Frames, c.Payload, c.Rounds, c.TailFrames, c.FeedSamples, c.Executions, c.BesideRate)
 		var addrs []string
 		if e.standalone != nil {
 			addrs = []string{e.standalone.Addr()}
@@ -700,6 +701,14 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 				logf("  S13 %s: durable %.0f frames/s, best-effort %.0f frames/s, durable with a tail %.0f frames/s (%.2f ×); append → tail p50 %.3f ms p99 %.3f ms, %s",
 					row.Store, row.Durable.FramesPerSec, row.BestEffort.FramesPerSec, row.DurableTailed.FramesPerSec, row.TailedRatio,
 					row.Tail.Latency.P50, row.Tail.Latency.P99, ping)
+			}
+			if fd := row.Feed; fd.Error == "" && fd.Latency.N > 0 {
+				ping := "PING n/a"
+				if fd.PingAfterGap.N > 0 {
+					ping = fmt.Sprintf("PING after idle p50 %.3f ms (%.2f ×)", fd.PingAfterGap.P50, fd.Ratio)
+				}
+				logf("  S13 %s: handler return → completion event p50 %.3f ms p99 %.3f ms (one-partition reader p50 %.3f ms), %s; subscriber FeedRead calls per sample %.1f",
+					row.Store, fd.Latency.P50, fd.Latency.P99, fd.OnePartition.P50, ping, fd.SubscriberCalls["FeedRead"])
 			}
 			if ctx.Err() != nil {
 				continue
@@ -727,8 +736,26 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			if b := row.Beside; b.Ratio > 0 {
 				logf("  S13 %s: S1 beside appends / plain, median of %d pairs: %.2f ×", row.Store, len(b.Pairs), b.Ratio)
 			}
+			if ctx.Err() != nil {
+				continue
+			}
+			// S1 on the store with both feeds and without, in pairs
+			off := func() (S1Result, bool) { return measureS1("S13 feeds off", row.Store, false) }
+			on := func() (S1Result, bool) {
+				return measureSys("S13 feeds on", row.Store, func() (system, string) {
+					sys, why := makeSystem(row.Store)
+					ff, isFF := sys.(*ffSystem)
+					if !isFF {
+						return nil, why
+					}
+					return newFeedsSystem(ff), ""
+				})
+			}
+			row.FeedCost = s13FeedCost(ctx, row.Store, c.Pairs, off, on)
+			if fc := row.FeedCost; fc.Ratio > 0 {
+				logf("  S13 %s: S1 with both feeds / without, median of %d pairs: %.2f ×", row.Store, len(fc.Pairs), fc.Ratio)
+			}
 		}
-		logf("  not run: S13 completion-feed latency: %s", r.FeedNotRun)
 		rep.S13 = &r
 	}
 	if cfg.wants("S5") && ctx.Err() == nil {

@@ -131,7 +131,7 @@ func TestQuick(t *testing.T) {
 		}
 	}
 	if haveRedis {
-		if rep.S13 == nil || len(rep.S13.Rows) != 2 || rep.S13.FeedNotRun == "" {
+		if rep.S13 == nil || len(rep.S13.Rows) != 2 {
 			t.Errorf("S13: %+v", rep.S13)
 		} else {
 			for _, row := range rep.S13.Rows {
@@ -144,8 +144,9 @@ func TestQuick(t *testing.T) {
 						t.Errorf("S13 %s %s (tailed %v): %d frames, want %d; %.0f frames/s; store calls %v", row.Store, a.Mode, a.Tailed, a.Frames, want, a.FramesPerSec, a.StoreCallsPerFrame)
 					}
 				}
-				if row.DurableTailed.TailFrames != cfg.S13.Frames*cfg.S13.Rounds {
-					t.Errorf("S13 %s: the tail read %d frames, want %d", row.Store, row.DurableTailed.TailFrames, cfg.S13.Frames*cfg.S13.Rounds)
+				if a := row.DurableTailed; a.TailFrames != cfg.S13.Frames*cfg.S13.Rounds || a.TailCalls <= 0 || a.TailWatches != cfg.S13.Rounds {
+					t.Errorf("S13 %s: the tail read %d frames (want %d) in %d StreamRead calls and %d watches (want one per round)",
+						row.Store, a.TailFrames, cfg.S13.Frames*cfg.S13.Rounds, a.TailCalls, a.TailWatches)
 				}
 				if tl := row.Tail; tl.Error != "" || tl.Latency.N != cfg.S13.TailFrames || (row.Store == "valkey") != (tl.PingAfterGap.N > 0 && tl.Ratio > 0) {
 					t.Errorf("S13 %s tail: %+v", row.Store, tl)
@@ -156,6 +157,27 @@ func TestQuick(t *testing.T) {
 					for _, p := range b.Pairs {
 						if p.Beside.Latency.N != cfg.S1.LatJobs || p.Plain.Latency.N != cfg.S1.LatJobs || p.FramesPerSec <= 0 {
 							t.Errorf("S13 %s beside S1 pair: %+v", row.Store, p)
+						}
+					}
+				}
+				fd := row.Feed
+				if fd.Error != "" || fd.Latency.N != cfg.S13.FeedSamples || fd.OnePartition.N != cfg.S13.FeedSamples || fd.Latency.P50 <= 0 ||
+					fd.SubscriberCalls["FeedRead"] < 1 || (row.Store == "valkey") != (fd.PingAfterGap.N == cfg.S13.FeedSamples && fd.Ratio > 0) {
+					t.Errorf("S13 %s completion feed: %+v", row.Store, fd)
+				}
+				n := 0
+				for _, q := range fd.ByQuarter {
+					n += q.N
+				}
+				if n != cfg.S13.FeedSamples {
+					t.Errorf("S13 %s completion feed: %d samples by partition quarter, want %d", row.Store, n, cfg.S13.FeedSamples)
+				}
+				if fc := row.FeedCost; fc == nil || fc.Error != "" || fc.Ratio <= 0 || len(fc.Pairs) != cfg.S13.Pairs {
+					t.Errorf("S13 %s feeds on / off: %+v", row.Store, fc)
+				} else {
+					for _, p := range fc.Pairs {
+						if p.On.Latency.N != cfg.S1.LatJobs || p.Off.Latency.N != cfg.S1.LatJobs || p.On.System != row.Store+"+feeds" {
+							t.Errorf("S13 %s feeds pair: %+v", row.Store, p)
 						}
 					}
 				}
@@ -212,10 +234,10 @@ func TestParseFlags(t *testing.T) {
 	if c.S11.Duration != 30*time.Second || c.S11.Keys != 20 || c.S11.Rate != 10 || c.S11.Workers != 16 {
 		t.Errorf("S11 full size: %+v", c.S11)
 	}
-	if c.S13.Executions != 16 || c.S13.Frames != 2000 || c.S13.TailFrames != 1000 || c.S13.Payload != 256 || c.S13.Rounds != 5 || c.S13.Pairs != 3 {
+	if c.S13.Executions != 16 || c.S13.Frames != 2000 || c.S13.TailFrames != 1000 || c.S13.Payload != 256 || c.S13.Rounds != 5 || c.S13.Pairs != 3 || c.S13.FeedSamples != 1000 {
 		t.Errorf("S13 full size: %+v", c.S13)
 	}
-	if q, err := parseFlags([]string{"-quick", "-s13-frames", "30"}); err != nil || q.S13.Frames != 30 || q.S13.TailFrames != 50 || q.S13.Rounds != 1 || q.S13.Pairs != 1 {
+	if q, err := parseFlags([]string{"-quick", "-s13-frames", "30"}); err != nil || q.S13.Frames != 30 || q.S13.TailFrames != 50 || q.S13.Rounds != 1 || q.S13.Pairs != 1 || q.S13.FeedSamples != 50 {
 		t.Errorf("-quick -s13-frames 30: %+v, %v", q.S13, err)
 	}
 	if q, err := parseFlags([]string{"-quick", "-s11-duration", "2s"}); err != nil || q.S11.Duration != 2*time.Second || q.S11.Warmup != 500*time.Millisecond {

@@ -82,7 +82,7 @@ var glossary = []string{
 	"S9: suspend → signal → resume (the issue's S7, renamed: S7 and S8 already exist here): start of Engine.DeliverSignal with the token of the pending waitpoint the handler created and suspended on (condition SignalFor(\"go\")) → the resumed handler's start (TaskInfo.Resumed), once the execution is suspended and the 4 Workers idle; beside the idle wake (submit → handler start) of the same jobs, measured as in S6; target p50 ≤ 3 × the idle-wake p50.",
 	"S10: S1's workload with a budget (hard limit never reached) and a quota (100,000/s, 10,000 running per key) attached to every job, beside plain S1 on the same store in the same run; target drain ≥ 0.7 × plain.",
 	"S11: a quota of 10 starts/s per key over 20 keys, 16 Workers, every key always with jobs waiting; per key the admitted rate over whole windows after a warm-up (handler starts) and its deviation from 10/s; target within 2 %.",
-	"S13: attempt output streams (the streams-and-feeds issue's S8, renamed: S8 exists). Append throughput: 16 executions, each handler appending its frames (256 B) with TaskInfo.AppendFrame one call after the other, released together; frames/s = all frames / (last append's return − release), the median of the rounds; durable and best-effort frames in separate runs on a fresh store; the durable run again while a reader loops Engine.TailStream over one of the 16 streams (target ≥ 0.95 × without: the bench's reading of \"writers are not slowed\"). Tail latency: one handler appends a durable frame after each 10–40 ms idle gap; the time just before AppendFrame → Engine.TailStream returning that frame to a reader waiting from its cursor; against PING on the store's client after the same idle gap, one before each frame (valkeystore; target p50 ≤ 2 × PING p50). S1 beside appends: S1 on the same store and engine while 16 executions on another lane append best-effort frames at a steady pace the whole run, against a plain S1 measured right before or after it (pairs, order alternating; target: the median pair ratio ≥ 0.95). JSON: s13.rows[].append_durable / append_best_effort / append_durable_tailed (frames_per_sec, frames_per_sec_by_round, append_call, store_calls_per_frame, server_cmds_per_frame, server_script_usec_per_frame, tail_calls, tail_frames_read), tailed_over_plain_frames_per_sec, tail_latency (append_to_tail, append_call, ping_rtt, ping_rtt_after_idle, tail_p50_over_ping_after_idle_p50, tail_calls, store_calls_per_frame), s1_beside_appends (throughput_ratio: the median pair's; pairs[]: first, plain and with_appends as S1 rows, throughput_ratio, frames_per_sec, frames_per_drained_job); s13.completion_feed_not_run says why the completion-feed latency is not measured.",
+	"S13: attempt output streams (the streams-and-feeds issue's S8, renamed: S8 exists). Append throughput: 16 executions, each handler appending its frames (256 B) with TaskInfo.AppendFrame one call after the other, released together; frames/s = all frames / (last append's return − release), the median of the rounds; durable and best-effort frames in separate runs on a fresh store; the durable run again while a reader follows one of the 16 streams with one Engine.Frames iteration (target ≥ 0.95 × without: the bench's reading of \"writers are not slowed\"). Tail latency: one handler appends a durable frame after each 10–40 ms idle gap; the time just before AppendFrame → Engine.TailStream returning that frame to a reader waiting from its cursor; against PING on the store's client after the same idle gap, one before each frame (valkeystore; target p50 ≤ 2 × PING p50). S1 beside appends: S1 on the same store and engine while 16 executions on another lane append best-effort frames at a steady pace the whole run, against a plain S1 measured right before or after it (pairs, order alternating; target: the median pair ratio ≥ 0.95). Completion-feed latency: on a store built with the completions feed, a no-op job after each 10–40 ms idle gap; the handler's last step takes the time → a subscriber looping Engine.Subscribe (from Engine.FeedHead, on a second engine: on valkeystore its own store and client) has the execution's completion event; against PING on the subscriber's client after the same idle gap, one before each job (valkeystore; target p50 ≤ 2 × PING p50); beside it a diagnostic reader that reads only the partition each feed notice names. Cost of feeds: S1 on the store built with both feeds (nobody subscribed) against S1 without, in pairs like S1 beside appends (no target). JSON: s13.rows[].append_durable / append_best_effort / append_durable_tailed (frames_per_sec, frames_per_sec_by_round, append_call, store_calls_per_frame, server_cmds_per_frame, server_script_usec_per_frame, tail_reader, tail_stream_reads, tail_watches, tail_frames_read), tailed_over_plain_frames_per_sec, tail_latency (append_to_tail, append_call, ping_rtt, ping_rtt_after_idle, tail_p50_over_ping_after_idle_p50, tail_calls, store_calls_per_frame), s1_beside_appends (throughput_ratio: the median pair's; pairs[]: first, plain and with_appends as S1 rows, throughput_ratio, frames_per_sec, frames_per_drained_job), completion_feed (handler_return_to_event, handler_return_to_event_by_partition_quarter, submit_to_event, handler_return_to_event_one_partition_reader, ping_rtt, ping_rtt_after_idle, event_p50_over_ping_after_idle_p50, subscriber_store_calls_per_sample, driver_store_calls_per_sample, server_cmds_per_sample), s1_feeds_on (throughput_ratio: the median pair's; pairs[]: first, feeds_off and feeds_on as S1 rows, throughput_ratio).",
 	"S5: bytes per queued execution − payload: for memstore the median of the Go heap (after GC) growth per execution over 5 equal fill steps, for the server (after − before)/queued of used_memory; measured with an empty payload (the payload excluded) and with 4 KiB (minus 4096: what the payload costs beyond its bytes).",
 }
 
@@ -360,7 +360,7 @@ func (r *Report) markdown() string {
 	w("## Targets (ratios from this run)\n\n| target | value | limit | | detail |\n|---|---:|---:|:-:|---|\n")
 	for _, t := range r.Targets {
 		val := "–"
-		if t.Pass != nil {
+		if t.Pass != nil || t.Op == "" && t.Value != 0 { // a value without a target is shown too
 			val = fmt.Sprintf("%.2f", t.Value)
 		}
 		limit := fmt.Sprintf("%s %g", t.Op, t.Limit)
@@ -694,8 +694,9 @@ func (r *Report) markdown() string {
 }
 
 // s13Targets are S13's targets: per store, the writers with a tail and S1
-// beside appends (≥ 0.95), on valkeystore the tail p50 against PING after
-// an idle gap (≤ 2); and the completion feed, not run.
+// beside appends (≥ 0.95), on valkeystore the tail p50 and the completion
+// event p50 against PING after an idle gap (≤ 2); and, without a target,
+// S1 with feeds on against off.
 func s13Targets(s *S13Result) []Target {
 	var ts []Target
 	for _, row := range s.Rows {
@@ -704,9 +705,9 @@ func s13Targets(s *S13Result) []Target {
 		} else {
 			ts = append(ts, Target{Name: fmt.Sprintf("S13 durable append frames/s with a tail / without (%s)", row.Store),
 				Value: row.TailedRatio, Op: "≥", Limit: 0.95, Pass: boolp(row.TailedRatio >= 0.95),
-				Detail: fmt.Sprintf("%.0f / %.0f frames/s (median of %d round(s): %s vs %s); the tail read %d frames in %d TailStream calls",
+				Detail: fmt.Sprintf("%.0f / %.0f frames/s (median of %d round(s): %s vs %s); the tail (Engine.Frames) read %d frames in %d StreamRead calls and %d stream watch(es)",
 					row.DurableTailed.FramesPerSec, row.Durable.FramesPerSec, len(row.Durable.RoundsPerSec),
-					joinF0(row.DurableTailed.RoundsPerSec), joinF0(row.Durable.RoundsPerSec), row.DurableTailed.TailFrames, row.DurableTailed.TailCalls)})
+					joinF0(row.DurableTailed.RoundsPerSec), joinF0(row.Durable.RoundsPerSec), row.DurableTailed.TailFrames, row.DurableTailed.TailCalls, row.DurableTailed.TailWatches)})
 		}
 		if tl := row.Tail; row.Error == "" && row.Store != "memstore" {
 			t := Target{Name: fmt.Sprintf("S13 append → tail p50 / PING p50 after an idle gap (%s)", row.Store), Value: tl.Ratio, Op: "≤", Limit: 2}
@@ -735,8 +736,38 @@ func s13Targets(s *S13Result) []Target {
 				len(b.Pairs), strings.Join(parts, "; "), s.Executions, s.BesideRate)
 		}
 		ts = append(ts, t)
+		if fd := row.Feed; row.Store != "memstore" {
+			t := Target{Name: fmt.Sprintf("S13 handler return → completion event p50 / PING p50 after an idle gap (%s)", row.Store), Value: fd.Ratio, Op: "≤", Limit: 2}
+			switch {
+			case fd.Error != "":
+				t.Detail = fd.Error
+			case fd.Latency.N == 0:
+				t.Detail = "not measured"
+			default:
+				t.Pass = boolp(fd.Ratio <= 2)
+				t.Detail = fmt.Sprintf("Engine.Subscribe on a second engine and client: p50 %.3f ms, p99 %.3f ms (n=%d); PING after 10–40 ms idle p50 %.3f ms, back to back %.3f ms; the subscriber made %.0f FeedRead calls per completion; a reader of the notified partition only: p50 %.3f ms",
+					fd.Latency.P50, fd.Latency.P99, fd.Latency.N, fd.PingAfterGap.P50, fd.Ping.P50, fd.SubscriberCalls["FeedRead"], fd.OnePartition.P50)
+			}
+			ts = append(ts, t)
+		}
+		t = Target{Name: fmt.Sprintf("S13 S1 with both feeds / without (%s)", row.Store)}
+		switch fc := row.FeedCost; {
+		case fc == nil:
+			t.Detail = "not measured"
+		case fc.Error != "" || fc.Ratio <= 0:
+			t.Detail = fc.Error
+		default:
+			t.Value = fc.Ratio
+			var parts []string
+			for _, p := range fc.Pairs {
+				parts = append(parts, fmt.Sprintf("%.0f / %.0f = %.2f", p.On.Throughput, p.Off.Throughput, p.Ratio))
+			}
+			t.Detail = fmt.Sprintf("no target (what a feed costs when on; off changes nothing): median of %d back-to-back pairs (drain jobs/s with / without: %s)",
+				len(fc.Pairs), strings.Join(parts, "; "))
+		}
+		ts = append(ts, t)
 	}
-	return append(ts, Target{Name: "S13 completion-feed latency", Detail: "not run: " + s.FeedNotRun})
+	return ts
 }
 
 func joinF0(vs []float64) string {
@@ -761,7 +792,7 @@ func (s *S13Result) markdown(w func(string, ...any)) {
 		for _, a := range []S13Append{row.Durable, row.BestEffort, row.DurableTailed} {
 			run := a.Mode
 			if a.Tailed {
-				run += fmt.Sprintf(", one stream tailed (%d frames read in %d calls)", a.TailFrames, a.TailCalls)
+				run += fmt.Sprintf(", one stream tailed with Engine.Frames (%d frames read in %d StreamRead calls, %d watch(es))", a.TailFrames, a.TailCalls, a.TailWatches)
 			}
 			var parts []string
 			for _, k := range sortedKeys(a.StoreCallsPerFrame) {
@@ -832,5 +863,92 @@ func (s *S13Result) markdown(w func(string, ...any)) {
 			w("| %s | median | | | **%.2f** |||||||\n", row.Store, b.Ratio)
 		}
 	}
-	w("\nCompletion-feed latency: not run: %s.\n\n", s.FeedNotRun)
+	s.feedMarkdown(w)
+}
+
+// feedMarkdown writes S13's completion-feed tables.
+func (s *S13Result) feedMarkdown(w func(string, ...any)) {
+	w("\nCompletion-feed latency (a no-op job after each 10–40 ms idle gap; %d timed completions; handler return = the time the handler takes as its last step):\n\n", s.FeedSamples)
+	w("| store | handler return → event p50 / p95 / p99 | by partition quarter p50 | submit → event p50 | one-partition reader p50 / p99 | PING after the gap p50 / p99 | PING back to back p50 / p99 | event p50 / PING-after-gap p50 | subscriber store calls/sample | driver store calls/sample | server cmds/sample | other load |\n")
+	w("|---|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|\n")
+	calls := func(m map[string]float64) string {
+		var parts []string
+		for _, k := range sortedKeys(m) {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, m[k]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	for _, row := range s.Rows {
+		fd := row.Feed
+		if fd.Error != "" || fd.Latency.N == 0 {
+			w("| %s | error: %s |||||||||||\n", row.Store, row.Error+fd.Error)
+			continue
+		}
+		var qs []string
+		for _, q := range fd.ByQuarter {
+			qs = append(qs, f3(q.P50))
+		}
+		ping, cold, ratio := "n/a (in process)", "n/a", "n/a"
+		if fd.Ping.N > 0 {
+			ping = fmt.Sprintf("%.3f / %.3f ms", fd.Ping.P50, fd.Ping.P99)
+			cold = fmt.Sprintf("%.3f / %.3f ms", fd.PingAfterGap.P50, fd.PingAfterGap.P99)
+			ratio = fmt.Sprintf("%.2f", fd.Ratio)
+		}
+		w("| %s | **%.3f** / %.3f / %.3f ms | %s ms | %.3f ms | %.3f / %.3f ms | %s | %s | %s | %s | %s | %s | %.0f%% |\n", row.Store,
+			fd.Latency.P50, fd.Latency.P95, fd.Latency.P99, strings.Join(qs, ", "), fd.SubmitToEvent.P50, fd.OnePartition.P50, fd.OnePartition.P99,
+			cold, ping, ratio, calls(fd.SubscriberCalls), calls(fd.DriverCalls), f2(fd.ServerCmdsPerSample), 100*fd.OtherCPU)
+	}
+	for _, row := range s.Rows {
+		if row.Feed.Subscriber != "" {
+			w("\nSubscriber (%s): %s.", row.Store, row.Feed.Subscriber)
+		}
+	}
+	w("\n")
+	for _, row := range s.Rows {
+		if len(row.Feed.TopCommands) > 0 {
+			w("\nServer commands per timed completion in the feed run (%s): %s\n", row.Store, strings.Join(row.Feed.TopCommands, ", "))
+		}
+	}
+	w("\nS1 with both feeds (the store built with Feeds{Completions: true, Leases: true}, nobody subscribed) and without, in %d back-to-back pairs:\n\n", s.FeedPairs)
+	w("| store | pair | run | drain jobs/s | × off | latency p50 / p99 ms | server script µs/job | server cmds/job | scripts/job | store calls/job | other load |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, row := range s.Rows {
+		fc := row.FeedCost
+		if fc == nil {
+			w("| %s | | not measured |||||||||\n", row.Store)
+			continue
+		}
+		for i, p := range fc.Pairs {
+			runs := []struct {
+				run, ratio string
+				r          S1Result
+			}{{"feeds off", "1", p.Off}, {"feeds on", f2(p.Ratio), p.On}}
+			if p.First != "off" {
+				runs[0], runs[1] = runs[1], runs[0]
+			}
+			for _, x := range runs {
+				if x.r.Error != "" {
+					w("| %s | %d | %s | error: %s ||||||||\n", row.Store, i+1, x.run, x.r.Error)
+					continue
+				}
+				w("| %s | %d | %s | **%s** | %s | %s / %s | %s | %s | %s | %s | %.0f%%%s |\n", row.Store, i+1, x.run, f0(x.r.Throughput), x.ratio,
+					f3(x.r.Latency.P50), f3(x.r.Latency.P99), f0(x.r.ScriptUsecPerJob), f2(x.r.ServerCmdsPerJob), f2(x.r.ScriptCallsPerJob), f2(x.r.StoreRoundTripsPerJob), 100*x.r.OtherCPU, attempts(x.r.Attempts))
+			}
+		}
+		if fc.Error != "" {
+			w("| %s | | error: %s |||||||||\n", row.Store, fc.Error)
+		} else {
+			w("| %s | median | | | **%.2f** ||||||\n", row.Store, fc.Ratio)
+		}
+	}
+	for _, row := range s.Rows {
+		if fc := row.FeedCost; fc != nil {
+			for i, p := range fc.Pairs {
+				if p.On.Error == "" && len(p.On.TopCommands) > 0 {
+					w("\nServer commands per drained job with both feeds (%s, pair %d): %s\n", row.Store, i+1, strings.Join(p.On.TopCommands, ", "))
+					break
+				}
+			}
+		}
+	}
+	w("\n")
 }

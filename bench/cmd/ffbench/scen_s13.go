@@ -39,10 +39,13 @@ type S13Result struct {
 	BesideRate float64 `json:"beside_s1_frames_per_sec_per_execution"`
 	// BesidePairs is how many pairs of plain S1 and S1 beside appends
 	// were measured per store.
-	BesidePairs int      `json:"beside_s1_pairs"`
+	BesidePairs int `json:"beside_s1_pairs"`
+	// FeedSamples is the number of timed completions of the
+	// completion-feed latency run; FeedPairs how many pairs of S1 with the
+	// store's feeds off and on were measured per store.
+	FeedSamples int      `json:"feed_samples"`
+	FeedPairs   int      `json:"feed_cost_pairs"`
 	Rows        []S13Row `json:"rows"`
-	// FeedNotRun says why the completion-feed latency was not measured.
-	FeedNotRun string `json:"completion_feed_not_run"`
 }
 
 // S13Row is one store.
@@ -62,6 +65,11 @@ type S13Row struct {
 	// Beside is S1 with best-effort appenders on another lane (filled in
 	// by run, which has the plain S1 rows).
 	Beside *S13Beside `json:"s1_beside_appends,omitempty"`
+	// Feed is handler return → completion event at a subscriber.
+	Feed S13Feed `json:"completion_feed"`
+	// FeedCost is S1 on the store built with both feeds against S1
+	// without (filled in by run).
+	FeedCost *S13FeedCost `json:"s1_feeds_on,omitempty"`
 }
 
 // S13Append is the append throughput of one mode on one store.
@@ -88,11 +96,16 @@ type S13Append struct {
 	TopCommands        []string           `json:"top_commands,omitempty"`
 	// ClientCPUUsecPerFrame is this process's CPU per frame.
 	ClientCPUUsecPerFrame float64 `json:"client_cpu_usec_per_frame"`
-	// TailCalls and TailFrames are the tailing reader's TailStream calls
-	// and the frames they returned (tailed runs only).
-	TailCalls  int     `json:"tail_calls,omitempty"`
-	TailFrames int     `json:"tail_frames_read,omitempty"`
-	OtherCPU   float64 `json:"other_cpu_share"`
+	// TailReader says how the tailing reader follows the stream (tailed
+	// runs only): one Engine.Frames iteration. TailCalls is its StreamRead
+	// calls (pages read, empty ones included), TailWatches its
+	// WatchStream calls (stream subscriptions) and TailFrames the frames it
+	// got, over every round.
+	TailReader  string  `json:"tail_reader,omitempty"`
+	TailCalls   int     `json:"tail_stream_reads,omitempty"`
+	TailWatches int     `json:"tail_watches,omitempty"`
+	TailFrames  int     `json:"tail_frames_read,omitempty"`
+	OtherCPU    float64 `json:"other_cpu_share"`
 }
 
 // S13Tail is append → tail latency after idle gaps on one store.
@@ -210,27 +223,42 @@ type s13Config struct {
 	Rounds     int
 	TailFrames int
 	BesideRate float64
-	Pairs      int
+	// Pairs is the number of back-to-back pairs of S1 beside appends and
+	// of S1 with feeds on and off, each.
+	Pairs int
+	// FeedSamples is the number of timed completions of the feed latency.
+	FeedSamples int
 }
 
 const s13Note = "The streams-and-feeds issue calls this scenario S8; S8 (flows) already exists here, so it is S13. " +
 	"Append throughput: 16 Workers × MaxConcurrent 1 each claim one execution; once all 16 handlers run they are released together and each appends " +
 	"its frames (type \"token\", 256-byte payload) with TaskInfo.AppendFrame as fast as it can, one call after the other; frames/s = every frame / " +
 	"(the last append's return − the release). Durable and best-effort frames are separate runs, each on a fresh store after a GC, and the durable run " +
-	"is repeated while a reader loops Engine.TailStream (default Limit 100) over the first execution's stream; the three runs alternate by round " +
+	"is repeated while a reader follows the first execution's stream with one Engine.Frames iteration (default Limit 100); the three runs alternate by round " +
 	"(their order rotates). Tail latency: one handler appends a frame, pauses 10–40 ms, appends the next (durable); a reader waiting in TailStream " +
 	"from its cursor takes the time when TailStream returns the frame; latency = the time just before AppendFrame → that return; on valkeystore the " +
 	"handler also times a PING on the store's client before each frame, after its own 10–40 ms gap. S1 beside appends: plain S1 and S1 with the " +
 	"appenders, back to back in pairs (order alternating), each on a fresh store; the median pair ratio is reported. The engine's store is the " +
-	"bench's call-counting wrapper, forwarding model.StreamStore and model.StreamNotifier"
-
-const s13FeedNotRun = "completion feeds are not built yet (the streams-and-feeds issue's feeds come later); nothing to measure"
+	"bench's call-counting wrapper, forwarding model.StreamStore and model.StreamNotifier (and model.FeedStore and model.FeedNotifier in the feed " +
+	"latency run). Completion-feed latency: a store built with Feeds{Completions: true}; a subscriber loops Engine.Subscribe from Engine.FeedHead in " +
+	"its own goroutine, on a second Engine (not started: no scanners) on the same memstore, or on valkeystore on its own store and valkey-go client " +
+	"against the same server, as another process would; the driver pauses 10–40 ms, submits a no-op job on a spread lane (each job on the partition " +
+	"of its id: on a plain lane every job would share the lane's one partition), the one idle Worker (MaxConcurrent 1) runs it " +
+	"and its handler takes the time as its last step; latency = that time → the subscriber's loop body has the completion event of that execution. " +
+	"The driver waits for the event before the next sample (one untimed sample first). On valkeystore a PING on the subscriber's client, after its own " +
+	"10–40 ms gap, precedes every sample. Beside it, as a diagnostic, a model-level reader on a third store and client watches the feed's notices " +
+	"(model.FeedNotifier) and on each reads only the partition the notice names (model.FeedStore.FeedRead). Cost of feeds: plain S1 and S1 on the " +
+	"store built with Feeds{Completions: true, Leases: true} (default length, nobody subscribed), back to back in pairs (order alternating), each on a " +
+	"fresh store; the median pair ratio is reported"
 
 // s13Kind is the kind of S13's executions.
 const s13Kind flowfabric.Kind = "s13_frames"
 
 // s13FramesLane is the lane of the appenders beside S1.
 const s13FramesLane model.LaneID = "s13-frames"
+
+// s13FeedLane is the spread lane of the feed-latency jobs.
+const s13FeedLane model.LaneID = "s13-feed"
 
 // s13Payload is every frame's payload.
 func s13Payload(n int) []byte {
@@ -327,7 +355,7 @@ func s13Store(addrs []string) (cs *countingStore, st *streamCountingStore, clien
 // The S1-beside rows are added by run.
 func runS13(ctx context.Context, addrs []string, c s13Config) S13Result {
 	res := S13Result{Note: s13Note, Executions: c.Executions, FramesEach: c.Frames, PayloadBytes: c.Payload, Rounds: c.Rounds,
-		TailFrames: c.TailFrames, BesideRate: c.BesideRate, BesidePairs: c.Pairs, FeedNotRun: s13FeedNotRun}
+		TailFrames: c.TailFrames, BesideRate: c.BesideRate, BesidePairs: c.Pairs, FeedSamples: c.FeedSamples, FeedPairs: c.Pairs}
 	res.Rows = append(res.Rows, runS13Store(ctx, "memstore", nil, c))
 	if addrs != nil {
 		res.Rows = append(res.Rows, runS13Store(ctx, "valkey", addrs, c))
@@ -359,8 +387,8 @@ func runS13Store(ctx context.Context, name string, addrs []string, c s13Config) 
 			}
 			*k.out = append(*k.out, r)
 		}
-		logf("  S13 %s round %d: durable %.0f frames/s, best-effort %.0f frames/s, durable with a tail %.0f frames/s (the tail read %d frames in %d calls)",
-			name, round+1, plain[round].fps, best[round].fps, tailed[round].fps, tailed[round].tailFrames, tailed[round].tailCalls)
+		logf("  S13 %s round %d: durable %.0f frames/s, best-effort %.0f frames/s, durable with a tail %.0f frames/s (the tail read %d frames in %d StreamRead calls, %d watch(es))",
+			name, round+1, plain[round].fps, best[round].fps, tailed[round].fps, tailed[round].tailFrames, tailed[round].tailCalls, tailed[round].tailWatches)
 	}
 	row.Durable = s13Aggregate(string(flowfabric.StreamDurable), false, plain, addrs != nil)
 	row.BestEffort = s13Aggregate(string(flowfabric.StreamBestEffort), false, best, addrs != nil)
@@ -371,18 +399,22 @@ func runS13Store(ctx context.Context, name string, addrs []string, c s13Config) 
 	if ctx.Err() == nil {
 		row.Tail = runS13Tail(ctx, name, addrs, c)
 	}
+	if ctx.Err() == nil {
+		row.Feed = runS13Feed(ctx, name, addrs, c)
+	}
 	return row
 }
 
 // s13Round is one append-throughput run.
 type s13Round struct {
-	frames     int
-	fps        float64
-	calls      []time.Duration
-	storeCalls map[string]int64 // delta over the appending
-	ws         windowStats
-	tailCalls  int
-	tailFrames int
+	frames      int
+	fps         float64
+	calls       []time.Duration
+	storeCalls  map[string]int64 // delta over the appending
+	ws          windowStats
+	tailCalls   int
+	tailWatches int
+	tailFrames  int
 }
 
 func s13Aggregate(mode string, tailed bool, rounds []s13Round, server bool) S13Append {
@@ -406,7 +438,11 @@ func s13Aggregate(mode string, tailed bool, rounds []s13Round, server bool) S13A
 		clientCPU += r.ws.ClientCPU
 		other += r.ws.OtherCPU
 		a.TailCalls += r.tailCalls
+		a.TailWatches += r.tailWatches
 		a.TailFrames += r.tailFrames
+	}
+	if tailed {
+		a.TailReader = "one Engine.Frames iteration per round"
 	}
 	sorted := slices.Clone(a.RoundsPerSec)
 	slices.Sort(sorted)
@@ -531,29 +567,25 @@ func s13AppendRound(ctx context.Context, addrs []string, c s13Config, mode flowf
 		}
 	}
 
-	// the reader tails the first stream from its start until it has
-	// every frame (or is stopped after the writers)
+	// the reader follows the first stream from its start with one Frames
+	// iteration until it has every frame (or is stopped after the writers)
 	rctx, stopReader := context.WithCancel(ctx)
 	readerDone := make(chan struct{})
 	defer func() { stopReader(); <-readerDone }()
 	var readerErr error
-	var tailCalls, tailFrames int // the reader's until readerDone
+	var tailFrames int // the reader's until readerDone
+	reads0 := cs.snapshot()
 	if tailed {
 		go func() {
 			defer close(readerDone)
-			o := &flowfabric.StreamReadOpts{MaxWait: 5 * time.Second}
-			for o.After < uint64(c.Frames) {
-				p, err := engine.TailStream(rctx, running[0].id, running[0].attempt, o)
+			for _, err := range engine.Frames(rctx, running[0].id, running[0].attempt, nil) {
 				if err != nil {
 					if rctx.Err() == nil {
 						readerErr = err
 					}
 					return
 				}
-				tailCalls++
-				tailFrames += len(p.Frames)
-				o.After = p.Next
-				if p.Done {
+				if tailFrames++; tailFrames == c.Frames {
 					return
 				}
 			}
@@ -604,7 +636,11 @@ func s13AppendRound(ctx context.Context, addrs []string, c s13Config, mode flowf
 	if readerErr != nil {
 		return r, fmt.Errorf("tail: %w", readerErr)
 	}
-	r.tailCalls, r.tailFrames = tailCalls, tailFrames
+	if tailed {
+		// only the reader reads or watches a stream
+		reads := subCalls(cs.snapshot(), reads0)
+		r.tailCalls, r.tailWatches, r.tailFrames = int(reads["StreamRead"]), int(reads["WatchStream"]), tailFrames
+	}
 	return r, nil
 }
 
@@ -941,4 +977,492 @@ func (s *framesBeside) framesPerSec() float64 {
 		return float64(s.frames.Load()) / s.to.Sub(s.from).Seconds()
 	}
 	return 0
+}
+
+// ---- completion-feed latency ----
+
+// S13Feed is handler return → completion event at a subscriber on one
+// store, after idle gaps.
+type S13Feed struct {
+	Error   string `json:"error,omitempty"`
+	Samples int    `json:"samples"`
+	// Subscriber says where the subscribing Engine runs.
+	Subscriber string `json:"subscriber"`
+	// Latency is the handler's last step (time taken just before it
+	// returns) → the body of the subscriber's Engine.Subscribe loop has
+	// the execution's completion event; ByQuarter is the same split by the
+	// execution's partition (quarters of the partition range, in the
+	// order Subscribe reads them).
+	Latency   Latency   `json:"handler_return_to_event"`
+	ByQuarter []Latency `json:"handler_return_to_event_by_partition_quarter"`
+	// SubmitToEvent is the start of the SubmitRaw call → the same event
+	// (wake, claim, the handler and the completion included).
+	SubmitToEvent Latency `json:"submit_to_event"`
+	// OnePartition is the diagnostic reader's: handler return → a
+	// model-level reader that reads only the partition each notice names
+	// has the event.
+	OnePartition Latency `json:"handler_return_to_event_one_partition_reader"`
+	// Ping, PingAfterGap and Ratio are as in S13Tail, on the subscriber's
+	// client (valkeystore only); Ratio is Latency.P50 / PingAfterGap.P50
+	// (target ≤ 2).
+	Ping         Latency `json:"ping_rtt"`
+	PingAfterGap Latency `json:"ping_rtt_after_idle"`
+	Ratio        float64 `json:"event_p50_over_ping_after_idle_p50,omitempty"`
+	// SubscriberCalls are the subscribing Engine's store calls per timed
+	// sample; DriverCalls the driver's and worker's engine's.
+	SubscriberCalls map[string]float64 `json:"subscriber_store_calls_per_sample"`
+	DriverCalls     map[string]float64 `json:"driver_store_calls_per_sample"`
+	// ServerCmdsPerSample counts every server command over the timed
+	// samples (both engines, the diagnostic reader, the PINGs) per sample.
+	ServerCmdsPerSample float64  `json:"server_cmds_per_sample,omitempty"`
+	TopCommands         []string `json:"top_commands,omitempty"`
+	OtherCPU            float64  `json:"other_cpu_share"`
+}
+
+// feedCountingStore is streamCountingStore with the feed calls forwarded
+// (and counted).
+type feedCountingStore struct {
+	*streamCountingStore
+	fs model.FeedStore
+}
+
+func newFeedCountingStore(cs *countingStore) (*feedCountingStore, error) {
+	st, err := newStreamCountingStore(cs)
+	if err != nil {
+		return nil, err
+	}
+	fs, ok := cs.Store.(model.FeedStore)
+	if !ok {
+		return nil, fmt.Errorf("%T keeps no event feeds (model.FeedStore)", cs.Store)
+	}
+	return &feedCountingStore{streamCountingStore: st, fs: fs}, nil
+}
+
+func (c *feedCountingStore) FeedEnabled(k model.FeedKind) bool { return c.fs.FeedEnabled(k) }
+
+func (c *feedCountingStore) FeedRead(ctx context.Context, p *model.FeedReadParams) (*model.FeedReadResult, error) {
+	c.count("FeedRead")
+	return c.fs.FeedRead(ctx, p)
+}
+
+// WatchFeed implements model.FeedNotifier when the wrapped store does.
+func (c *feedCountingStore) WatchFeed(k model.FeedKind, f func(partition int)) func() {
+	c.count("WatchFeed")
+	if n, ok := c.Store.(model.FeedNotifier); ok {
+		return n.WatchFeed(k, func(p int) {
+			c.count("WatchFeed(notified)")
+			f(p)
+		})
+	}
+	return func() {}
+}
+
+var (
+	_ model.FeedStore    = (*feedCountingStore)(nil)
+	_ model.FeedNotifier = (*feedCountingStore)(nil)
+	_ model.StreamStore  = (*feedCountingStore)(nil)
+)
+
+// s13Valkey opens a valkeystore with feeds on its own client, emptying
+// the server first when flush is set; closeFn closes both.
+func s13Valkey(addrs []string, feeds model.Feeds, flush bool) (vs *valkeystore.Store, client valkey.Client, closeFn func(), err error) {
+	if flush {
+		if err := (&serverProbe{addrs: addrs}).flushAll(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	client, err = valkey.NewClient(valkey.ClientOption{InitAddress: addrs, DisableCache: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	vs, err = valkeystore.New(client, &valkeystore.Options{Feeds: feeds})
+	if err != nil {
+		client.Close()
+		return nil, nil, nil, err
+	}
+	return vs, client, func() { vs.Close(); client.Close() }, nil
+}
+
+// s13Arrival is one completion event seen by a reader.
+type s13Arrival struct {
+	id model.ExecutionID
+	at time.Time
+}
+
+// waitArrival takes arrivals from ch until id's, for at most d.
+func waitArrival(ctx context.Context, ch <-chan s13Arrival, id model.ExecutionID, d time.Duration) (time.Time, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case a := <-ch:
+			if a.id == id {
+				return a.at, nil
+			}
+		case <-t.C:
+			return time.Time{}, errTimeout
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+}
+
+// runS13Feed measures handler return → completion event at a subscriber
+// after idle gaps, and on valkeystore PING on the subscriber's client.
+func runS13Feed(ctx context.Context, name string, addrs []string, c s13Config) (res S13Feed) {
+	n := c.FeedSamples
+	res.Samples = n
+	fail := func(err error) S13Feed {
+		res.Error = err.Error()
+		logf("  S13 %s feed: %v", name, err)
+		return res
+	}
+	feeds := model.Feeds{Completions: true}
+	// A: the driver's engine and worker; B: the subscriber's engine; C:
+	// the diagnostic reader
+	var baseA, baseB, baseC model.Store
+	var pingClient valkey.Client
+	if addrs == nil {
+		m := memstore.New(&memstore.Options{Feeds: feeds})
+		baseA, baseB, baseC = m, m, m
+		res.Subscriber = "a second Engine (not started) on the same memstore, in its own goroutine"
+	} else {
+		var stores []model.Store
+		for i := range 3 {
+			vs, client, closeFn, err := s13Valkey(addrs, feeds, i == 0)
+			if err != nil {
+				return fail(err)
+			}
+			defer closeFn()
+			stores = append(stores, vs)
+			if i == 1 {
+				pingClient = client
+			}
+		}
+		baseA, baseB, baseC = stores[0], stores[1], stores[2]
+		res.Subscriber = "a second Engine (not started) on its own valkeystore and valkey-go client, same server, in its own goroutine"
+	}
+	csA, csB := newCountingStore(baseA, nil), newCountingStore(baseB, nil)
+	stA, err := newFeedCountingStore(csA)
+	if err != nil {
+		return fail(err)
+	}
+	stB, err := newFeedCountingStore(csB)
+	if err != nil {
+		return fail(err)
+	}
+	fsC, ok1 := baseC.(model.FeedStore)
+	ntC, ok2 := baseC.(model.FeedNotifier)
+	if !ok1 || !ok2 {
+		return fail(fmt.Errorf("%T has no feed notices (model.FeedNotifier)", baseC))
+	}
+	engine := flowfabric.New(stA, nil)
+	// a spread lane: every job lands on a partition of its own id, so the
+	// samples cover every place in Subscribe's round over the partitions
+	// (on a plain lane every job shares the lane's one partition)
+	if err := engine.RegisterLane(s13FeedLane, flowfabric.LaneConfig{Spread: true}); err != nil {
+		return fail(err)
+	}
+	if err := engine.Start(ctx); err != nil {
+		return fail(err)
+	}
+	defer func() { _ = engine.Stop(context.Background()) }()
+	sub := flowfabric.New(stB, nil)
+
+	var mu sync.Mutex
+	ends := map[model.ExecutionID]time.Time{}
+	h := func(_ context.Context, t *flowfabric.TaskInfo) error {
+		end := time.Now() // the handler's last step
+		mu.Lock()
+		ends[t.ID] = end
+		mu.Unlock()
+		return nil
+	}
+	workers, err := s13Workers(ctx, engine, "s13-feed", 1, s13FeedLane, h)
+	defer stopWorkers(workers)
+	if err != nil {
+		return fail(err)
+	}
+
+	head, err := sub.FeedHead(ctx, flowfabric.FeedCompletions)
+	if err != nil {
+		return fail(err)
+	}
+	rctx, stopReaders := context.WithCancel(ctx)
+	defer stopReaders()
+	subCh, oneCh := make(chan s13Arrival, 1024), make(chan s13Arrival, 1024)
+	subDone, oneDone := make(chan struct{}), make(chan struct{})
+	var subErr, oneErr error
+	go func() {
+		defer close(subDone)
+		for ev, err := range sub.Subscribe(rctx, &flowfabric.SubscribeOpts{From: head}) {
+			now := time.Now()
+			if err != nil {
+				if rctx.Err() == nil {
+					subErr = err
+				}
+				return
+			}
+			select {
+			case subCh <- s13Arrival{ev.Execution, now}:
+			default:
+			}
+		}
+	}()
+	// the diagnostic reader: per notice, one FeedRead of its partition
+	notes := make(chan int, 4096)
+	stopWatch := ntC.WatchFeed(flowfabric.FeedCompletions, func(p int) {
+		select {
+		case notes <- p:
+		default:
+		}
+	})
+	defer stopWatch()
+	go func() {
+		defer close(oneDone)
+		cur := make([]uint64, sub.Partitions())
+		for p := range cur {
+			cur[p] = head.Seq(p)
+		}
+		read := func(p int) error {
+			for {
+				r, err := fsC.FeedRead(rctx, &model.FeedReadParams{Feed: flowfabric.FeedCompletions, Partition: p, After: cur[p], Count: 100})
+				if err != nil {
+					return err
+				}
+				now := time.Now()
+				for _, ev := range r.Events {
+					cur[p] = ev.Seq
+					select {
+					case oneCh <- s13Arrival{ev.Execution, now}:
+					default:
+					}
+				}
+				if len(r.Events) < 100 {
+					return nil
+				}
+			}
+		}
+		for {
+			var p int
+			select {
+			case <-rctx.Done():
+				return
+			case p = <-notes:
+			}
+			var err error
+			if p < 0 || p >= len(cur) {
+				for q := range cur {
+					if err = read(q); err != nil {
+						break
+					}
+				}
+			} else {
+				err = read(p)
+			}
+			if err != nil {
+				if rctx.Err() == nil {
+					oneErr = err
+				}
+				return
+			}
+		}
+	}()
+	sleep(ctx, 200*time.Millisecond) // the subscriber waits, the worker idles
+
+	gap := func() { sleep(ctx, 10*time.Millisecond+time.Duration(rand.IntN(31))*time.Millisecond) }
+	var lats, ones, submits, cold []time.Duration
+	quarters := make([][]time.Duration, 4)
+	sample := func(timed bool) error {
+		if pingClient != nil && timed {
+			gap()
+			t := time.Now()
+			if err := pingClient.Do(ctx, pingClient.B().Ping().Build()).Error(); err != nil {
+				return err
+			}
+			cold = append(cold, time.Since(t))
+		}
+		gap()
+		t0 := time.Now()
+		r, err := engine.SubmitRaw(ctx, s13Kind, nil, &flowfabric.SubmitOpts{Lane: s13FeedLane})
+		if err != nil {
+			return err
+		}
+		at, err := waitArrival(ctx, subCh, r.ID, 10*time.Second)
+		if err != nil {
+			select {
+			case <-subDone:
+				return fmt.Errorf("subscriber: %v", subErr)
+			default:
+			}
+			return fmt.Errorf("the subscriber had no completion event for %v within 10 s: %w", r.ID, err)
+		}
+		one, err := waitArrival(ctx, oneCh, r.ID, 10*time.Second)
+		if err != nil {
+			select {
+			case <-oneDone:
+				return fmt.Errorf("one-partition reader: %v", oneErr)
+			default:
+			}
+			return fmt.Errorf("the one-partition reader had no completion event for %v within 10 s: %w", r.ID, err)
+		}
+		mu.Lock()
+		end := ends[r.ID]
+		mu.Unlock()
+		if end.IsZero() {
+			return fmt.Errorf("%v completed without its handler's time", r.ID)
+		}
+		if timed {
+			lats = append(lats, at.Sub(end))
+			ones = append(ones, one.Sub(end))
+			submits = append(submits, at.Sub(t0))
+			q := min(3, 4*r.ID.Partition()/sub.Partitions())
+			quarters[q] = append(quarters[q], at.Sub(end))
+		}
+		return nil
+	}
+	if err := sample(false); err != nil { // untimed: every subscription is up
+		return fail(err)
+	}
+	w := openWindow(probeOf(addrs))
+	a0, b0 := csA.snapshot(), csB.snapshot()
+	cont := snapContention()
+	for range n {
+		if err := sample(true); err != nil {
+			return fail(err)
+		}
+	}
+	ws := w.close()
+	res.OtherCPU = cont.otherShare()
+	res.DriverCalls, _ = callsDelta(a0, csA.snapshot(), float64(n))
+	res.SubscriberCalls, _ = callsDelta(b0, csB.snapshot(), float64(n))
+	if addrs != nil {
+		res.ServerCmdsPerSample = float64(ws.Cmds.total()) / float64(n)
+		res.TopCommands = ws.Cmds.top(8, float64(n))
+	}
+	res.Latency, res.OnePartition, res.SubmitToEvent = summarize(lats), summarize(ones), summarize(submits)
+	for _, q := range quarters {
+		res.ByQuarter = append(res.ByQuarter, summarize(q))
+	}
+	if pingClient != nil {
+		var pings []time.Duration
+		for range 200 {
+			t := time.Now()
+			if err := pingClient.Do(ctx, pingClient.B().Ping().Build()).Error(); err != nil {
+				return fail(err)
+			}
+			pings = append(pings, time.Since(t))
+		}
+		res.Ping, res.PingAfterGap = summarize(pings), summarize(cold)
+		if res.PingAfterGap.P50 > 0 {
+			res.Ratio = res.Latency.P50 / res.PingAfterGap.P50
+		}
+	}
+	return res
+}
+
+// ---- the cost of feeds on S1 ----
+
+// S13FeedCost is S1 on the store built with both feeds against S1
+// without, measured in pairs back to back.
+type S13FeedCost struct {
+	Pairs []S13FeedPair `json:"pairs"`
+	// Ratio is the median of the pairs' ratios (no target: with feeds off
+	// nothing changes, with feeds on the cost is this).
+	Ratio float64 `json:"throughput_ratio"`
+	Error string  `json:"error,omitempty"`
+}
+
+// S13FeedPair is one S1 with feeds off and one with feeds on, one right
+// after the other (First says which ran first; the order alternates).
+type S13FeedPair struct {
+	First string   `json:"first"`
+	Off   S1Result `json:"feeds_off"`
+	On    S1Result `json:"feeds_on"`
+	// Ratio is On's drain throughput / Off's.
+	Ratio float64 `json:"throughput_ratio"`
+	Error string  `json:"error,omitempty"`
+}
+
+// s13FeedCost measures pairs pairs of S1 with the store's feeds off and
+// on; off and on run one S1 each.
+func s13FeedCost(ctx context.Context, store string, pairs int, off, on func() (S1Result, bool)) *S13FeedCost {
+	fc := &S13FeedCost{}
+	var ratios []float64
+	for i := range pairs {
+		if ctx.Err() != nil {
+			break
+		}
+		p := S13FeedPair{First: "off"}
+		ok1, ok2 := false, false
+		if i%2 == 0 {
+			p.Off, ok1 = off()
+			p.On, ok2 = on()
+		} else {
+			p.First = "on"
+			p.On, ok2 = on()
+			p.Off, ok1 = off()
+		}
+		if !ok1 || !ok2 {
+			fc.Error = "a system could not be made (see Not run)"
+			return fc
+		}
+		switch {
+		case p.Off.Error != "":
+			p.Error = "feeds off: " + p.Off.Error
+		case p.On.Error != "":
+			p.Error = "feeds on: " + p.On.Error
+		case p.Off.Throughput > 0:
+			p.Ratio = p.On.Throughput / p.Off.Throughput
+			ratios = append(ratios, p.Ratio)
+			logf("  S13 %s feeds pair %d: S1 with both feeds %.0f vs %.0f jobs/s without (%.2f ×), script µs/job %.1f vs %.1f",
+				store, i+1, p.On.Throughput, p.Off.Throughput, p.Ratio, p.On.ScriptUsecPerJob, p.Off.ScriptUsecPerJob)
+		}
+		if p.Error != "" && fc.Error == "" {
+			fc.Error = fmt.Sprintf("pair %d: %s", i+1, p.Error)
+		}
+		fc.Pairs = append(fc.Pairs, p)
+	}
+	if fc.Error == "" && len(ratios) > 0 {
+		slices.Sort(ratios)
+		fc.Ratio = ratios[(len(ratios)-1)/2]
+	}
+	return fc
+}
+
+// s13AllFeeds is the store option of S1 with feeds on.
+var s13AllFeeds = model.Feeds{Completions: true, Leases: true}
+
+// feedsSystem is the flowfabric system of S1 on a store built with both
+// feeds (the engine and workers as in S1; nobody subscribes).
+type feedsSystem struct {
+	*ffSystem
+}
+
+func newFeedsSystem(ff *ffSystem) *feedsSystem {
+	ff.name += "+feeds"
+	return &feedsSystem{ffSystem: ff}
+}
+
+func (s *feedsSystem) Describe() string {
+	return s.ffSystem.Describe() + "; the store built with both event feeds (Feeds{Completions: true, Leases: true}, default length), nobody subscribed"
+}
+
+// open is ffSystem.open (without admission) on a store with feeds.
+func (s *feedsSystem) open(ctx context.Context) error {
+	f := s.ffSystem
+	f.comp = newCounter()
+	var base model.Store
+	if f.addrs == nil {
+		base = memstore.New(&memstore.Options{Feeds: s13AllFeeds})
+	} else {
+		vs, client, _, err := s13Valkey(f.addrs, s13AllFeeds, true)
+		if err != nil {
+			return err
+		}
+		f.client, f.vs, base = client, vs, vs
+	}
+	f.store = newCountingStore(base, f.comp)
+	f.engine = flowfabric.New(f.store, nil)
+	return f.engine.Start(ctx)
 }
