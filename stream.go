@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/flowfabric/flowfabric/internal/mergepatch"
@@ -271,40 +272,119 @@ func (e *Engine) TailStream(ctx context.Context, id ExecutionID, attempt int, op
 	if err != nil {
 		return nil, wrap("tail stream", err)
 	}
-	sig, stop := e.watchStream(id, attempt)
+	w, stop := e.watchStream(id, attempt)
 	defer stop()
-	return e.tail(ctx, ss, id, attempt, o, sig)
+	return e.tail(ctx, ss, id, attempt, o, w)
 }
 
-// watchStream returns a signal notified on every notice of the stream
-// (none without model.StreamNotifier) and the func that stops the watch.
-func (e *Engine) watchStream(id ExecutionID, attempt int) (*model.Signal, func()) {
-	sig := e.clock.NewSignal()
-	if n, ok := e.store.(model.StreamNotifier); ok {
-		return sig, n.WatchStream(id, attempt, sig.Notify)
+// streamWatch is a tail's watch of one stream: the signal its notices
+// notify and, from a store whose notices carry frames
+// (model.StreamFrameNotifier), the frames they brought that no read has
+// returned yet (at most noticeFrames, oldest first).
+type streamWatch struct {
+	sig    *model.Signal
+	mu     sync.Mutex
+	frames []Frame
+}
+
+// noticeFrames bounds the frames a watch keeps from notices.
+const noticeFrames = 256
+
+func (w *streamWatch) notice(f *Frame) {
+	if f != nil {
+		w.mu.Lock()
+		if n := len(w.frames); n == 0 || w.frames[n-1].Sequence < f.Sequence {
+			if n == noticeFrames {
+				w.frames = append(w.frames[:0], w.frames[1:]...)
+			}
+			w.frames = append(w.frames, *f)
+		}
+		w.mu.Unlock()
 	}
-	return sig, func() {}
+	w.sig.Notify()
 }
 
-// tail is TailStream with its watch already in place.
-func (e *Engine) tail(ctx context.Context, ss model.StreamStore, id ExecutionID, attempt int, o StreamReadOpts, sig *model.Signal) (*StreamPage, error) {
+// take returns the page the notices' frames make after the cursor: the
+// frames that follow it without a gap (at most limit looked at), or nil
+// when the next frame did not come by notice.
+func (w *streamWatch) take(o StreamReadOpts) *StreamPage {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := 0
+	for i < len(w.frames) && w.frames[i].Sequence <= o.After {
+		i++
+	}
+	w.frames = w.frames[i:]
+	if len(w.frames) == 0 || w.frames[0].Sequence != o.After+1 {
+		return nil
+	}
+	p := &StreamPage{Next: o.After}
+	n := 0
+	for n < len(w.frames) && n < o.Limit && w.frames[n].Sequence == p.Next+1 {
+		f := w.frames[n]
+		p.Next, p.LastSequence = f.Sequence, f.Sequence
+		if !o.ExcludeBestEffort || f.Mode != StreamBestEffort {
+			p.Frames = append(p.Frames, f)
+		}
+		n++
+	}
+	w.frames = w.frames[n:]
+	return p
+}
+
+// has reports whether a notice brought the frame of sequence seq.
+func (w *streamWatch) has(seq uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, f := range w.frames {
+		if f.Sequence == seq {
+			return true
+		}
+	}
+	return false
+}
+
+// watchStream starts a watch of the stream (no notices without
+// model.StreamNotifier) and returns it with the func that stops it.
+func (e *Engine) watchStream(id ExecutionID, attempt int) (*streamWatch, func()) {
+	w := &streamWatch{sig: e.clock.NewSignal()}
+	if n, ok := e.store.(model.StreamFrameNotifier); ok {
+		return w, n.WatchStreamFrames(id, attempt, w.notice)
+	}
+	if n, ok := e.store.(model.StreamNotifier); ok {
+		return w, n.WatchStream(id, attempt, w.sig.Notify)
+	}
+	return w, func() {}
+}
+
+// tail is TailStream with its watch already in place. A frame a notice
+// brought is returned without reading the store; anything else (a close,
+// a gap, a lost notice) is read.
+func (e *Engine) tail(ctx context.Context, ss model.StreamStore, id ExecutionID, attempt int, o StreamReadOpts, w *streamWatch) (*StreamPage, error) {
 	deadline := e.clock.Now().Add(o.MaxWait)
 	for {
-		p, err := readPage(ctx, e, ss, id, attempt, o)
-		if errors.Is(err, model.ErrAttemptNotFound) {
-			// the attempt has not started yet: wait for it, unless the
-			// execution can no longer start one
-			p, err = &StreamPage{Next: o.After}, e.attemptMayStart(ctx, id)
-		}
-		if err != nil {
-			return nil, wrap("tail stream", err)
+		p := w.take(o)
+		if p == nil {
+			var err error
+			p, err = readPage(ctx, e, ss, id, attempt, o)
+			if errors.Is(err, model.ErrAttemptNotFound) {
+				// the attempt has not started yet: wait for it, unless the
+				// execution can no longer start one
+				p, err = &StreamPage{Next: o.After}, e.attemptMayStart(ctx, id)
+			}
+			if err != nil {
+				return nil, wrap("tail stream", err)
+			}
 		}
 		left := deadline.Sub(e.clock.Now())
 		if len(p.Frames) > 0 || p.Done || left <= 0 {
 			return p, nil
 		}
 		o.After = p.Next
-		if err := e.clock.Wait(ctx, min(left, tailRecheck), sig); err != nil {
+		if w.has(o.After + 1) {
+			continue // skipped best-effort frames; more came by notice
+		}
+		if err := e.clock.Wait(ctx, min(left, tailRecheck), w.sig); err != nil {
 			return p, wrap("tail stream", err)
 		}
 	}
@@ -342,10 +422,10 @@ func (e *Engine) Frames(ctx context.Context, id ExecutionID, attempt int, opts *
 		o.MaxWait = DefaultTailWait
 		// one watch for the whole iteration: a subscription per page would
 		// cost the store a subscribe and an unsubscribe per wake-up
-		sig, stop := e.watchStream(id, attempt)
+		w, stop := e.watchStream(id, attempt)
 		defer stop()
 		for {
-			p, err := e.tail(ctx, ss, id, attempt, o, sig)
+			p, err := e.tail(ctx, ss, id, attempt, o, w)
 			if err != nil {
 				yield(Frame{}, err)
 				return

@@ -60,21 +60,22 @@ type Store struct {
 	watchers      map[model.LaneID]map[int]func(int)
 	leaseWatchers map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)
 	// streamWatchers are WatchStream's (stream.go).
-	streamWatchers map[streamKey]map[int]func()
+	streamWatchers map[streamWatchKey]map[int]func(*model.Frame)
 	// feedWatchers are WatchFeed's (feed.go).
 	feedWatchers map[model.FeedKind]map[int]func(int)
 	watchSeq     int
 }
 
 var (
-	_ model.Store          = (*Store)(nil)
-	_ model.WorkNotifier   = (*Store)(nil)
-	_ model.LeaseNotifier  = (*Store)(nil)
-	_ model.AdmissionStore = (*Store)(nil)
-	_ model.StreamStore    = (*Store)(nil)
-	_ model.StreamNotifier = (*Store)(nil)
-	_ model.FeedStore      = (*Store)(nil)
-	_ model.FeedNotifier   = (*Store)(nil)
+	_ model.Store               = (*Store)(nil)
+	_ model.WorkNotifier        = (*Store)(nil)
+	_ model.LeaseNotifier       = (*Store)(nil)
+	_ model.AdmissionStore      = (*Store)(nil)
+	_ model.StreamStore         = (*Store)(nil)
+	_ model.StreamNotifier      = (*Store)(nil)
+	_ model.StreamFrameNotifier = (*Store)(nil)
+	_ model.FeedStore           = (*Store)(nil)
+	_ model.FeedNotifier        = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,
@@ -106,7 +107,7 @@ func New(opts *Options) *Store {
 		watchers: make(map[model.LaneID]map[int]func(int)),
 
 		leaseWatchers:  make(map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)),
-		streamWatchers: make(map[streamKey]map[int]func()),
+		streamWatchers: make(map[streamWatchKey]map[int]func(*model.Frame)),
 		feedWatchers:   make(map[model.FeedKind]map[int]func(int)),
 	}
 }

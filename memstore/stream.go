@@ -45,10 +45,12 @@ func (st *streamRec) expired(now int64) bool {
 	return !st.persistent && st.expiresAt != 0 && now >= st.expiresAt
 }
 
-// streamKey names one attempt's stream, for notices.
+// streamKey names one attempt's stream, for notices; frame is the frame
+// an append added (nil for a close).
 type streamKey struct {
 	id      model.ExecutionID
 	attempt int
+	frame   *model.Frame
 }
 
 // streamClosedState reports whether attempt idx's stream of e is closed,
@@ -79,7 +81,7 @@ func (s *Store) closeStream(e *execution, now int64, reason model.StreamCloseRea
 		return
 	}
 	st.closed, st.closedAt, st.closedReason = true, now, reason
-	s.streamOut = append(s.streamOut, streamKey{e.id, e.curAttempt})
+	s.streamOut = append(s.streamOut, streamKey{e.id, e.curAttempt, nil})
 }
 
 // closeLostStream closes the current attempt's stream when its lease is
@@ -98,7 +100,7 @@ func (s *Store) closeLostStream(e *execution, now int64, reason model.StreamClos
 		e.streams = make(map[int]*streamRec)
 	}
 	e.streams[e.curAttempt] = &streamRec{closed: true, closedReason: model.StreamClosedNoFrames}
-	s.streamOut = append(s.streamOut, streamKey{e.id, e.curAttempt})
+	s.streamOut = append(s.streamOut, streamKey{e.id, e.curAttempt, nil})
 }
 
 // StreamAppend implements model.StreamStore.
@@ -165,7 +167,13 @@ func (s *Store) StreamAppend(ctx context.Context, p *model.StreamAppendParams) (
 		if n := int64(len(st.frames)); n > limit {
 			st.frames = slices.Delete(st.frames, 0, int(n-limit))
 		}
-		s.streamOut = append(s.streamOut, streamKey{e.id, e.curAttempt})
+		var nf *model.Frame
+		if len(f.Payload) <= model.MaxNoticeFrameBytes {
+			c := f
+			c.Payload = cloneBytes(f.Payload)
+			nf = &c
+		}
+		s.streamOut = append(s.streamOut, streamKey{e.id, e.curAttempt, nf})
 		return &model.StreamAppendResult{Sequence: f.Sequence, Frames: len(st.frames), SummaryVersion: f.SummaryVersion}, nil
 	})
 }
@@ -222,13 +230,19 @@ func (s *Store) StreamSummary(ctx context.Context, p *model.StreamSummaryParams)
 // store call that made it, once the store's lock is released. f must not
 // block and must not call the store.
 func (s *Store) WatchStream(id model.ExecutionID, attempt int, f func()) (stop func()) {
-	k := streamKey{id, attempt}
+	return s.WatchStreamFrames(id, attempt, func(*model.Frame) { f() })
+}
+
+// WatchStreamFrames implements model.StreamFrameNotifier, as WatchStream
+// with the frame an append added (payloads up to MaxNoticeFrameBytes).
+func (s *Store) WatchStreamFrames(id model.ExecutionID, attempt int, f func(*model.Frame)) (stop func()) {
+	k := streamWatchKey{id, attempt}
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
 	s.watchSeq++
 	wid := s.watchSeq
 	if s.streamWatchers[k] == nil {
-		s.streamWatchers[k] = make(map[int]func())
+		s.streamWatchers[k] = make(map[int]func(*model.Frame))
 	}
 	s.streamWatchers[k][wid] = f
 	return func() {
@@ -241,22 +255,35 @@ func (s *Store) WatchStream(id model.ExecutionID, attempt int, f func()) (stop f
 	}
 }
 
-// deliverStreams calls the watchers of the streams a transition changed.
+// streamWatchKey names one attempt's stream for its watchers.
+type streamWatchKey struct {
+	id      model.ExecutionID
+	attempt int
+}
+
+// deliverStreams calls the watchers of the streams a transition changed,
+// once per change, in order.
 func (s *Store) deliverStreams(out []streamKey) {
 	var calls []func()
 	s.watchMu.Lock()
-	for i, k := range out {
-		if slices.Contains(out[:i], k) {
-			continue
-		}
-		fs := s.streamWatchers[k]
+	for _, k := range out {
+		fs := s.streamWatchers[streamWatchKey{k.id, k.attempt}]
 		ids := make([]int, 0, len(fs))
 		for id := range fs {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
 		for _, id := range ids {
-			calls = append(calls, fs[id])
+			f, fr := fs[id], k.frame
+			calls = append(calls, func() {
+				if fr != nil {
+					c := *fr
+					c.Payload = cloneBytes(fr.Payload)
+					f(&c)
+					return
+				}
+				f(nil)
+			})
 		}
 	}
 	s.watchMu.Unlock()

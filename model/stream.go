@@ -39,6 +39,23 @@ type StreamNotifier interface {
 	WatchStream(id ExecutionID, attempt int, f func()) (stop func())
 }
 
+// StreamFrameNotifier is implemented by stores whose stream notices carry
+// the frame that was appended, so a tail has it without reading the store
+// again (tail latency is then one notice, not a notice and a read).
+type StreamFrameNotifier interface {
+	// WatchStreamFrames calls f after every change of the stream of the
+	// execution's attempt, as WatchStream does, with the frame appended
+	// when the change is an append of a frame whose payload is at most
+	// MaxNoticeFrameBytes, and with nil otherwise (a close, a larger
+	// frame, a lost notice). A frame it passes is the one stored. f must
+	// not block and must not call the store.
+	WatchStreamFrames(id ExecutionID, attempt int, f func(*Frame)) (stop func())
+}
+
+// MaxNoticeFrameBytes caps the payload of a frame a stream notice carries
+// (larger ones are read from the store).
+const MaxNoticeFrameBytes = 4096
+
 // StreamMode says how a frame is kept.
 type StreamMode string
 

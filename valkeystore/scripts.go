@@ -296,6 +296,7 @@ func generatedLua() string {
 		fmt.Sprintf("local MAX_BUDGET_AMOUNT = %d\n", model.MaxBudgetAmount) +
 		fmt.Sprintf("local BEST_EFFORT_MIN_LEN = %d\n", model.BestEffortMinLen) +
 		fmt.Sprintf("local BEST_EFFORT_MAX_LEN = %d\n", model.BestEffortMaxLen) +
+		fmt.Sprintf("local NOTICE_FRAME_MAX = %d\n", model.MaxNoticeFrameBytes) +
 		recordLua() + indexLua()
 }
 

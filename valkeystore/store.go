@@ -66,14 +66,15 @@ type Store struct {
 }
 
 var (
-	_ model.Store          = (*Store)(nil)
-	_ model.WorkNotifier   = (*Store)(nil)
-	_ model.LeaseNotifier  = (*Store)(nil)
-	_ model.AdmissionStore = (*Store)(nil)
-	_ model.StreamStore    = (*Store)(nil)
-	_ model.StreamNotifier = (*Store)(nil)
-	_ model.FeedStore      = (*Store)(nil)
-	_ model.FeedNotifier   = (*Store)(nil)
+	_ model.Store               = (*Store)(nil)
+	_ model.WorkNotifier        = (*Store)(nil)
+	_ model.LeaseNotifier       = (*Store)(nil)
+	_ model.StreamFrameNotifier = (*Store)(nil)
+	_ model.AdmissionStore      = (*Store)(nil)
+	_ model.StreamStore         = (*Store)(nil)
+	_ model.StreamNotifier      = (*Store)(nil)
+	_ model.FeedStore           = (*Store)(nil)
+	_ model.FeedNotifier        = (*Store)(nil)
 )
 
 // New returns a store that keeps its state on client's server. It sends

@@ -2,7 +2,9 @@ package valkeystore
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/valkey-io/valkey-go"
 
@@ -117,12 +119,30 @@ func (s *Store) StreamSummary(ctx context.Context, p *model.StreamSummaryParams)
 // server does not answer, in which case the subscription keeps being
 // retried). f runs on the subscription's reader goroutine.
 func (s *Store) WatchStream(id model.ExecutionID, attempt int, f func()) (stop func()) {
+	return s.WatchStreamFrames(id, attempt, func(*model.Frame) { f() })
+}
+
+// WatchStreamFrames implements model.StreamFrameNotifier: an append's
+// notice carries its frame when the payload is at most
+// model.MaxNoticeFrameBytes (stream_append.lua).
+func (s *Store) WatchStreamFrames(id model.ExecutionID, attempt int, f func(*model.Frame)) (stop func()) {
 	part := id.Partition()
 	want := id.String() + "|" + strconv.Itoa(attempt)
 	return addWatch(s, s.streamWatches, part, func(msg string) {
-		if msg == want || msg == "" {
-			f()
+		head, body, hasFrame := strings.Cut(msg, "\n")
+		if head != want && msg != "" {
+			return
 		}
+		if !hasFrame {
+			f(nil)
+			return
+		}
+		fr, ok := parseNoticeFrame(body)
+		if !ok {
+			f(nil)
+			return
+		}
+		f(fr)
 	}, func() subscription[string] {
 		return subscription[string]{
 			channel: s.keys.streamChannel(part),
@@ -135,4 +155,32 @@ func (s *Store) WatchStream(id model.ExecutionID, attempt int, f func()) (stop f
 			lost:  "",
 		}
 	})
+}
+
+// parseNoticeFrame decodes the frame part of an append's notice:
+// "<seq>|<ms>|<mode>|<version>|<#type>|<#encoding>|<#correlation>|" then
+// the type, encoding, correlation id and payload back to back.
+func parseNoticeFrame(body string) (*model.Frame, bool) {
+	var n [7]string
+	rest := body
+	for i := range n {
+		var ok bool
+		if n[i], rest, ok = strings.Cut(rest, "|"); !ok {
+			return nil, false
+		}
+	}
+	seq, err1 := strconv.ParseUint(n[0], 10, 64)
+	at, err2 := strconv.ParseInt(n[1], 10, 64)
+	ver, err3 := strconv.ParseUint(n[3], 10, 64)
+	lt, err4 := strconv.Atoi(n[4])
+	le, err5 := strconv.Atoi(n[5])
+	lc, err6 := strconv.Atoi(n[6])
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil || lt < 0 || le < 0 || lc < 0 || lt+le+lc > len(rest) {
+		return nil, false
+	}
+	return &model.Frame{
+		Sequence: seq, Time: model.FromMillis(at), Mode: model.StreamMode(n[2]), SummaryVersion: ver,
+		Type: rest[:lt], Encoding: rest[lt : lt+le], CorrelationID: rest[lt+le : lt+le+lc],
+		Payload: []byte(rest[lt+le+lc:]),
+	}, true
 }

@@ -2,6 +2,7 @@ package valkeystore
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -451,4 +452,71 @@ func TestWatchStreamFilters(t *testing.T) {
 			t.Fatalf("a's watchers were called %d times for one append to a's attempt 0, want 1", n)
 		}
 	})
+}
+
+// TestWatchStreamFramesCarry: an append's notice carries the frame as the
+// store keeps it (binary payload, every field) while the payload is at most
+// model.MaxNoticeFrameBytes; a larger frame's notice and a close's carry
+// none.
+func TestWatchStreamFramesCarry(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, nil)
+		var sq seq
+		id := sq.exec(2)
+		if _, err := s.ExecutionCreate(bg, createP(id, t0)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: id, LeaseRequest: sq.req("wi", ttl), Now: at(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *model.Frame, 16)
+		stop := s.WatchStreamFrames(id, 0, func(f *model.Frame) { got <- f })
+		defer stop()
+		next := func() *model.Frame {
+			t.Helper()
+			select {
+			case f := <-got:
+				return f
+			case <-time.After(10 * time.Second):
+				t.Fatal("no notice")
+			}
+			return nil
+		}
+		small := &model.StreamAppendParams{ID: id, Fence: r.Fence(), Mode: model.StreamBestEffort, Type: "tok.en",
+			Payload: []byte("a|b\n\x00\xff"), Encoding: "bin|ary", CorrelationID: "c\n1", Now: at(2 * time.Second)}
+		if _, err := s.StreamAppend(bg, small); err != nil {
+			t.Fatal(err)
+		}
+		f := next()
+		page, err := s.StreamRead(bg, &model.StreamReadParams{ID: id, Attempt: 0, Count: 10, Now: at(2 * time.Second)})
+		if err != nil || len(page.Frames) != 1 {
+			t.Fatalf("read: %+v %v", page, err)
+		}
+		if f == nil || !reflect.DeepEqual(*f, page.Frames[0]) {
+			t.Fatalf("the notice's frame %+v, the store's %+v", f, page.Frames[0])
+		}
+		big := *small
+		big.Mode, big.Payload, big.Now = model.StreamDurable, make([]byte, model.MaxNoticeFrameBytes+1), at(3*time.Second)
+		if _, err := s.StreamAppend(bg, &big); err != nil {
+			t.Fatal(err)
+		}
+		if f := next(); f != nil {
+			t.Fatalf("a frame over MaxNoticeFrameBytes came by notice: seq %d", f.Sequence)
+		}
+		if _, err := s.LeaseRevoke(bg, &model.LeaseRevokeParams{ID: id, Reason: "x", Now: at(4 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if f := next(); f != nil {
+			t.Fatalf("a close's notice carried a frame: %+v", f)
+		}
+	})
+}
+
+func TestParseNoticeFrameRefusesGarbage(t *testing.T) {
+	for _, body := range []string{"", "1|2|durable|0|1|0|0|", "x|2|durable|0|0|0|0|", "1|2|durable|0|9|0|0|abc", "1|2|durable|0|-1|0|0|"} {
+		if f, ok := parseNoticeFrame(body); ok {
+			t.Errorf("parseNoticeFrame(%q) = %+v, want refused", body, f)
+		}
+	}
 }

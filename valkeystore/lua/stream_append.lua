@@ -76,5 +76,14 @@ if not open then
   e.stream_open = cur + 1
   save_exec(e)
 end
-stream_notify(e, cur)
+-- the notice carries the frame when it is small (model.StreamFrameNotifier):
+-- "<id>|<attempt>" then "\n<seq>|<ms>|<mode>|<version>|<#type>|<#encoding>|
+-- <#correlation>|" and type .. encoding .. correlation .. payload
+local note = e.id .. '|' .. S(cur)
+if #A_payload <= NOTICE_FRAME_MAX then
+  note = note .. '\n' .. S(seq) .. '|' .. S(now) .. '|' .. mode .. '|' .. S(sv) .. '|' .. S(#A_type) .. '|' ..
+    S(#A_encoding) .. '|' .. S(#A_correlation) .. '|' .. A_type .. A_encoding .. A_correlation .. A_payload
+end
+local pfx, tag = string.match(e.k.base, '^(.*):exec:(%b{}):')
+redis.call('PUBLISH', pfx .. ':stream:' .. tag, note)
 return { 'seq', seq, 'frames', n, 'version', sv }

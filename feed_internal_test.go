@@ -1,0 +1,67 @@
+package flowfabric
+
+import (
+	"slices"
+	"testing"
+)
+
+// A subscriber re-reads the partitions its notices named, every one after
+// a lost notice (-1), and every one at first.
+func TestFeedWakeTodo(t *testing.T) {
+	w := &feedWake{dirty: map[int]bool{}, all: true}
+	w.sig = nil
+	parts := []int{0, 1, 2, 3}
+	if got := w.todo(parts); !slices.Equal(got, parts) {
+		t.Fatalf("first look: %v", got)
+	}
+	if got := w.todo(parts); len(got) != 0 {
+		t.Fatalf("nothing named: %v", got)
+	}
+	w.mu.Lock()
+	w.dirty[2], w.dirty[7] = true, true
+	w.mu.Unlock()
+	if got := w.todo(parts); !slices.Equal(got, []int{2}) {
+		t.Fatalf("partition 2 named (7 is not subscribed): %v", got)
+	}
+	w.mu.Lock()
+	w.all = true
+	w.mu.Unlock()
+	if got := w.todo(parts); !slices.Equal(got, parts) {
+		t.Fatalf("after a lost notice: %v", got)
+	}
+}
+
+// A tail's watch hands out the frames notices brought that follow the
+// cursor without a gap, at most the limit looked at, skipping best-effort
+// frames when asked (the cursor still passes them), and nothing when the
+// next frame did not come by notice.
+func TestStreamWatchTake(t *testing.T) {
+	w := &streamWatch{sig: nil}
+	note := func(seq uint64, mode StreamMode) {
+		w.mu.Lock()
+		w.frames = append(w.frames, Frame{Sequence: seq, Mode: mode})
+		w.mu.Unlock()
+	}
+	note(3, StreamDurable)
+	if p := w.take(StreamReadOpts{After: 1, Limit: 10}); p != nil {
+		t.Fatalf("a gap (frame 2 missing) must be read: %+v", p)
+	}
+	note(4, StreamBestEffort)
+	note(5, StreamDurable)
+	note(7, StreamDurable)
+	p := w.take(StreamReadOpts{After: 2, Limit: 10, ExcludeBestEffort: true})
+	if p == nil || len(p.Frames) != 2 || p.Frames[0].Sequence != 3 || p.Frames[1].Sequence != 5 || p.Next != 5 || p.LastSequence != 5 {
+		t.Fatalf("frames 3..5 without the best-effort one: %+v", p)
+	}
+	if !w.has(7) || w.has(6) {
+		t.Fatal("has")
+	}
+	if p := w.take(StreamReadOpts{After: 5, Limit: 10}); p != nil {
+		t.Fatalf("frame 6 did not come by notice: %+v", p)
+	}
+	note(8, StreamDurable)
+	note(9, StreamDurable)
+	if p := w.take(StreamReadOpts{After: 6, Limit: 2}); p == nil || len(p.Frames) != 2 || p.Next != 8 {
+		t.Fatalf("the limit: %+v", p)
+	}
+}
