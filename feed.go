@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowfabric/flowfabric/model"
@@ -185,6 +186,72 @@ type SubscribeOpts struct {
 // feedRecheck is how often a subscription re-reads when no notice came.
 const feedRecheck = time.Second
 
+// feedWake collects the partitions the store's notices named since the
+// last look, so a subscriber re-reads those only (one partition per
+// completion, not all of them); a lost notice (-1) and the recheck timer
+// ask for every partition.
+type feedWake struct {
+	sig   *model.Signal
+	mu    sync.Mutex
+	dirty map[int]bool
+	all   bool
+}
+
+func (e *Engine) watchFeed(k FeedKind) (*feedWake, func()) {
+	w := &feedWake{sig: e.clock.NewSignal(), dirty: map[int]bool{}, all: true}
+	if n, ok := e.store.(model.FeedNotifier); ok {
+		return w, n.WatchFeed(k, w.notice)
+	}
+	return w, func() {}
+}
+
+func (w *feedWake) notice(p int) {
+	w.mu.Lock()
+	if p < 0 {
+		w.all = true
+	} else {
+		w.dirty[p] = true
+	}
+	w.mu.Unlock()
+	w.sig.Notify()
+}
+
+// todo returns the partitions of parts to read now and forgets them.
+func (w *feedWake) todo(parts []int) []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	all := w.all
+	w.all = false
+	if all {
+		clear(w.dirty)
+		return slices.Clone(parts)
+	}
+	var out []int
+	for _, p := range parts {
+		if w.dirty[p] {
+			out = append(out, p)
+		}
+	}
+	clear(w.dirty)
+	return out
+}
+
+// wait waits for a notice or the recheck interval (capped by left); after
+// the interval every partition is read again.
+func (w *feedWake) wait(ctx context.Context, e *Engine, left time.Duration) error {
+	d := min(left, feedRecheck)
+	start := e.clock.Now()
+	if err := e.clock.Wait(ctx, d, w.sig); err != nil {
+		return err
+	}
+	if e.clock.Now().Sub(start) >= feedRecheck {
+		w.mu.Lock()
+		w.all = true
+		w.mu.Unlock()
+	}
+	return nil
+}
+
 func (e *Engine) feedStore(k FeedKind) (model.FeedStore, error) {
 	fs, ok := e.store.(model.FeedStore)
 	if !ok {
@@ -264,52 +331,52 @@ func (e *Engine) Subscribe(ctx context.Context, opts *SubscribeOpts) iter.Seq2[F
 		if cur == nil {
 			cur = map[int]uint64{}
 		}
-		sig := e.clock.NewSignal()
-		if n, ok := e.store.(model.FeedNotifier); ok {
-			stop := n.WatchFeed(o.Feed, func(int) { sig.Notify() })
-			defer stop()
-		}
+		wake, stop := e.watchFeed(o.Feed)
+		defer stop()
 		tags := map[ExecutionID]map[string]string{}
 		for {
-			progressed := false
-			for _, p := range parts {
-				r, err := fs.FeedRead(ctx, &model.FeedReadParams{Feed: o.Feed, Partition: p, After: cur[p], Count: o.PageSize})
-				if err != nil {
-					yield(FeedEvent{}, wrap("subscribe", err))
-					return
-				}
-				if r.Behind {
-					if !yield(FeedEvent{}, &FeedBehindError{Feed: o.Feed, Partition: p, After: cur[p]}) {
-						return
-					}
-					// go on from the oldest event kept (or from the
-					// feed's new start after a reset)
-					cur[p] = 0
-					if len(r.Events) > 0 && r.Events[0].Seq > 0 {
-						cur[p] = r.Events[0].Seq - 1
-					}
-					progressed = true
-					continue
-				}
-				for _, ev := range r.Events {
-					cur[p] = ev.Seq
-					ok, err := o.Filter.match(ctx, e, &ev, tags)
+			// read the partitions the notices named (all of them at first,
+			// after a lost notice and on the recheck timer), each again
+			// while its pages come full
+			for todo := wake.todo(parts); len(todo) > 0; {
+				var again []int
+				for _, p := range todo {
+					r, err := fs.FeedRead(ctx, &model.FeedReadParams{Feed: o.Feed, Partition: p, After: cur[p], Count: o.PageSize})
 					if err != nil {
 						yield(FeedEvent{}, wrap("subscribe", err))
 						return
 					}
-					if ok && !yield(ev, nil) {
-						return
+					if r.Behind {
+						if !yield(FeedEvent{}, &FeedBehindError{Feed: o.Feed, Partition: p, After: cur[p]}) {
+							return
+						}
+						// go on from the oldest event kept (or from the
+						// feed's new start after a reset)
+						cur[p] = 0
+						if len(r.Events) > 0 && r.Events[0].Seq > 0 {
+							cur[p] = r.Events[0].Seq - 1
+						}
+						again = append(again, p)
+						continue
+					}
+					for _, ev := range r.Events {
+						cur[p] = ev.Seq
+						ok, err := o.Filter.match(ctx, e, &ev, tags)
+						if err != nil {
+							yield(FeedEvent{}, wrap("subscribe", err))
+							return
+						}
+						if ok && !yield(ev, nil) {
+							return
+						}
+					}
+					if len(r.Events) == o.PageSize {
+						again = append(again, p)
 					}
 				}
-				if len(r.Events) > 0 {
-					progressed = true
-				}
+				todo = again
 			}
-			if progressed {
-				continue
-			}
-			if err := e.clock.Wait(ctx, feedRecheck, sig); err != nil {
+			if err := wake.wait(ctx, e, feedRecheck); err != nil {
 				yield(FeedEvent{}, err)
 				return
 			}
@@ -369,10 +436,16 @@ func (e *Engine) ReadFeed(ctx context.Context, opts *ReadFeedOpts) (*FeedPage, e
 	if o.MaxWait < 0 || o.MaxWait > maxTailWait {
 		return nil, wrap("read feed", model.OutOfRange("MaxWait", o.MaxWait, "0.."+maxTailWait.String()))
 	}
-	sig := e.clock.NewSignal()
-	if n, ok := e.store.(model.FeedNotifier); ok && o.MaxWait > 0 {
-		stop := n.WatchFeed(o.Feed, func(int) { sig.Notify() })
+	var wake *feedWake
+	if o.MaxWait > 0 {
+		var stop func()
+		wake, stop = e.watchFeed(o.Feed)
 		defer stop()
+		wake.todo(nil) // the first look reads every partition anyway
+	}
+	parts := make([]int, e.Partitions())
+	for i := range parts {
+		parts[i] = i
 	}
 	page := &FeedPage{Cursor: FeedCursor{seqs: maps.Clone(o.From.seqs)}}
 	if page.Cursor.seqs == nil {
@@ -381,8 +454,9 @@ func (e *Engine) ReadFeed(ctx context.Context, opts *ReadFeedOpts) (*FeedPage, e
 	cur := page.Cursor.seqs
 	tags := map[ExecutionID]map[string]string{}
 	deadline := e.clock.Now().Add(o.MaxWait)
+	todo := parts
 	for {
-		for p := range e.Partitions() {
+		for _, p := range todo {
 			left := o.Limit - len(page.Events)
 			if left == 0 {
 				break
@@ -413,11 +487,14 @@ func (e *Engine) ReadFeed(ctx context.Context, opts *ReadFeedOpts) (*FeedPage, e
 			}
 		}
 		left := deadline.Sub(e.clock.Now())
-		if len(page.Events) > 0 || left <= 0 {
+		if len(page.Events) > 0 || left <= 0 || wake == nil {
 			return page, nil
 		}
-		if err := e.clock.Wait(ctx, min(left, feedRecheck), sig); err != nil {
+		if err := wake.wait(ctx, e, left); err != nil {
 			return page, wrap("read feed", err)
 		}
+		// from now on the partitions the notices name (every one after a
+		// lost notice or the recheck)
+		todo = wake.todo(parts)
 	}
 }
