@@ -310,11 +310,26 @@ func (c *streamCountingStore) WatchStream(id model.ExecutionID, attempt int, f f
 	return func() {}
 }
 
+// WatchStreamFrames implements model.StreamFrameNotifier: the stores'
+// notices carry small frames, so a tail has them without a read. It
+// counts as a WatchStream call.
+func (c *streamCountingStore) WatchStreamFrames(id model.ExecutionID, attempt int, f func(*model.Frame)) func() {
+	c.count("WatchStream")
+	if n, ok := c.Store.(model.StreamFrameNotifier); ok {
+		return n.WatchStreamFrames(id, attempt, f)
+	}
+	if n, ok := c.Store.(model.StreamNotifier); ok {
+		return n.WatchStream(id, attempt, func() { f(nil) })
+	}
+	return func() {}
+}
+
 var (
-	_ model.StreamStore    = (*streamCountingStore)(nil)
-	_ model.StreamNotifier = (*streamCountingStore)(nil)
-	_ model.WorkNotifier   = (*streamCountingStore)(nil)
-	_ model.LeaseNotifier  = (*streamCountingStore)(nil)
+	_ model.StreamStore         = (*streamCountingStore)(nil)
+	_ model.StreamNotifier      = (*streamCountingStore)(nil)
+	_ model.StreamFrameNotifier = (*streamCountingStore)(nil)
+	_ model.WorkNotifier        = (*streamCountingStore)(nil)
+	_ model.LeaseNotifier       = (*streamCountingStore)(nil)
 )
 
 // s13Store opens a fresh store (memstore when addrs is nil) wrapped for
