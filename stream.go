@@ -274,7 +274,7 @@ func (e *Engine) TailStream(ctx context.Context, id ExecutionID, attempt int, op
 	}
 	w, stop := e.watchStream(id, attempt)
 	defer stop()
-	return e.tail(ctx, ss, id, attempt, o, w)
+	return e.tail(ctx, ss, id, attempt, o, w, true)
 }
 
 // streamWatch is a tail's watch of one stream: the signal its notices
@@ -285,13 +285,19 @@ type streamWatch struct {
 	sig    *model.Signal
 	mu     sync.Mutex
 	frames []Frame
+	// stale is set by a notice without a frame: the store must be read
+	stale bool
 }
 
 // noticeFrames bounds the frames a watch keeps from notices.
 const noticeFrames = 256
 
 func (w *streamWatch) notice(f *Frame) {
-	if f != nil {
+	if f == nil {
+		w.mu.Lock()
+		w.stale = true
+		w.mu.Unlock()
+	} else {
 		w.mu.Lock()
 		if n := len(w.frames); n == 0 || w.frames[n-1].Sequence < f.Sequence {
 			if n == noticeFrames {
@@ -332,6 +338,15 @@ func (w *streamWatch) take(o StreamReadOpts) *StreamPage {
 	return p
 }
 
+// takeStale reports (and forgets) whether a notice without a frame came.
+func (w *streamWatch) takeStale() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.stale
+	w.stale = false
+	return st
+}
+
 // has reports whether a notice brought the frame of sequence seq.
 func (w *streamWatch) has(seq uint64) bool {
 	w.mu.Lock()
@@ -352,52 +367,81 @@ func (e *Engine) watchStream(id ExecutionID, attempt int) (*streamWatch, func())
 		return w, n.WatchStreamFrames(id, attempt, w.notice)
 	}
 	if n, ok := e.store.(model.StreamNotifier); ok {
-		return w, n.WatchStream(id, attempt, w.sig.Notify)
+		return w, n.WatchStream(id, attempt, func() { w.notice(nil) })
 	}
 	return w, func() {}
 }
 
 // tail is TailStream with its watch already in place. A frame a notice
-// brought is returned without reading the store; anything else (a close,
-// a gap, a lost notice) is read.
-func (e *Engine) tail(ctx context.Context, ss model.StreamStore, id ExecutionID, attempt int, o StreamReadOpts, w *streamWatch) (*StreamPage, error) {
+// brought is returned without reading the store. The store is read on the
+// first look of a new watch (fresh is true), after a notice without a
+// frame (a close, a large frame, a lost notice), when the next frame did
+// not come by notice, and every tailRecheck without notices; a
+// continuing watch whose notices bring every frame reads nothing.
+func (e *Engine) tail(ctx context.Context, ss model.StreamStore, id ExecutionID, attempt int, o StreamReadOpts, w *streamWatch, fresh bool) (*StreamPage, error) {
 	deadline := e.clock.Now().Add(o.MaxWait)
+	read := fresh
 	for {
 		p := w.take(o)
-		if p == nil {
+		missing := false
+		if p == nil && (read || w.takeStale() || !deadline.After(e.clock.Now())) {
 			var err error
 			p, err = readPage(ctx, e, ss, id, attempt, o)
 			if errors.Is(err, model.ErrAttemptNotFound) {
-				// the attempt has not started yet: wait for it, unless the
-				// execution can no longer start one
-				p, err = &StreamPage{Next: o.After}, e.attemptMayStart(ctx, id)
+				// the attempt has not started yet: wait for it (reading
+				// again on each wake-up), unless the execution can no
+				// longer start one
+				missing = true
+				p, err = &StreamPage{Next: o.After}, e.attemptMayStart(ctx, id, attempt)
+				if err == nil {
+					// it may have started since: the answer is the last read
+					q, rerr := readPage(ctx, e, ss, id, attempt, o)
+					switch {
+					case rerr == nil:
+						p, missing = q, false
+					case !errors.Is(rerr, model.ErrAttemptNotFound):
+						err = rerr
+					}
+				}
 			}
 			if err != nil {
 				return nil, wrap("tail stream", err)
 			}
 		}
+		read = missing
 		left := deadline.Sub(e.clock.Now())
-		if len(p.Frames) > 0 || p.Done || left <= 0 {
-			return p, nil
+		if p != nil {
+			if len(p.Frames) > 0 || p.Done || left <= 0 {
+				return p, nil
+			}
+			o.After = p.Next
 		}
-		o.After = p.Next
 		if w.has(o.After + 1) {
 			continue // skipped best-effort frames; more came by notice
 		}
-		if err := e.clock.Wait(ctx, min(left, tailRecheck), w.sig); err != nil {
-			return p, wrap("tail stream", err)
+		if left <= 0 {
+			continue // read once more before answering
+		}
+		d := min(left, tailRecheck)
+		start := e.clock.Now()
+		if err := e.clock.Wait(ctx, d, w.sig); err != nil {
+			return &StreamPage{Next: o.After}, wrap("tail stream", err)
+		}
+		if e.clock.Now().Sub(start) >= tailRecheck {
+			read = true // no notice for a while: a notice may have been lost
 		}
 	}
 }
 
 // attemptMayStart returns ErrAttemptNotFound when the execution is
-// terminal (no attempt it lacks will start), nil otherwise.
-func (e *Engine) attemptMayStart(ctx context.Context, id ExecutionID) error {
+// terminal without the attempt (none it lacks will start), nil otherwise
+// (it may start, or it started since the read that missed it).
+func (e *Engine) attemptMayStart(ctx context.Context, id ExecutionID, attempt int) error {
 	s, err := e.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: id})
 	if err != nil {
 		return err
 	}
-	if s.PublicState.IsTerminal() {
+	if s.PublicState.IsTerminal() && s.TotalAttempts <= attempt {
 		return model.ErrAttemptNotFound
 	}
 	return nil
@@ -424,8 +468,8 @@ func (e *Engine) Frames(ctx context.Context, id ExecutionID, attempt int, opts *
 		// cost the store a subscribe and an unsubscribe per wake-up
 		w, stop := e.watchStream(id, attempt)
 		defer stop()
-		for {
-			p, err := e.tail(ctx, ss, id, attempt, o, w)
+		for read := true; ; {
+			p, err := e.tail(ctx, ss, id, attempt, o, w, read)
 			if err != nil {
 				yield(Frame{}, err)
 				return
@@ -439,6 +483,9 @@ func (e *Engine) Frames(ctx context.Context, id ExecutionID, attempt int, opts *
 			if p.Done {
 				return
 			}
+			// read the store again while it holds frames past the page
+			// (a page read before the notices began, or cut by Limit)
+			read = p.Next < p.LastSequence
 		}
 	}
 }

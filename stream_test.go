@@ -260,3 +260,53 @@ func TestStreamAppendValidation(t *testing.T) {
 		t.Fatalf("read: %+v %v", p, err)
 	}
 }
+
+// Frames started after many frames were appended reads them page by page
+// (the notices began after them), then follows the live ones.
+func TestStreamFramesCatchUp(t *testing.T) {
+	h := flowfabrictest.New(t, nil)
+	e := h.Engine
+	release := h.Clock.NewSignal()
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[streamer]) error {
+		for i := range 250 {
+			if _, err := t.AppendFrame(ctx, "old", fmt.Appendf(nil, "%d", i), nil); err != nil {
+				return err
+			}
+		}
+		if err := h.Clock.Wait(ctx, 0, release); err != nil {
+			return err
+		}
+		for i := range 5 {
+			if _, err := t.AppendFrame(ctx, "new", fmt.Appendf(nil, "%d", i), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	h.StartWorker(w)
+	res, err := e.Submit(h.Ctx, streamer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntil(func() bool {
+		p, err := e.ReadStream(h.Ctx, res.ID, 0, &flowfabric.StreamReadOpts{After: 249, Limit: 1})
+		return err == nil && p.LastSequence == 250
+	})
+	n := 0
+	for f, err := range e.Frames(h.Ctx, res.ID, 0, &flowfabric.StreamReadOpts{Limit: 100}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if f.Sequence != uint64(n) {
+			t.Fatalf("frame %d has sequence %d", n, f.Sequence)
+		}
+		if n == 250 {
+			release.Notify()
+		}
+	}
+	if n != 255 {
+		t.Fatalf("followed %d frames, want 255", n)
+	}
+}
