@@ -61,7 +61,7 @@ func opCosts(ctx context.Context, addrs []string, n int) ([]OpCost, error) {
 		LeaseRequest: model.LeaseRequest{WorkerID: "w", WorkerInstanceID: "w-1", LeaseID: model.LeaseID(benchUUID()),
 			AttemptID: model.AttemptID(benchUUID()), LeaseTTL: time.Minute}, Now: time.Now()})
 	if err != nil || wr.Claimed == nil {
-		return nil, fmt.Errorf("warm-up claim: %v", err)
+		return nil, fmt.Errorf("warm-up claim: %w", err)
 	}
 	if _, err := store.ExecutionComplete(ctx, &model.ExecutionCompleteParams{ID: warm, Fence: wr.Claimed.Fence(), Now: time.Now()}); err != nil {
 		return nil, err

@@ -1307,7 +1307,7 @@ func runS13Feed(ctx context.Context, name string, addrs []string, c s13Config) (
 		if err != nil {
 			select {
 			case <-subDone:
-				return fmt.Errorf("subscriber: %v", subErr)
+				return fmt.Errorf("subscriber: %w", subErr)
 			default:
 			}
 			return fmt.Errorf("the subscriber had no completion event for %v within 10 s: %w", r.ID, err)
@@ -1316,7 +1316,7 @@ func runS13Feed(ctx context.Context, name string, addrs []string, c s13Config) (
 		if err != nil {
 			select {
 			case <-oneDone:
-				return fmt.Errorf("one-partition reader: %v", oneErr)
+				return fmt.Errorf("one-partition reader: %w", oneErr)
 			default:
 			}
 			return fmt.Errorf("the one-partition reader had no completion event for %v within 10 s: %w", r.ID, err)
