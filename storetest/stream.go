@@ -3,6 +3,8 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +70,7 @@ func testStreams(t *testing.T, newStore NewStoreFunc) {
 		{"AwaitChildrenKeepsOpen", streamAwaitChildrenKeepsOpen},
 		// notifications
 		{"WatchAppendAndClose", streamWatchAppendAndClose},
+		{"WatchFramesCarry", streamWatchFramesCarry},
 		{"WatchStop", streamWatchStop},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -1181,6 +1184,52 @@ func streamNotifierOf(h *streamHarness) model.StreamNotifier {
 		h.t.Skipf("storetest: %T does not implement the optional model.StreamNotifier", h.s)
 	}
 	return n
+}
+
+// streamWatchFramesCarry: a frame watch (model.StreamFrameNotifier) gets
+// each small appended frame exactly as a read returns it, in order; a
+// frame over MaxNoticeFrameBytes and the close come without one.
+func streamWatchFramesCarry(h *streamHarness) {
+	n, ok := optionalOf[model.StreamFrameNotifier](h.harness)
+	if !ok {
+		h.t.Skipf("storetest: %T does not implement the optional model.StreamFrameNotifier", h.s)
+	}
+	id, c := h.active(at(0))
+	got := make(chan *model.Frame, 16)
+	stop := n.WatchStreamFrames(id, 0, func(f *model.Frame) { got <- f })
+	h.t.Cleanup(stop)
+	next := func(what string) *model.Frame {
+		h.t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), noticeWait)
+		defer cancel()
+		select {
+		case f := <-got:
+			return f
+		case <-ctx.Done():
+			h.t.Fatalf("no notice after %s", what)
+		}
+		return nil
+	}
+	small := &model.StreamAppendParams{ID: id, Fence: c.Fence(), Mode: model.StreamBestEffort, Type: "tok.en",
+		Payload: []byte("a|b\n\x00\xff"), Encoding: "bin|ary", CorrelationID: "c\n1", Now: at(time.Second)}
+	h.appended(small, 1, 1)
+	empty := durable(id, c.Fence(), "", at(time.Second))
+	h.appended(empty, 2, 2)
+	frames := h.readAll(id, 0, at(time.Second)).Frames
+	for i, what := range []string{"a small frame", "an empty frame"} {
+		if f := next(what); f == nil || !reflect.DeepEqual(*f, frames[i]) {
+			h.t.Fatalf("%s: the notice's frame %+v, the store's %+v", what, f, frames[i])
+		}
+	}
+	big := durable(id, c.Fence(), strings.Repeat("x", model.MaxNoticeFrameBytes+1), at(2*time.Second))
+	h.appended(big, 3, 3)
+	if f := next("a large frame"); f != nil {
+		h.t.Fatalf("a frame over MaxNoticeFrameBytes came by notice: %d", f.Sequence)
+	}
+	h.complete(id, c.Fence(), at(3*time.Second))
+	if f := next("the close"); f != nil {
+		h.t.Fatalf("the close's notice carried a frame: %+v", f)
+	}
 }
 
 // streamWatchAppendAndClose: a watch of an attempt's stream is called
