@@ -876,37 +876,8 @@ func (s *framesBeside) period() time.Duration {
 // open is ffSystem.open (without admission) on the stream-forwarding
 // wrapper, then starts the appenders and waits until all of them append.
 func (s *framesBeside) open(ctx context.Context) error {
-	f := s.ffSystem
-	f.comp = newCounter()
-	var base model.Store
-	if f.addrs == nil {
-		base = memstore.New(nil)
-	} else {
-		if err := f.probe().flushAll(); err != nil {
-			return err
-		}
-		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: f.addrs, DisableCache: true})
-		if err != nil {
-			return err
-		}
-		f.client = c
-		vs, err := valkeystore.New(c, nil)
-		if err != nil {
-			c.Close()
-			f.client = nil
-			return err
-		}
-		f.vs, base = vs, vs
-	}
-	f.store = newCountingStore(base, f.comp)
-	st, err := newStreamCountingStore(f.store)
-	if err != nil {
-		f.close()
-		return err
-	}
-	f.engine = flowfabric.New(st, nil)
-	if err := f.engine.Start(ctx); err != nil {
-		f.close()
+	s.ffSystem.wrap = func(cs *countingStore) (model.Store, error) { return newStreamCountingStore(cs) }
+	if err := s.ffSystem.open(ctx); err != nil {
 		return err
 	}
 	if err := s.startAppenders(ctx); err != nil {
@@ -1465,19 +1436,6 @@ func (s *feedsSystem) Describe() string {
 
 // open is ffSystem.open (without admission) on a store with feeds.
 func (s *feedsSystem) open(ctx context.Context) error {
-	f := s.ffSystem
-	f.comp = newCounter()
-	var base model.Store
-	if f.addrs == nil {
-		base = memstore.New(&memstore.Options{Feeds: s13AllFeeds})
-	} else {
-		vs, client, _, err := s13Valkey(f.addrs, s13AllFeeds, true)
-		if err != nil {
-			return err
-		}
-		f.client, f.vs, base = client, vs, vs
-	}
-	f.store = newCountingStore(base, f.comp)
-	f.engine = flowfabric.New(f.store, nil)
-	return f.engine.Start(ctx)
+	s.ffSystem.feeds = s13AllFeeds
+	return s.ffSystem.open(ctx)
 }

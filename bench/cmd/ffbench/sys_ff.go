@@ -166,6 +166,11 @@ type ffSystem struct {
 	// ever refused.
 	adm  bool
 	opts *flowfabric.SubmitOpts
+	// feeds builds the store with these event feeds (S13); wrap, when
+	// set, wraps the counting store before the engine gets it (S13's
+	// stream-forwarding wrapper).
+	feeds model.Feeds
+	wrap  func(*countingStore) (model.Store, error)
 
 	client  valkey.Client
 	vs      *valkeystore.Store
@@ -201,7 +206,7 @@ func (s *ffSystem) open(ctx context.Context) error {
 	s.comp = newCounter()
 	var base model.Store
 	if s.addrs == nil {
-		base = memstore.New(nil)
+		base = memstore.New(&memstore.Options{Feeds: s.feeds})
 	} else {
 		if err := s.probe().flushAll(); err != nil {
 			return err
@@ -211,15 +216,29 @@ func (s *ffSystem) open(ctx context.Context) error {
 			return err
 		}
 		s.client = c
-		vs, err := valkeystore.New(c, nil)
+		vs, err := valkeystore.New(c, &valkeystore.Options{Feeds: s.feeds})
 		if err != nil {
 			c.Close()
+			s.client = nil
 			return err
 		}
 		s.vs = vs
 		base = vs
 	}
 	s.store = newCountingStore(base, s.comp)
+	if s.wrap != nil {
+		st, err := s.wrap(s.store)
+		if err != nil {
+			s.close()
+			return err
+		}
+		s.engine = flowfabric.New(st, nil)
+		if err := s.engine.Start(ctx); err != nil {
+			s.close()
+			return err
+		}
+		return nil
+	}
 	if !s.adm {
 		s.engine = flowfabric.New(s.store, nil)
 		return s.engine.Start(ctx)
