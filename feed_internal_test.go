@@ -1,8 +1,11 @@
 package flowfabric
 
 import (
+	"errors"
 	"slices"
 	"testing"
+
+	"github.com/flowfabric/flowfabric/model"
 )
 
 // A subscriber re-reads the partitions its notices named, every one after
@@ -64,4 +67,26 @@ func TestStreamWatchTake(t *testing.T) {
 	if p := w.take(StreamReadOpts{After: 6, Limit: 2}); p == nil || len(p.Frames) != 2 || p.Next != 8 {
 		t.Fatalf("the limit: %+v", p)
 	}
+}
+
+// A cursor's text form parses back to the same cursor; anything else is
+// refused as invalid input naming the cursor, never a panic.
+func FuzzParseFeedCursor(f *testing.F) {
+	for _, s := range []string{"", "0:1", "0:1,3:7", "1:0", "x", "0:", ":1", "-1:2", "0:18446744073709551615"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseFeedCursor(s)
+		if err != nil {
+			var me *model.Error
+			if !errors.As(err, &me) || me.Field != "cursor" {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return
+		}
+		back, err := ParseFeedCursor(c.String())
+		if err != nil || back.String() != c.String() {
+			t.Fatalf("%q: %q does not parse back (%q, %v)", s, c.String(), back.String(), err)
+		}
+	})
 }
