@@ -21,11 +21,8 @@ type feedLog struct {
 	last   uint64
 }
 
-// feedEnabled reports whether the store keeps feed k.
-func (s *Store) feedEnabled(k model.FeedKind) bool { return s.feeds.Enabled(k) }
-
 // FeedEnabled implements model.FeedStore.
-func (s *Store) FeedEnabled(k model.FeedKind) bool { return s.feedEnabled(k) }
+func (s *Store) FeedEnabled(k model.FeedKind) bool { return s.feeds.Enabled(k) }
 
 // feedAdd appends ev (its execution fields are filled from e) to e's
 // partition's feed k, keeping the newest events.
@@ -81,7 +78,7 @@ func (s *Store) feedLease(e *execution, now int64, kind model.LeaseEventKind, re
 // FeedRead implements model.FeedStore.
 func (s *Store) FeedRead(ctx context.Context, p *model.FeedReadParams) (*model.FeedReadResult, error) {
 	invalid := p.Validate(s.cfg)
-	if invalid == nil && !s.feedEnabled(p.Feed) {
+	if invalid == nil && !s.feeds.Enabled(p.Feed) {
 		invalid = model.ErrFeedDisabled
 	}
 	return withLock(s, ctx, invalid, func() (*model.FeedReadResult, error) {
