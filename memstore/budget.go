@@ -264,8 +264,10 @@ func (s *Store) BudgetRelease(ctx context.Context, p *model.BudgetReleaseParams)
 			return &model.BudgetReleaseResult{}, nil
 		}
 		delete(b.ledger, p.Execution)
-		for _, d := range sortedNames(spend) {
-			b.usage[d] = max(0, b.usage[d]-spend[d])
+		if !p.Forget {
+			for _, d := range sortedNames(spend) {
+				b.usage[d] = max(0, b.usage[d]-spend[d])
+			}
 		}
 		return &model.BudgetReleaseResult{Released: true, Returned: spend}, nil
 	})

@@ -35,12 +35,15 @@ func (s *Store) newExec(p *model.ExecutionCreateParams, now int64) *execution {
 	if len(p.Tags) > 0 {
 		e.tags = maps.Clone(p.Tags)
 	}
+	e.retention = p.Retention
+	e.idemKey = p.IdempotencyKey
 	if len(p.Budgets) > 0 || !model.UUID(p.Quota).IsZero() {
 		e.admit = true
 		e.budgets = cloneBudgets(p.Budgets)
 		e.quota, e.quotaKey = p.Quota, p.QuotaKey
 	}
 	s.execs[p.ID] = e
+	s.execPeak = max(s.execPeak, len(s.execs))
 	pt := s.part(p.ID.Partition())
 	pt.lane(p.Lane)
 	pt.all.add(p.ID)

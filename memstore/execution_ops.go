@@ -14,7 +14,8 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 
 		ik := idemKey{p.ID.Partition(), p.Namespace, p.IdempotencyKey}
 		if p.IdempotencyKey != "" {
-			if ent, ok := s.idem[ik]; ok && ent.expiresAt > now {
+			// a key naming a deleted execution is free again
+			if ent, ok := s.idem[ik]; ok && ent.expiresAt > now && s.execs[ent.id] != nil {
 				return s.duplicate(ent.id), nil
 			}
 		}

@@ -39,6 +39,7 @@ func (s *Store) removeFromLane(e *execution) {
 		s.leaveSuspended(e)
 	case model.PhaseTerminal:
 		l.terminal.remove(e.id)
+		s.part(e.id.Partition()).retention.remove(e.id)
 	}
 }
 
@@ -118,6 +119,7 @@ func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	p.deadline.remove(e.id)
 	p.attemptTimeout.remove(e.id)
 	l.terminal.add(e.id, now)
+	s.retentionAdd(e, now, to)
 	s.feedCompletion(e, now, to)
 	s.waitsEnd(e, now, to)
 	s.flowEnded(e, now)

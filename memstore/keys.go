@@ -37,6 +37,9 @@ type partition struct {
 	suspTimeout *zset
 	wpExpiry    *zset
 	waitpoints  map[model.WaitpointID]*waitpointRec
+	// retention holds the terminal executions the retention scanner
+	// deletes, by when (IndexRetention; retention_ops.go).
+	retention *zset
 	// feed is the signal-delivery feed: the newest SignalFeedLen events,
 	// oldest first, and feedSeq the last sequence number written.
 	feed    []model.SignalFeedEvent
@@ -90,6 +93,7 @@ func (s *Store) part(n int) *partition {
 			suspended:      newIDSet(),
 			suspTimeout:    newZset(),
 			wpExpiry:       newZset(),
+			retention:      newZset(),
 			waitpoints:     make(map[model.WaitpointID]*waitpointRec),
 		}
 		s.parts[n] = p

@@ -130,6 +130,9 @@ func (s *Store) ExecutionIndexes(ctx context.Context, p *model.ExecutionIndexesP
 		if pt.wpExpiry.has(id) {
 			add(model.IndexWaitpointExpiry.String())
 		}
+		if pt.retention.has(id) {
+			add(model.IndexRetention.String())
+		}
 		for w, set := range pt.workerLeases {
 			if set.has(id) {
 				add("worker:" + string(w) + ":leases")

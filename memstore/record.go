@@ -92,6 +92,12 @@ type execution struct {
 	quotaKey       string
 	admissionToken string
 	blockedBudget  model.BudgetID
+
+	// retention is how long the execution is kept once terminal
+	// (retention_ops.go).
+	retention model.Retention
+	// idemKey is the idempotency key it was created with ("": none).
+	idemKey string
 }
 
 // leaseRec is the current lease (the record's lease_* fields).
@@ -139,6 +145,7 @@ func (e *execution) snapshot() *model.ExecutionSnapshot {
 		MaxReclaims:              e.maxReclaims,
 		ReclaimCount:             e.reclaimCount,
 		MaxReplays:               e.maxReplays,
+		Retention:                e.retention,
 		ReplayCount:              e.replayCount,
 		AttemptTimeout:           time.Duration(e.attemptTimeout) * time.Millisecond,
 		Deadline:                 tm(e.deadline),

@@ -70,6 +70,8 @@ func (s *Store) IndexScanDue(ctx context.Context, p *model.IndexScanDueParams) (
 			sources = []source{{z: pt.suspTimeout}}
 		case model.IndexWaitpointExpiry:
 			sources = []source{{z: pt.wpExpiry}}
+		case model.IndexRetention:
+			sources = []source{{z: pt.retention}}
 		case model.IndexDelayed:
 			for _, name := range pt.laneNames {
 				sources = append(sources, source{z: pt.lanes[name].delayed, lane: name})
@@ -156,6 +158,7 @@ func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (
 		res.ExecutionDeadline = tm(first(pt.deadline))
 		res.SuspensionTimeout = tm(first(pt.suspTimeout))
 		res.WaitpointExpiry = tm(first(pt.wpExpiry))
+		res.Retention = tm(first(pt.retention))
 		var delayed int64
 		for _, name := range pt.laneNames {
 			l := pt.lanes[name]

@@ -19,14 +19,17 @@ type Options struct {
 
 // Store is the in-memory model.Store. Create it with New.
 type Store struct {
-	mu      sync.Mutex
-	cfg     model.PartitionConfig
-	feeds   model.Feeds
-	parts   []*partition
-	execs   map[model.ExecutionID]*execution
-	idem    map[idemKey]idemEntry
-	idemGC  *idemQueue
-	workers map[model.Namespace]map[model.WorkerInstanceID]*workerRec
+	mu    sync.Mutex
+	cfg   model.PartitionConfig
+	feeds model.Feeds
+	parts []*partition
+	execs map[model.ExecutionID]*execution
+	// execPeak is the most executions execs held since it was made
+	// (shrink).
+	execPeak int
+	idem     map[idemKey]idemEntry
+	idemGC   *idemQueue
+	workers  map[model.Namespace]map[model.WorkerInstanceID]*workerRec
 
 	// flows, flowIdx and flowOf are the flows (flow.go): the records, the
 	// flows of each partition, and each member's flow.
@@ -76,6 +79,7 @@ var (
 	_ model.StreamFrameNotifier = (*Store)(nil)
 	_ model.FeedStore           = (*Store)(nil)
 	_ model.FeedNotifier        = (*Store)(nil)
+	_ model.RetentionStore      = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,

@@ -28,6 +28,7 @@ func zless(a, b zitem) bool {
 type zset struct {
 	tree   *btree.BTreeG[zitem]
 	scores map[model.ExecutionID]int64
+	peak   int // the most entries scores held since it was last made
 }
 
 func newZset() *zset {
@@ -45,6 +46,7 @@ func (z *zset) add(id model.ExecutionID, score int64) {
 		z.tree.Delete(zitem{old, id})
 	}
 	z.scores[id] = score
+	z.peak = max(z.peak, len(z.scores))
 	z.tree.Set(zitem{score, id})
 }
 
@@ -54,9 +56,29 @@ func (z *zset) remove(id model.ExecutionID) bool {
 		return false
 	}
 	delete(z.scores, id)
+	z.scores = shrink(z.scores, &z.peak)
 	z.tree.Delete(zitem{old, id})
 	return true
 }
+
+// shrink returns m, or a fresh copy of it once it holds under a quarter of
+// the peak entries it held (at least minShrink): a Go map keeps the room
+// of its peak size after deletes, so a store that deleted most of its
+// executions would not give their memory back.
+func shrink[K comparable, V any](m map[K]V, peak *int) map[K]V {
+	if *peak < minShrink || len(m)*4 >= *peak {
+		return m
+	}
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	*peak = len(c)
+	return c
+}
+
+// minShrink is the smallest peak shrink rebuilds a map after.
+const minShrink = 1024
 
 func (z *zset) has(id model.ExecutionID) bool {
 	_, ok := z.scores[id]

@@ -142,7 +142,10 @@ type BudgetReportResult struct {
 type BudgetReleaseParams struct {
 	ID        BudgetID
 	Execution ExecutionID
-	Now       time.Time
+	// Forget drops the ledger without giving its charge back (the usage
+	// stays): what a deleted execution's ledgers need.
+	Forget bool
+	Now    time.Time
 }
 
 // Validate checks every field.

@@ -83,6 +83,7 @@ const (
 	CodeFlowAlreadyTerminal    Code = "flow_already_terminal"
 	CodeExecutionNotInFlow     Code = "execution_not_in_flow"
 	CodeExecutionAlreadyInFlow Code = "execution_already_in_flow"
+	CodeExecutionInFlow        Code = "execution_in_flow"
 	CodeSelfReferencingEdge    Code = "self_referencing_edge"
 	CodeStaleGraphRevision     Code = "stale_graph_revision"
 	CodeDependencyExists       Code = "dependency_already_exists"
@@ -168,6 +169,7 @@ var codeClass = map[Code]Class{
 	CodeFlowAlreadyTerminal:    ClassTerminal,
 	CodeExecutionNotInFlow:     ClassTerminal,
 	CodeExecutionAlreadyInFlow: ClassTerminal,
+	CodeExecutionInFlow:        ClassTerminal,
 	CodeSelfReferencingEdge:    ClassTerminal,
 	CodeStaleGraphRevision:     ClassRetryable,
 	CodeDependencyExists:       ClassTerminal,
@@ -344,10 +346,13 @@ var (
 	ErrResultNotFound        = &Error{Code: CodeResultNotFound}
 
 	// Flow errors (flow_ops.go).
-	ErrFlowNotFound       = &Error{Code: CodeFlowNotFound}
-	ErrFlowTerminal       = &Error{Code: CodeFlowAlreadyTerminal}
-	ErrNotInFlow          = &Error{Code: CodeExecutionNotInFlow}
-	ErrAlreadyInFlow      = &Error{Code: CodeExecutionAlreadyInFlow}
+	ErrFlowNotFound  = &Error{Code: CodeFlowNotFound}
+	ErrFlowTerminal  = &Error{Code: CodeFlowAlreadyTerminal}
+	ErrNotInFlow     = &Error{Code: CodeExecutionNotInFlow}
+	ErrAlreadyInFlow = &Error{Code: CodeExecutionAlreadyInFlow}
+	// ErrInFlow: the execution is a flow member, deleted only with its
+	// flow.
+	ErrInFlow             = &Error{Code: CodeExecutionInFlow}
 	ErrSelfEdge           = &Error{Code: CodeSelfReferencingEdge}
 	ErrStaleGraphRevision = &Error{Code: CodeStaleGraphRevision}
 	ErrDependencyExists   = &Error{Code: CodeDependencyExists}

@@ -145,6 +145,8 @@ type ExecutionSnapshot struct {
 	ReplayCount          int
 	AttemptTimeout       time.Duration
 	Deadline             time.Time
+	// Retention is how long the execution is kept once terminal.
+	Retention Retention
 
 	TotalAttempts  int
 	CurrentAttempt *AttemptRef
@@ -255,11 +257,15 @@ const (
 	// waitpoint, scored by the earliest pending waitpoint's expiry
 	// (scanner 6).
 	IndexWaitpointExpiry
+	// IndexRetention holds each terminal execution with a retention for
+	// its outcome, scored by its terminal time plus that retention
+	// (scanner 7, RetentionStore).
+	IndexRetention
 )
 
 var indexKindNames = enumNames{
 	"lease_expiry", "attempt_timeout", "execution_deadline", "delayed",
-	"suspension_timeout", "pending_waitpoint_expiry",
+	"suspension_timeout", "pending_waitpoint_expiry", "retention",
 }
 
 func (k IndexKind) String() string { return indexKindNames.name(uint8(k)) }

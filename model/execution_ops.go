@@ -68,11 +68,17 @@ type ExecutionCreateParams struct {
 	// only with Quota.
 	Quota    QuotaID
 	QuotaKey string
-	Now      time.Time
+	// Retention is how long the execution is kept once terminal, per
+	// outcome (RetentionStore); zero fields keep it for good.
+	Retention Retention
+	Now       time.Time
 }
 
 // Validate checks every field.
 func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
+	if err := p.Retention.Validate("Retention"); err != nil {
+		return err
+	}
 	if err := validateBudgets("Budgets", p.Budgets); err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func (p *IndexScanDueParams) Validate(cfg PartitionConfig) error {
 	if err := checkPartition(cfg, p.Partition); err != nil {
 		return err
 	}
-	if p.Index < IndexLeaseExpiry || p.Index > IndexWaitpointExpiry {
+	if p.Index < IndexLeaseExpiry || p.Index > IndexRetention {
 		return invalidField("Index", "unknown")
 	}
 	if err := checkLimit("Limit", p.Limit); err != nil {
@@ -156,6 +156,7 @@ type PartitionDueResult struct {
 	Delayed           time.Time // earliest over every lane
 	SuspensionTimeout time.Time
 	WaitpointExpiry   time.Time
+	Retention         time.Time
 	RouteBlocked      bool
 	// AdmissionBlocked: some execution waits blocked on a budget or a
 	// quota. QuotaReleasePending: the quota release outbox is not empty.
@@ -179,6 +180,8 @@ func (r *PartitionDueResult) Due(k IndexKind) time.Time {
 		return r.SuspensionTimeout
 	case IndexWaitpointExpiry:
 		return r.WaitpointExpiry
+	case IndexRetention:
+		return r.Retention
 	}
 	return time.Time{}
 }

@@ -113,6 +113,7 @@ func testValidation(t *testing.T, newStore NewStoreFunc) {
 		{"ExecutionExpire", (*fixture).expireCases},
 		{"ExecutionFail", (*fixture).failCases},
 		{"ExecutionReplay", (*fixture).replayCases},
+		{"ExecutionDelete", (*fixture).deleteCases},
 		{"ExecutionUpdateProgress", (*fixture).progressCases},
 		{"ClaimGrantIssue", (*fixture).claimGrantCases},
 		{"ExecutionBlock", (*fixture).blockCases},
@@ -146,6 +147,7 @@ func testValidation(t *testing.T, newStore NewStoreFunc) {
 		"ExecutionUnblock":  skipWithout[model.Blocker],
 		"ExecutionReclaim":  skipWithout[model.GrantReclaimer],
 		"ReclaimGrantIssue": skipWithout[model.GrantReclaimer],
+		"ExecutionDelete":   skipWithout[model.RetentionStore],
 	}
 	groups = append(groups, suspendValidation...)
 	for _, g := range suspendValidation {
@@ -386,6 +388,10 @@ func (f *fixture) createCases() []badInput {
 		mk("kind_non_ascii", "Kind", model.ErrInvalidInput, func(p *P) { p.Kind = "envoyé" }),
 		mk("kind_too_long", "Kind", model.ErrInvalidInput, func(p *P) { p.Kind = model.Kind(strings.Repeat("k", 129)) }),
 		mk("payload_too_large", "Payload", model.ErrInvalidInput, func(p *P) { p.Payload = make([]byte, model.MaxPayloadBytes+1) }),
+		mk("retention_negative", "Retention.Completed", model.ErrInvalidInput, func(p *P) { p.Retention.Completed = -time.Hour }),
+		mk("retention_sub_ms", "Retention.Failed", model.ErrInvalidInput, func(p *P) { p.Retention.Failed = time.Microsecond }),
+		mk("retention_fraction_ms", "Retention.Cancelled", model.ErrInvalidInput, func(p *P) { p.Retention.Cancelled = time.Second + time.Microsecond }),
+		mk("retention_too_long", "Retention.Completed", model.ErrInvalidInput, func(p *P) { p.Retention.Completed = model.MaxRetention + time.Millisecond }),
 	)
 	for _, k := range []string{"nodot", "A.b", "a..b", "a.", ".b", "1a.b", "a.b c", "a-b.c", "ab", "a.b\x7f", "a.é", "_a.b", strings.Repeat("a", 127) + ".b"} {
 		cs = append(cs, mk("tag_key_"+strconv.Quote(k), "Tags", model.ErrInvalidTagKey, func(p *P) { p.Tags = map[string]string{"app.ok": "1", k: "v"} }))
@@ -553,6 +559,14 @@ func (f *fixture) replayCases() []badInput {
 	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
 }
 
+func (f *fixture) deleteCases() []badInput {
+	type P = model.ExecutionDeleteParams
+	rs, _ := optionalOf[model.RetentionStore](f.harness)
+	mk := maker(f.ctx, func() *P { return &P{ID: f.terminal, Now: f.now} }, rs.ExecutionDelete)
+	cs := idCases(mk, f.out, func(p *P, id model.ExecutionID) { p.ID = id })
+	return append(cs, nowCases(mk, func(p *P, t time.Time) { p.Now = t })...)
+}
+
 func (f *fixture) progressCases() []badInput {
 	type P = model.ExecutionUpdateProgressParams
 	mk := maker(f.ctx, func() *P { return &P{ID: f.active, Fence: f.fence, Percent: 50, Message: "m", Now: f.now} }, f.s.ExecutionUpdateProgress)
@@ -710,7 +724,7 @@ func (f *fixture) scanCases() []badInput {
 	cs := partitionCases(mk, f.cfg.FlowPartitions, func(p *P, n int) { p.Partition = n })
 	cs = append(cs,
 		mk("index_zero", "Index", model.ErrInvalidInput, func(p *P) { p.Index = 0 }),
-		mk("index_unknown", "Index", model.ErrInvalidInput, func(p *P) { p.Index = model.IndexWaitpointExpiry + 1 }),
+		mk("index_unknown", "Index", model.ErrInvalidInput, func(p *P) { p.Index = model.IndexRetention + 1 }),
 		mk("after_id_zero", "After.ID", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now} }),
 		mk("after_id_partition_out_of_range", "After.ID", model.ErrInvalidInput, func(p *P) { p.After = &model.DueCursor{DueAt: f.now, ID: f.out} }),
 	)

@@ -99,7 +99,7 @@ func (s *Store) BudgetRelease(ctx context.Context, p *model.BudgetReleaseParams)
 		return nil, err
 	}
 	r, err := s.run(ctx, scriptBudgetRelease, s.keys.budgetKeys(s.cfg, p.ID), args{
-		"now": p.Now, "id": p.ID, "execution": p.Execution,
+		"now": p.Now, "id": p.ID, "execution": p.Execution, "forget": p.Forget,
 	})
 	if err != nil {
 		return nil, err

@@ -96,6 +96,7 @@ func snapshot(c *reply, tags map[string]string) *model.ExecutionSnapshot {
 		ReplayCount:              c.int("replay_count"),
 		AttemptTimeout:           c.ms("attempt_timeout"),
 		Deadline:                 c.time("deadline"),
+		Retention:                model.Retention{Completed: c.ms("ret_ok"), Failed: c.ms("ret_failed"), Cancelled: c.ms("ret_cancelled")},
 		TotalAttempts:            c.int("total_attempts"),
 		LeaseEpoch:               c.u64("epoch"),
 		LeaseExpiredAt:           c.time("lease_expired_at"),

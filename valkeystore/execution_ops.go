@@ -37,7 +37,8 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 // library's new_exec reads them (lua/lib/create.lua).
 var createFields = []string{"id", "namespace", "lane", "kind", "payload", "priority", "tags", "required_caps",
 	"retry_max", "retry_backoff", "retry_delay_ms", "retry_initial_ms", "retry_multiplier", "retry_max_delay_ms",
-	"max_reclaims", "max_replays", "attempt_timeout", "deadline", "delay_until", "budgets", "quota", "quota_key"}
+	"max_reclaims", "max_replays", "attempt_timeout", "deadline", "delay_until", "budgets", "quota", "quota_key",
+	"ret_ok", "ret_failed", "ret_cancelled"}
 
 // createArgs are the arguments createFields names for p, defaults
 // applied.
@@ -73,6 +74,9 @@ func createArgs(p *model.ExecutionCreateParams) args {
 		"budgets":            budgetsCSV(p.Budgets),
 		"quota":              p.Quota.String(),
 		"quota_key":          p.QuotaKey,
+		"ret_ok":             p.Retention.Completed,
+		"ret_failed":         p.Retention.Failed,
+		"ret_cancelled":      p.Retention.Cancelled,
 	}
 }
 

@@ -77,6 +77,10 @@ import (
 //	I:signal_feed:seq             STR   the last seq written
 //	I:pending_waitpoint_expiry    ZSET  the earliest expiry of the
 //	                                    execution's pending waitpoints
+//	I:retention                   ZSET  when a terminal execution's
+//	                                    retention runs out (model.
+//	                                    RetentionStore;
+//	                                    execution_delete.lua)
 //	I:feed:completions            STREAM  the completions feed
 //	                              (model.FeedStore; lua/lib/feed.lua), kept
 //	                              only by a store built with it: entry ids
@@ -205,6 +209,7 @@ func (k keyspace) partKeys(part int) map[string]string {
 		"adm_by":          i + "adm_by",
 		"outbox":          i + "quota_outbox",
 		"outbox_data":     i + "quota_outbox:data",
+		"retention":       i + "retention",
 	}
 }
 

@@ -42,6 +42,7 @@ func (s *Store) PartitionDue(ctx context.Context, p *model.PartitionDueParams) (
 		Delayed:             r.optTime("delayed"),
 		SuspensionTimeout:   r.optTime("suspension_timeout"),
 		WaitpointExpiry:     r.optTime("waitpoint_expiry"),
+		Retention:           r.optTime("retention"),
 		RouteBlocked:        r.bool("route_blocked"),
 		AdmissionBlocked:    r.bool("admission_blocked"),
 		QuotaReleasePending: r.bool("quota_release_pending"),

@@ -473,6 +473,8 @@ var (
 
 	scriptExecutionDelay = declare("execution_delay")
 
+	scriptExecutionDelete = declare("execution_delete")
+
 	scriptExecutionDescribe = declareRead("execution_describe")
 
 	scriptExecutionExpire = declare("execution_expire")

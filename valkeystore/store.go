@@ -74,6 +74,7 @@ var (
 	_ model.StreamStore         = (*Store)(nil)
 	_ model.StreamNotifier      = (*Store)(nil)
 	_ model.FeedStore           = (*Store)(nil)
+	_ model.RetentionStore      = (*Store)(nil)
 	_ model.FeedNotifier        = (*Store)(nil)
 )
 

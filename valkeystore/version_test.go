@@ -17,7 +17,7 @@ import (
 // recordFields fails TestRecordLayoutGolden until recordVersion is bumped
 // and this golden is updated with it (and an upgrade path written: see
 // recordVersion).
-const recordLayoutGolden = `v4 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+const recordLayoutGolden = `v5 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 	`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
 	`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
 	`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
@@ -31,7 +31,8 @@ const recordLayoutGolden = `v4 layout_version:n id:s ns:s lane:s kind:s priority
 	`progress_pct:nc progress_msg:sc progress_at:nc last_cap_mismatch_at:nc failure_reason:sc ` +
 	`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
 	`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
-	`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n`
+	`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n ` +
+	`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc`
 
 func recordLayout() string { return layoutString(recordVersion, recordFields) }
 
@@ -52,8 +53,8 @@ func TestRecordLayoutGolden(t *testing.T) {
 	}
 	const hist = `string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)
       .. kind .. '|' .. e.lease_id .. '|' .. e.lease_wi .. '|' .. reason)`
-	if recordVersion != 4 || !strings.Contains(string(lib), hist) {
-		t.Fatalf("the lease history entry of layout v4 changed: bump recordVersion, write the upgrade path, and update this test")
+	if recordVersion != 5 || !strings.Contains(string(lib), hist) {
+		t.Fatalf("the lease history entry of layout v5 changed: bump recordVersion, write the upgrade path, and update this test")
 	}
 	// load_exec reads the version as e[1][1]
 	if sl := recordSlots["layout_version"]; sl != (recordSlot{false, 1, 1}) {

@@ -187,6 +187,7 @@ func RecordFields(x *Exec) []string {
 var partitionIndexes = map[string]bool{
 	"all_executions": true, "lease_expiry": true, "attempt_timeout": true, "execution_deadline": true,
 	"suspended": true, "suspension_timeout": true, "pending_waitpoint_expiry": true,
+	"retention": true,
 }
 
 func lanesAndWorkers(x *Exec, r *report) (lanes, workers []string) {
@@ -294,7 +295,9 @@ func Lease(x *Exec) []string {
 
 // TimerIndexes is the timer part of §6.9: attempt_timeout holds exactly
 // the active executions with an attempt timeout, execution_deadline
-// exactly the non-terminal ones with a deadline. (proptest also ties each
+// exactly the non-terminal ones with a deadline, retention exactly the
+// terminal ones with a retention for their outcome (a flow member's entry
+// may have been dropped: its flow decides). (proptest also ties each
 // entry's due time to the record.)
 func TimerIndexes(x *Exec) []string {
 	var r report
@@ -305,6 +308,10 @@ func TimerIndexes(x *Exec) []string {
 	}
 	if want := lp != model.PhaseTerminal && !s.Deadline.IsZero(); has(x, "execution_deadline") != want {
 		r.bad("phase %v, deadline %v, but in execution_deadline = %v", lp, s.Deadline, !want)
+	}
+	keep := lp == model.PhaseTerminal && s.Retention.For(s.State.TerminalOutcome) > 0
+	if in := has(x, "retention"); in != keep && (in || s.Flow.IsZero()) {
+		r.bad("phase %v, retention %+v, but in retention = %v", lp, s.Retention, in)
 	}
 	return r
 }

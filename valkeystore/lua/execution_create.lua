@@ -2,7 +2,7 @@
 -- idempotency key names; with a flow, create it as a held member of that
 -- flow (which must be open and not sealed).
 -- KEYS: core payload tags idem lanes all deadline
--- ARGV: now id namespace lane kind payload priority tags required_caps retry_max retry_backoff retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline delay_until budgets quota quota_key idem_key idem_ttl gc_slack flow
+-- ARGV: now id namespace lane kind payload priority tags required_caps retry_max retry_backoff retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline delay_until budgets quota quota_key ret_ok ret_failed ret_cancelled idem_key idem_ttl gc_slack flow
 
 local now = now_ms()
 
@@ -14,7 +14,10 @@ end
 
 if A_idem_key ~= '' then
   local ent = redis.call('HMGET', K_idem, 'id', 'expires_at')
-  if ent[1] and N(ent[2]) > now then return duplicate(ent[1]) end
+  -- a key naming a deleted execution is free again
+  if ent[1] and N(ent[2]) > now and redis.call('EXISTS', exec_keys_of(ent[1]).core) == 1 then
+    return duplicate(ent[1])
+  end
 end
 if redis.call('EXISTS', K_core) == 1 then return duplicate(A_id) end
 local fbase = nil
@@ -30,7 +33,7 @@ local e = blank_exec(exec_keys(string.sub(K_core, 1, -6)))
 new_exec(e, { A_id, A_namespace, A_lane, A_kind, A_payload, A_priority, A_tags, A_required_caps,
   A_retry_max, A_retry_backoff, A_retry_delay_ms, A_retry_initial_ms, A_retry_multiplier,
   A_retry_max_delay_ms, A_max_reclaims, A_max_replays, A_attempt_timeout, A_deadline, A_delay_until,
-  A_budgets, A_quota, A_quota_key }, 1, now)
+  A_budgets, A_quota, A_quota_key, A_ret_ok, A_ret_failed, A_ret_cancelled }, 1, now)
 if fbase == nil then
   make_runnable(e, now, N(A_delay_until), 'waiting_for_delay', 'pending_first_attempt')
 else
@@ -41,6 +44,7 @@ else
   redis.call('ZADD', lane_key(e.lane, runnable_index('blocked_by_dependencies')), S(now), e.id)
   flow_join(fbase, A_flow, e, now)
 end
+if A_idem_key ~= '' then e.idem_key = A_idem_key end
 save_exec(e)
 
 if A_idem_key ~= '' then

@@ -1,7 +1,7 @@
 -- execution_indexes: the names of the indexes that hold an execution. A
 -- lane's active index and a worker instance's lease index are what the
 -- records say (see keys.go).
--- KEYS: core lanes all lease_expiry attempt_timeout deadline suspended susp_timeout wp_expiry
+-- KEYS: core lanes all lease_expiry attempt_timeout deadline suspended susp_timeout wp_expiry retention
 -- ARGV: id
 
 local id = A_id
@@ -21,6 +21,7 @@ if has(K_deadline) then names[#names + 1] = 'execution_deadline' end
 if has(K_suspended) then names[#names + 1] = 'suspended' end
 if has(K_susp_timeout) then names[#names + 1] = 'suspension_timeout' end
 if has(K_wp_expiry) then names[#names + 1] = 'pending_waitpoint_expiry' end
+if has(K_retention) then names[#names + 1] = 'retention' end
 local e = the_exec()
 if e ~= nil then
   if e.lifecycle_phase == 'active' then names[#names + 1] = 'lane:' .. e.lane .. ':active' end

@@ -4,7 +4,7 @@
 -- (id, lane, due) triples. Go merges and truncates. With a filter
 -- (namespace, tag key and value; all '' for none), the ids of the entries
 -- whose execution exists and does not match are listed in unmatched.
--- KEYS: lanes lease_expiry attempt_timeout deadline susp_timeout wp_expiry
+-- KEYS: lanes lease_expiry attempt_timeout deadline susp_timeout wp_expiry retention
 -- ARGV: now index after_due after_id limit filter_namespace filter_tag_key filter_tag_value
 
 local now = now_ms()
@@ -68,6 +68,8 @@ elseif A_index == 'suspension_timeout' then
   note(scan(K_susp_timeout, '', items))
 elseif A_index == 'pending_waitpoint_expiry' then
   note(scan(K_wp_expiry, '', items))
+elseif A_index == 'retention' then
+  note(scan(K_retention, '', items))
 else
   note(scan(K_deadline, '', items))
 end

@@ -3,7 +3,7 @@
 -- whether any lane has route-blocked executions, whether any execution is
 -- blocked on a budget or a quota, whether the quota release outbox holds
 -- anything, and how many executions the partition holds.
--- KEYS: lanes all lease_expiry attempt_timeout deadline susp_timeout wp_expiry adm_groups outbox
+-- KEYS: lanes all lease_expiry attempt_timeout deadline susp_timeout wp_expiry adm_groups outbox retention
 -- ARGV:
 
 local function first(key)
@@ -26,6 +26,7 @@ return {
   'delayed', delayed or '',
   'suspension_timeout', first(K_susp_timeout),
   'waitpoint_expiry', first(K_wp_expiry),
+  'retention', first(K_retention),
   'route_blocked', routed and 1 or 0,
   'admission_blocked', redis.call('ZCARD', K_adm_groups) > 0 and 1 or 0,
   'quota_release_pending', redis.call('ZCARD', K_outbox) > 0 and 1 or 0,

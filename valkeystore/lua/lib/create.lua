@@ -7,7 +7,8 @@
 -- id namespace lane kind payload priority tags required_caps retry_max
 -- retry_backoff retry_delay_ms retry_initial_ms retry_multiplier
 -- retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline
--- delay_until budgets quota quota_key (delay_until is the caller's; the
+-- delay_until budgets quota quota_key ret_ok ret_failed ret_cancelled
+-- (delay_until is the caller's; the
 -- budgets are a CSV of ids). It writes the payload
 -- and tags and the partition's lanes, all and deadline entries; the
 -- caller makes e runnable or holds it, then saves it.
@@ -21,6 +22,7 @@ local function new_exec(e, v, o, now)
   e.retry_multiplier, e.retry_max_delay_ms = v[o + 12], N(v[o + 13])
   e.max_reclaims, e.max_replays = N(v[o + 14]), N(v[o + 15])
   e.attempt_timeout, e.deadline = N(v[o + 16]), N(v[o + 17])
+  e.ret_ok, e.ret_failed, e.ret_cancelled = N(v[o + 22]), N(v[o + 23]), N(v[o + 24])
   if v[o + 19] ~= '' or v[o + 20] ~= '' then
     e.adm = 1
     e.budgets, e.quota, e.quota_key = v[o + 19], v[o + 20], v[o + 21]

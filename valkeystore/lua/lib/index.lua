@@ -58,6 +58,7 @@ local function remove_from_lane(e)
     redis.call('ZREM', ks().idx .. 'suspension_timeout', e.id)
   elseif lp == 'terminal' then
     redis.call('ZREM', lane_key(e.lane, 'terminal'), e.id)
+    redis.call('ZREM', ks().idx .. 'retention', e.id)
   end
 end
 
@@ -128,6 +129,13 @@ local function terminate(e, now, to)
   if e.deadline ~= 0 then redis.call('ZREM', K_deadline, e.id) end
   if e.timeout_at ~= 0 then redis.call('ZREM', K_attempt_timeout, e.id) end
   redis.call('ZADD', lane_key(e.lane, 'terminal'), S(now), e.id)
+  -- retention (execution_delete.lua): a completion reads a hot field only
+  local keep = e.ret_ok
+  if to ~= 'success' then
+    keep = e.ret_cancelled
+    if to == 'failed' or to == 'expired' then keep = e.ret_failed end
+  end
+  if keep > 0 then redis.call('ZADD', ks().idx .. 'retention', S(now + keep), e.id) end
   feed_completion(e, now, to)
   ended[#ended + 1] = e
 end
