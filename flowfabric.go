@@ -60,6 +60,10 @@ type Config struct {
 	// SubmitFlow), in order, and may amend it or refuse it (see
 	// SubmitHook).
 	SubmitHooks []SubmitHook
+	// Retention is how long terminal executions are kept before the
+	// retention trimmer deletes them, for lanes and submissions that do
+	// not say (zero fields: DefaultRetention; see Retention).
+	Retention Retention
 }
 
 // DefaultRetryPolicy returns the retry policy an engine applies when
@@ -85,6 +89,9 @@ type LaneConfig struct {
 	// FlowPartitions/ProbePartitions polls (8 by default); a wake-up names
 	// the partition that got work, which the woken worker probes first.
 	Spread bool
+	// Retention is the lane's retention (zero fields: the engine's; see
+	// Retention).
+	Retention Retention
 }
 
 // ClaimConfig tunes the claim scheduler. Zero values mean the defaults.
@@ -132,6 +139,10 @@ type ScannerConfig struct {
 	BudgetReconcile BudgetScanConfig
 	QuotaReconcile  QuotaReconcileConfig
 	QuotaRelease    BudgetScanConfig
+	// Retention is the retention trimmer (scanner 7; default every
+	// minute, 50 deletes per partition visit); it runs only on a store
+	// with deletes (memstore, valkeystore).
+	Retention TimerConfig
 }
 
 // Engine is the embedded engine: submit and manage executions, run
@@ -244,7 +255,7 @@ func New(store Store, cfg *Config) *Engine {
 	sc := c.Scanners
 	sc.Unblock.Namespace = cmp.Or(sc.Unblock.Namespace, c.Namespace)
 	for _, tc := range []*scan.TimerConfig{&sc.LeaseExpiry.TimerConfig, &sc.DelayedPromoter, &sc.AttemptTimeout,
-		&sc.ExecutionDeadline, &sc.SuspensionTimeout, &sc.WaitpointExpiry} {
+		&sc.ExecutionDeadline, &sc.SuspensionTimeout, &sc.WaitpointExpiry, &sc.Retention} {
 		if tc.Filter.IsZero() {
 			tc.Filter = sc.Filter
 		}
@@ -271,6 +282,15 @@ func New(store Store, cfg *Config) *Engine {
 		e.suspTimeout, e.wpExpiry = st, we
 		timers = append(timers, st, we)
 		scanners = append(scanners, st, we)
+	}
+	if rs, ok := store.(model.RetentionStore); ok {
+		var ledgers scan.LedgerForgetter
+		if as, ok := store.(model.AdmissionStore); ok {
+			ledgers = as
+		}
+		tr := scan.NewRetention(retentionScanStore{store, rs}, ledgers, c.Clock, sc.Retention)
+		timers = append(timers, tr)
+		scanners = append(scanners, tr)
 	}
 	sweeper := scan.NewSweeper(store, sc.SweepInterval, e.unblock, timers...)
 	if as, ok := store.(model.AdmissionStore); ok {
@@ -307,8 +327,14 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	for l := range c.Lanes {
+	if err := validateRetention("Retention", c.Retention); err != nil {
+		return err
+	}
+	for l, lc := range c.Lanes {
 		if err := l.Validate(); err != nil {
+			return err
+		}
+		if err := validateRetention("Lanes["+string(l)+"].Retention", lc.Retention); err != nil {
 			return err
 		}
 	}
@@ -321,6 +347,7 @@ func (c *Config) validate() error {
 		"Scanners.LeaseExpiry": c.Scanners.LeaseExpiry.TimerConfig, "Scanners.DelayedPromoter": c.Scanners.DelayedPromoter,
 		"Scanners.AttemptTimeout": c.Scanners.AttemptTimeout, "Scanners.ExecutionDeadline": c.Scanners.ExecutionDeadline,
 		"Scanners.SuspensionTimeout": c.Scanners.SuspensionTimeout, "Scanners.WaitpointExpiry": c.Scanners.WaitpointExpiry,
+		"Scanners.Retention": c.Scanners.Retention,
 	} {
 		if err := tc.Validate(name); err != nil {
 			return err
@@ -394,6 +421,9 @@ func (e *Engine) Scanners() []scan.Scanner { return e.runner.Scanners() }
 // submitting to them; every process must agree.
 func (e *Engine) RegisterLane(lane LaneID, cfg LaneConfig) error {
 	if err := lane.Validate(); err != nil {
+		return err
+	}
+	if err := validateRetention("Retention", cfg.Retention); err != nil {
 		return err
 	}
 	e.lanesMu.Lock()
@@ -504,6 +534,12 @@ type admissionScanStore struct {
 type suspendScanStore struct {
 	model.Store
 	model.SuspendStore
+}
+
+// retentionScanStore is the retention trimmer's view of a store.
+type retentionScanStore struct {
+	model.Store
+	model.RetentionStore
 }
 
 // hint tells the scanners about a time something becomes due.

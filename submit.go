@@ -1,6 +1,7 @@
 package flowfabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -70,6 +71,9 @@ type SubmitOpts struct {
 	// before it starts (see CreateQuota); QuotaKey is set only with Quota.
 	Quota    QuotaID
 	QuotaKey string
+	// Retention is how long the execution is kept once terminal (zero
+	// fields: its lane's, then the engine's; see Retention).
+	Retention Retention
 }
 
 // merge overlays the set fields of o on d.
@@ -128,6 +132,9 @@ func (d SubmitOpts) merge(o *SubmitOpts) SubmitOpts {
 	if !model.UUID(o.Quota).IsZero() {
 		r.Quota, r.QuotaKey = o.Quota, o.QuotaKey
 	}
+	r.Retention.Completed = cmp.Or(o.Retention.Completed, r.Retention.Completed)
+	r.Retention.Failed = cmp.Or(o.Retention.Failed, r.Retention.Failed)
+	r.Retention.Cancelled = cmp.Or(o.Retention.Cancelled, r.Retention.Cancelled)
 	return r
 }
 
@@ -325,6 +332,9 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 	if err != nil {
 		return nil, err
 	}
+	if err := validateRetention("Retention", o.Retention); err != nil {
+		return nil, err
+	}
 	retry := *e.cfg.DefaultRetryPolicy
 	if o.RetryPolicy != nil {
 		retry = *o.RetryPolicy
@@ -334,7 +344,8 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		Priority: o.Priority, Tags: o.Tags, RequiredCapabilities: caps, RetryPolicy: retry,
 		MaxReclaims: o.MaxReclaims, MaxReplays: o.MaxReplays, AttemptTimeout: o.AttemptTimeout,
 		Deadline: o.Deadline, DelayUntil: runAt, IdempotencyKey: o.IdempotencyKey,
-		IdempotencyTTL: o.IdempotencyTTL, Budgets: o.Budgets, Quota: o.Quota, QuotaKey: o.QuotaKey, Now: now,
+		IdempotencyTTL: o.IdempotencyTTL, Budgets: o.Budgets, Quota: o.Quota, QuotaKey: o.QuotaKey,
+		Retention: e.retentionFor(lane, o.Retention), Now: now,
 	}
 	if err := p.Validate(e.parts); err != nil {
 		return nil, err

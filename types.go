@@ -159,6 +159,9 @@ var (
 	ErrNotFound            = model.ErrNotFound
 	ErrNotActive           = model.ErrNotActive
 	ErrNotTerminal         = model.ErrNotTerminal
+	// ErrInFlow: the execution is a flow member, deleted only with its
+	// flow (Delete).
+	ErrInFlow              = model.ErrInFlow
 	ErrNotEligible         = model.ErrNotEligible
 	ErrNotReclaimable      = model.ErrNotReclaimable
 	ErrStaleLease          = model.ErrStaleLease

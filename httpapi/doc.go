@@ -12,6 +12,7 @@
 //	POST /v1/executions                           submit (201, or 200 with "duplicate":true)
 //	GET  /v1/executions?partition=&after=&limit=  one page of a partition's ids
 //	GET  /v1/executions/{id}                      the execution (a stable JSON view)
+//	DELETE /v1/executions/{id}                    delete a terminal execution now (409 while live or a flow member)
 //	GET  /v1/executions/{id}/state                {"id","state"}
 //	GET  /v1/executions/{id}/payload              raw payload bytes
 //	GET  /v1/executions/{id}/result               raw result bytes (404 until there is one)

@@ -70,6 +70,7 @@ var codeStatus = map[model.Code]int{
 	// Flows: the graph or the flow refuses the change.
 	model.CodeFlowAlreadyTerminal:    http.StatusConflict,
 	model.CodeExecutionAlreadyInFlow: http.StatusConflict,
+	model.CodeExecutionInFlow:        http.StatusConflict,
 	model.CodeStaleGraphRevision:     http.StatusConflict,
 	model.CodeDependencyExists:       http.StatusConflict,
 	model.CodeCycleDetected:          http.StatusConflict,

@@ -75,7 +75,7 @@ func FuzzControl(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, r := range []struct{ method, action string }{
-			{"POST", "/cancel"}, {"POST", "/replay"}, {"POST", "/revoke-lease"}, {"POST", "/reclaim"}, {"POST", "/retry-now"}, {"PUT", "/priority"},
+			{"POST", "/cancel"}, {"POST", "/replay"}, {"POST", "/revoke-lease"}, {"POST", "/reclaim"}, {"POST", "/retry-now"}, {"PUT", "/priority"}, {"DELETE", ""},
 		} {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(r.method, ep(id, r.action), strings.NewReader(body)))

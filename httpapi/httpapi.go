@@ -100,6 +100,7 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/executions", a.submit},
 		{"GET /v1/executions", a.list},
 		{"GET /v1/executions/{id}", a.describe},
+		{"DELETE /v1/executions/{id}", a.plainAction(e.Delete)},
 		{"GET /v1/executions/{id}/state", a.state},
 		{"GET /v1/executions/{id}/payload", raw(e.Payload)},
 		{"GET /v1/executions/{id}/result", raw(e.Result)},

@@ -370,6 +370,7 @@ func TestNotFoundAndMalformedIDs(t *testing.T) {
 		{"GET", "/attempts", ""}, {"GET", "/lease-history", ""},
 		{"POST", "/cancel", ""}, {"POST", "/replay", `{}`}, {"POST", "/revoke-lease", ""},
 		{"POST", "/reclaim", ""}, {"PUT", "/priority", `{"priority":1}`}, {"POST", "/retry-now", ""},
+		{"DELETE", "", ""},
 	} {
 		c.fails(http.StatusNotFound, "execution_not_found", r.method, ep(unknown, r.path), r.body)
 		for _, bad := range []string{"nope", "{fp:1}:not-a-uuid", "{fp:99999}:" + u.String()} {
@@ -423,6 +424,7 @@ func TestOperatorActions(t *testing.T) {
 	// one nobody holds.
 	c.fails(http.StatusConflict, "execution_not_terminal", "POST", ep(s.ID, "/replay"), "")
 	c.fails(http.StatusConflict, "execution_not_reclaimable", "POST", ep(s.ID, "/reclaim"), "")
+	c.fails(http.StatusConflict, "execution_not_terminal", "DELETE", ep(s.ID, ""), "")
 	// Retry now: a waiting execution is not waiting for a time; a delayed
 	// one becomes eligible at once.
 	c.fails(http.StatusConflict, "execution_not_eligible", "POST", ep(s.ID, "/retry-now"), "")
@@ -450,6 +452,10 @@ func TestOperatorActions(t *testing.T) {
 	if x.State != "waiting" || x.ReplayCount != 1 {
 		t.Fatalf("after replay: %+v", x)
 	}
+	// Delete: a terminal execution goes at once and is then not found.
+	ok[map[string]any](c, http.StatusOK, "POST", ep(s.ID, "/cancel"), "")
+	ok[map[string]any](c, http.StatusOK, "DELETE", ep(s.ID), "")
+	c.fails(http.StatusNotFound, "execution_not_found", "GET", ep(s.ID), "")
 }
 
 // TestRevokeAndReclaim drives the lease actions against a running
