@@ -13,7 +13,7 @@ import (
 // the clock actions. The actions of each area live in the file named like
 // its storetest and store file: create.go, claim.go, lease.go,
 // terminal.go, scan.go, worker.go, reads.go, flow.go, flow_await.go,
-// suspend.go, admission.go, stream.go, feed.go.
+// suspend.go, admission.go, stream.go, feed.go, retention.go.
 
 // action is one kind of step. Its weight is how often it is drawn.
 type action struct {
@@ -73,6 +73,8 @@ func init() {
 		{"WorkerDeregister", 1, (*machine).actWorkerDeregister},
 		{"WorkerExpire", 2, (*machine).actWorkerExpire},
 		{"Read", 2, (*machine).actRead},
+		{"ExecutionDelete", 2, (*machine).actDelete},
+		{"RetentionTrim", 3, (*machine).actRetentionTrim},
 		{"PartitionDue", 1, (*machine).actPartitionDue},
 		{"FlowCreate", 2, (*machine).actFlowCreate},
 		{"FlowAddMember", 3, (*machine).actFlowAddMember},

@@ -65,6 +65,7 @@ func (m *machine) actCreate(t *rapid.T) {
 		IdempotencyTTL:       drawFrom(t, idemTTLs, "idempotency_ttl"),
 		Tags:                 drawFrom(t, tagSets, "tags"),
 		Payload:              drawFrom(t, payloads, "payload"),
+		Retention:            drawRetention(t),
 		Now:                  now,
 	}
 	if chance(t, 40, "attempt_timeout_set") {

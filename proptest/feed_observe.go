@@ -179,8 +179,12 @@ var leaseEventKinds = []model.LeaseEventKind{model.LeaseAcquired, model.LeaseRes
 //     event a known kind and no outcome;
 //   - a terminal execution's newest kept completion is its current
 //     outcome at its TerminalAt, with its result's size.
-func (o *Observation) feedViolations() []string {
+func (o *Observation) feedViolations(known []model.ExecutionID) []string {
 	var out []string
+	live := make(map[model.ExecutionID]bool, len(known))
+	for _, id := range known {
+		live[id] = true
+	}
 	for _, key := range sortedFeedKeys(o.Feeds) {
 		fo := o.Feeds[key]
 		bad := func(format string, args ...any) { out = append(out, key.String()+": "+fmt.Sprintf(format, args...)) }
@@ -219,7 +223,7 @@ func (o *Observation) feedViolations() []string {
 		newest := map[model.ExecutionID]*model.FeedEvent{}
 		for i := range fo.Events {
 			ev := &fo.Events[i]
-			for _, msg := range o.feedEventViolations(key, ev) {
+			for _, msg := range o.feedEventViolations(key, ev, live) {
 				bad("event %d (%v): %s", ev.Seq, ev.Execution, msg)
 			}
 			newest[ev.Execution] = ev
@@ -242,7 +246,7 @@ func (o *Observation) feedViolations() []string {
 }
 
 // feedEventViolations checks one event of feed key on its own.
-func (o *Observation) feedEventViolations(key FeedKey, ev *model.FeedEvent) []string {
+func (o *Observation) feedEventViolations(key FeedKey, ev *model.FeedEvent, known map[model.ExecutionID]bool) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if ev.Partition != key.Partition {
@@ -252,7 +256,10 @@ func (o *Observation) feedEventViolations(key FeedKey, ev *model.FeedEvent) []st
 		bad("the execution is of partition %d", ev.Execution.Partition())
 	}
 	if x := o.Execs[ev.Execution]; x == nil || x.Snapshot == nil {
-		bad("the execution is not listed")
+		// a deleted execution's events stay in the feeds
+		if known[ev.Execution] {
+			bad("the execution is not listed")
+		}
 	} else if s := x.Snapshot; ev.Namespace != s.Namespace || ev.Lane != s.Lane || ev.Kind != s.Kind || (!ev.Flow.IsZero() && ev.Flow != s.Flow) {
 		bad("namespace %s lane %s kind %s flow %v, the execution's are %s %s %s %v", ev.Namespace, ev.Lane, ev.Kind, ev.Flow,
 			s.Namespace, s.Lane, s.Kind, s.Flow)

@@ -37,6 +37,9 @@ type Checker struct {
 	// known, the feeds' renewed events are then not counted).
 	renewals      []feedRenewal
 	renewalsKnown bool
+	// deleted are the executions deleted since prev (the machine sets
+	// them before each Check): they are not lost.
+	deleted map[model.ExecutionID]bool
 }
 
 // Check returns the violations of cur on its own and relative to the
@@ -45,19 +48,35 @@ type Checker struct {
 // unknown, and only monotonicity of epochs is checked.
 func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired map[model.ExecutionID]int) []string {
 	v := cur.Violations(known)
-	if c.prev != nil {
-		v = append(v, StepViolations(c.prev, cur, acquired)...)
-		v = append(v, flowStepViolations(c.prev, cur)...)
-		v = append(v, suspendStepViolations(c.prev, cur, acquired)...)
-		v = append(v, streamStepViolations(c.prev, cur)...)
+	if prev := c.prev.without(c.deleted); prev != nil {
+		v = append(v, StepViolations(prev, cur, acquired)...)
+		v = append(v, flowStepViolations(prev, cur)...)
+		v = append(v, suspendStepViolations(prev, cur, acquired)...)
+		v = append(v, streamStepViolations(prev, cur)...)
 		rens := c.renewals
 		if c.renewalsKnown && rens == nil {
 			rens = []feedRenewal{}
 		}
-		v = append(v, feedStepViolations(c.prev, cur, rens)...)
+		v = append(v, feedStepViolations(prev, cur, rens)...)
 	}
 	c.prev = cur
 	return v
+}
+
+// without returns o less the deleted executions (o itself when there are
+// none), for the checks between two observations.
+func (o *Observation) without(deleted map[model.ExecutionID]bool) *Observation {
+	if o == nil || len(deleted) == 0 {
+		return o
+	}
+	c := *o
+	c.Execs = make(map[model.ExecutionID]*ExecObservation, len(o.Execs))
+	for id, x := range o.Execs {
+		if !deleted[id] {
+			c.Execs[id] = x
+		}
+	}
+	return &c
 }
 
 // Violations checks one observation: the listing, every listed execution
@@ -80,7 +99,7 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 	out = append(out, o.flowViolations()...)
 	out = append(out, o.admissionViolations()...)
 	out = append(out, o.streamViolations()...)
-	out = append(out, o.feedViolations()...)
+	out = append(out, o.feedViolations(known)...)
 	return append(out, o.workerViolations()...)
 }
 
@@ -260,6 +279,17 @@ func (o *Observation) dueViolations() []string {
 		} else {
 			never(model.IndexExecutionDeadline, "it has no live deadline")
 		}
+		// retention holds a terminal execution with a retention for its
+		// outcome, due that long after it ended; a flow member's entry
+		// may have been dropped (its flow decides)
+		keep := s.Retention.For(v.TerminalOutcome)
+		_, listed := due[model.IndexRetention][id]
+		switch {
+		case v.LifecyclePhase != model.PhaseTerminal || keep == 0:
+			never(model.IndexRetention, "it has no retention running")
+		case s.Flow.IsZero() || listed:
+			expect(model.IndexRetention, s.TerminalAt.Add(keep), "", "retention")
+		}
 		if _, scanned := o.Due[DueKey{id.Partition(), model.IndexSuspensionTimeout}]; !scanned || x.Suspend == nil {
 			continue
 		}
@@ -344,7 +374,7 @@ func StepViolations(prev, cur *Observation, acquired map[model.ExecutionID]int) 
 			bad(id, "retry/reclaim count fell without a replay: %d/%d -> %d/%d", p.RetryCount, p.ReclaimCount, c.RetryCount, c.ReclaimCount)
 		}
 		pt := p.State.LifecyclePhase == model.PhaseTerminal
-		if pt && !replayed && !reflect.DeepEqual(px.withoutStreams(), cx.withoutStreams()) {
+		if pt && !replayed && !reflect.DeepEqual(px.frozen(), cx.frozen()) {
 			bad(id, "terminal record changed without a replay")
 		}
 		if pt && c.State.LifecyclePhase != model.PhaseTerminal && !replayed {

@@ -85,6 +85,10 @@ type machine struct {
 	feeds    model.Feeds
 	feedLen  int
 	renewals []feedRenewal
+
+	// gone are the executions deleted in this step (retention.go): the
+	// next observation no longer lists them.
+	gone map[model.ExecutionID]bool
 }
 
 type refExec struct {
@@ -189,6 +193,7 @@ func (m *machine) runStep(t *rapid.T, a *action) {
 	m.acquired = map[model.ExecutionID]int{}
 	m.calls, m.failed = 0, 0
 	m.renewals = nil
+	m.gone = map[model.ExecutionID]bool{}
 	before := m.obs[0]
 	a.run(m, t)
 	m.observe(t)
@@ -222,6 +227,7 @@ func (m *machine) observe(t *rapid.T) {
 			continue
 		}
 		m.checkers[i].renewals, m.checkers[i].renewalsKnown = m.renewals, true
+		m.checkers[i].deleted = m.gone
 		if v := m.untolerated(t, m.checkers[i].Check(o, known, m.acquired)); len(v) > 0 {
 			m.fatalf(t, "store %s: %d invariant violation(s):\n  %s", storeName(i), len(v), strings.Join(v, "\n  "))
 		}

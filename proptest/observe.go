@@ -99,6 +99,7 @@ type ObserveOptions struct {
 
 var timerIndexes = []model.IndexKind{
 	model.IndexLeaseExpiry, model.IndexAttemptTimeout, model.IndexExecutionDeadline, model.IndexDelayed,
+	model.IndexRetention,
 }
 
 // Observe reads everything observable from s at now. Partitions with no

@@ -339,3 +339,13 @@ func (x *ExecObservation) withoutStreams() ExecObservation {
 	y.Streams = nil
 	return y
 }
+
+// frozen is what of a terminal execution stays until a replay: all but
+// its streams (closing and best-effort expiry go on) and its retention
+// entry (a flow member's is dropped by the trimmer; the due checks tie
+// the entry to the record).
+func (x *ExecObservation) frozen() ExecObservation {
+	y := x.withoutStreams()
+	y.Indexes = slices.DeleteFunc(slices.Clone(y.Indexes), func(n string) bool { return n == "retention" })
+	return y
+}
