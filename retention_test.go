@@ -36,7 +36,7 @@ func TestRetentionDefaults(t *testing.T) {
 	if okSnap.Retention != flowfabric.DefaultRetention() {
 		t.Fatalf("retention %+v, want the default %+v", okSnap.Retention, flowfabric.DefaultRetention())
 	}
-	h.Advance(okSnap.TerminalAt.Add(24 * time.Hour).Sub(h.Clock.Now()).Truncate(time.Second) - time.Second)
+	h.Advance(okSnap.TerminalAt.Add(24*time.Hour).Sub(h.Clock.Now()).Truncate(time.Second) - time.Second)
 	if gone(t, h, ok) {
 		t.Fatalf("completed execution deleted before its 24h at %v (ended %v)", h.Clock.Now(), okSnap.TerminalAt)
 	}
