@@ -6,7 +6,7 @@ import (
 	"github.com/flowfabric/flowfabric/model"
 )
 
-// Retention and delete (model.RetentionStore;
+// Retention and delete (model.RetentionStore; valkeystore's
 // lua/execution_delete.lua). A terminal execution whose retention for its
 // outcome is positive is in its partition's retention set, scored by its
 // terminal time plus that retention (retentionAdd); leaving the terminal

@@ -62,10 +62,14 @@ func (z *zset) remove(id model.ExecutionID) bool {
 }
 
 // shrink returns m, or a fresh copy of it once it holds under a quarter of
-// the peak entries it held (at least minShrink): a Go map keeps the room
+// the peak entries it held (at least minShrink) or nothing: a Go map keeps the room
 // of its peak size after deletes, so a store that deleted most of its
 // executions would not give their memory back.
 func shrink[K comparable, V any](m map[K]V, peak *int) map[K]V {
+	if len(m) == 0 && *peak > 0 {
+		*peak = 0
+		return make(map[K]V)
+	}
 	if *peak < minShrink || len(m)*4 >= *peak {
 		return m
 	}
@@ -78,7 +82,7 @@ func shrink[K comparable, V any](m map[K]V, peak *int) map[K]V {
 }
 
 // minShrink is the smallest peak shrink rebuilds a map after.
-const minShrink = 1024
+const minShrink = 64
 
 func (z *zset) has(id model.ExecutionID) bool {
 	_, ok := z.scores[id]

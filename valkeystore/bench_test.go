@@ -442,7 +442,8 @@ func readServerStats(b testing.TB, c valkey.Client) serverStats {
 	return st
 }
 
-func usedMemory(b *testing.B, c valkey.Client) int64 {
+// usedMemory reads the server's used_memory (INFO memory).
+func usedMemory(b testing.TB, c valkey.Client) int64 {
 	for _, line := range strings.Split(info(b, c, "memory"), "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
 			n, _ := strconv.ParseInt(v, 10, 64)

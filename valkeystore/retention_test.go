@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowfabric/flowfabric/internal/redisserver"
 	"github.com/flowfabric/flowfabric/model"
+	"github.com/flowfabric/flowfabric/storetest"
 )
 
 // TestDeleteLeavesNoKey: an execution that used everything an execution
@@ -131,5 +133,51 @@ func (s *Store) scanKeys(t *testing.T, sub string) []string {
 			return out
 		}
 		cursor = e.Cursor
+	}
+}
+
+// TestRetentionReturnsServerMemory: on a server of its own, 20,000
+// completed executions (5,000 under the race detector) grow used_memory;
+// once their retention ran out and the trimmer deleted them, used_memory
+// comes back within 5 % of what it was before the fill. The server shrinks
+// its key table in its periodic task, so the test reads INFO until it has
+// (at most 20 s).
+func TestRetentionReturnsServerMemory(t *testing.T) {
+	n := 20_000
+	if raceEnabled {
+		n = 5_000
+	}
+	srv := redisserver.Start(t, nil)
+	c := newClient(t, srv.Addr())
+	s := newStoreWith(t, c, nil)
+	ctx := context.Background()
+	now := time.UnixMilli(1_700_000_000_000)
+	keep := model.Retention{Completed: time.Hour}
+	if _, err := storetest.FillCompleted(ctx, s, 1, 1, "mem", keep, now); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := storetest.TrimDue(ctx, s, now.Add(time.Hour)); err != nil || d != 1 {
+		t.Fatalf("warm-up trim: %d %v", d, err)
+	}
+	base := usedMemory(t, c)
+	if _, err := storetest.FillCompleted(ctx, s, n, 8, "mem", keep, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	full := usedMemory(t, c)
+	if d, err := storetest.TrimDue(ctx, s, now.Add(time.Hour+time.Second)); err != nil || d != n {
+		t.Fatalf("trim deleted %d of %d: %v", d, n, err)
+	}
+	limit := base + base/20
+	after := usedMemory(t, c)
+	for start := time.Now(); after > limit && time.Since(start) < 20*time.Second; {
+		after = usedMemory(t, c)
+	}
+	t.Logf("used_memory: %d B before, %d B with %d completed executions (%d B each), %d B after retention",
+		base, full, n, (full-base)/int64(n), after)
+	if full < base+int64(n)*200 {
+		t.Fatalf("the fill took only %d B: the measurement is not measuring", full-base)
+	}
+	if after > limit {
+		t.Fatalf("used_memory after retention %d B, more than 5 %% above the %d B before the fill", after, base)
 	}
 }
