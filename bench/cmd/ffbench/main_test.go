@@ -192,6 +192,14 @@ func TestQuick(t *testing.T) {
 				t.Errorf("S5 %s payload %d: %+v", row.Store, row.Payload, row)
 			}
 		}
+		if len(rep.S5.Retention) == 0 {
+			t.Error("S5 has no retention rows")
+		}
+		for _, row := range rep.S5.Retention {
+			if row.Error != "" || row.PerExec <= 0 || row.Full <= row.Before {
+				t.Errorf("S5 retention %s: %+v", row.Store, row)
+			}
+		}
 	}
 	// every target names a value, measured or not
 	if len(rep.Targets) < 8 {

@@ -259,6 +259,17 @@ func computeTargets(r *Report) {
 		r.Targets = append(r.Targets, s13Targets(s)...)
 	}
 	if s := r.S5; s != nil {
+		for _, row := range s.Retention {
+			t := Target{Name: fmt.Sprintf("S5 memory after retention, %s", row.Store), Op: "≤", Limit: 5}
+			if row.Error == "" {
+				t.Value = 100 * float64(row.After-row.Before) / float64(row.Before)
+				t.Pass = boolp(row.returned())
+				t.Detail = fmt.Sprintf("%% above the memory before %d completed executions (%.0f B each) were filled and trimmed", row.Completed, row.PerExec)
+			} else {
+				t.Detail = row.Error
+			}
+			r.Targets = append(r.Targets, t)
+		}
 		for _, row := range s.Rows {
 			if row.Payload != 0 {
 				continue
@@ -677,6 +688,19 @@ func (r *Report) markdown() string {
 			w("| %s | %d | **%.0f** | %.1f MiB |\n", row.Store, row.Payload, row.PerExec, float64(row.Total)/(1<<20))
 		}
 		w("\n")
+		if len(s.Retention) > 0 {
+			w("### S5 retention: completed executions, then retention\n\n| store | completed | bytes/completed execution | before | with them | after retention | trim |\n|---|---:|---:|---:|---:|---:|---:|\n")
+			for _, row := range s.Retention {
+				if row.Error != "" {
+					w("| %s | %d | error: %s | | | | |\n", row.Store, row.Completed, row.Error)
+					continue
+				}
+				w("| %s | %d | **%.0f** | %.2f MiB | %.1f MiB | **%.2f MiB** (%+.1f %%) | %.0f ms |\n", row.Store, row.Completed, row.PerExec,
+					float64(row.Before)/(1<<20), float64(row.Full)/(1<<20), float64(row.After)/(1<<20),
+					100*float64(row.After-row.Before)/float64(row.Before), row.TrimMs)
+			}
+			w("\n")
+		}
 	}
 
 	if len(r.NotRun) > 0 {

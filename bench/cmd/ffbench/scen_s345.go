@@ -509,6 +509,9 @@ func leaseRecovery(ctx context.Context, name string, store model.Store, probe *s
 type S5Result struct {
 	Queued int         `json:"queued"`
 	Rows   []MemoryRow `json:"rows"`
+	// Retention is what completed executions hold and what retention
+	// gives back (scen_s5ret.go).
+	Retention []RetentionRow `json:"retention,omitempty"`
 }
 
 // MemoryRow is one measurement.
@@ -532,6 +535,7 @@ func runS5(ctx context.Context, addrs []string, n int) S5Result {
 			res.Rows = append(res.Rows, serverBytes(ctx, addrs, n, p))
 		}
 	}
+	res.Retention = retentionRows(ctx, addrs, n)
 	return res
 }
 
