@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +42,7 @@ func (w *world) before(op string, p any) {
 	w.beforeSuspend(op, p)
 	w.beforeAdmission(op, p)
 	w.beforeStream(op, p)
+	w.beforeDelete(op, p)
 	if !outcomeOps[op] {
 		return
 	}
@@ -60,6 +60,7 @@ func (w *world) after(op string, p any, r any, err error) {
 	w.afterSuspend(op, p, r, err)
 	w.afterAdmission(op, p, r, err)
 	w.afterStream(op, p, r, err)
+	w.afterDelete(op, p, r, err)
 	if err != nil {
 		return
 	}
@@ -157,13 +158,14 @@ func (w *world) checkpoint() {
 		w.violate("observe: %v", err)
 		return
 	}
-	if v := o.Violations(sortedIDs(w.acked)); len(v) > 0 {
+	live := sortedIDs(w.liveAcked())
+	if v := o.Violations(live); len(v) > 0 {
 		w.violate("store invariants:\n  %s", strings.Join(v, "\n  "))
 	}
 	w.checkSuspendState(o)
 	w.checkAdmission()
 	w.checkStreams(w.draining)
-	for _, id := range sortedIDs(w.acked) {
+	for _, id := range live {
 		eo := o.Execs[id]
 		if eo == nil {
 			continue // reported by the invariants (known but not listed)
@@ -201,11 +203,11 @@ func (w *world) runAll() bool {
 // pending returns the acknowledged executions that are not terminal.
 func (w *world) pending() []*model.ExecutionSnapshot {
 	var out []*model.ExecutionSnapshot
-	ids := w.acked
+	ids := w.liveAcked()
 	if w.draining {
 		// and the executions with a quota whose submission's reply was
 		// lost: their quota slots must free (sim/admission.go)
-		ids = append(slices.Clone(w.acked), w.adm.unacked(w)...)
+		ids = append(ids, w.adm.unacked(w)...)
 	}
 	for _, id := range ids {
 		if w.terminal[id] {

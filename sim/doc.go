@@ -20,7 +20,10 @@
 // durable, best-effort and summary frames to its attempt's stream, other
 // handlers sometimes a frame or two first, and an observer follows
 // streams a page at a time (Engine.ReadStream, Engine.TailStream woken by
-// stream notices the wrapper drops or duplicates; sim/stream.go). After
+// stream notices the wrapper drops or duplicates; sim/stream.go). A
+// quarter of the plain kinds' submissions carry a short retention, so the
+// engines' retention trimmers delete them during the run, and an operator
+// deletes executions (sim/retention.go). After
 // the workload the faults stop and a drain runs until every acknowledged
 // execution is terminal.
 //
@@ -41,7 +44,8 @@
 // appends are not idempotent), versions its summary by the patches
 // applied and merges them in order, and closes when its attempt ends, by
 // the attempt's status or its lease, at the closing call's Now, never to
-// take a frame again; at the end, that nothing acknowledged is lost (the
+// take a frame again; that only terminal executions outside flows are
+// deleted, by the trimmer only once their retention ran out; at the end, that nothing acknowledged is lost (the
 // outside world answers, or an operator resumes, what is still suspended
 // at the drain; budgets are reset), that every quota admission is
 // released and every release outbox empty, and that every attempt that

@@ -42,6 +42,9 @@ type Options struct {
 	// NoStreams turns off attempt output streams: the stream kind, the
 	// frames other handlers append and the observer (sim/stream.go).
 	NoStreams bool
+	// NoRetention turns off the retention workload: short retentions
+	// and operator deletes (sim/retention.go).
+	NoRetention bool
 	// Calm runs a healthy system: no faults, no process deaths, stalls,
 	// stops or clock jumps (NoFaults and NoKills). There a lease must never
 	// expire (every one is renewed in time or given back) and the engines
@@ -86,6 +89,14 @@ type Result struct {
 	Admission AdmissionStats
 	// Stream counts what the stream workload did.
 	Stream StreamStats
+	// Retention counts the deletes (sim/retention.go).
+	Retention RetentionStats
+}
+
+// RetentionStats counts the retention workload's deletes: all of them,
+// and those the retention trimmer made.
+type RetentionStats struct {
+	Deleted, Trimmed int
 }
 
 // Failed reports whether the run broke an invariant.
@@ -181,6 +192,12 @@ type world struct {
 	// checks
 	completes map[model.ExecutionID]int // successful completions since the last replay
 	pre       *model.ExecutionSnapshot  // the execution before a fenced call
+
+	// the retention workload (sim/retention.go): the execution before a
+	// delete, the deleted executions, the counts
+	preDelete *model.ExecutionSnapshot
+	deleted   map[model.ExecutionID]bool
+	stats     RetentionStats
 }
 
 // process is one engine process: an engine, its workers and its scanners.
@@ -216,6 +233,7 @@ func Run(o Options) *Result {
 		inFlow:    map[model.ExecutionID]bool{},
 		completes: map[model.ExecutionID]int{},
 		terminal:  map[model.ExecutionID]bool{},
+		deleted:   map[model.ExecutionID]bool{},
 		sus:       newSuspendState(),
 		str:       newStreamState(),
 	}
@@ -253,8 +271,8 @@ func Run(o Options) *Result {
 		w.drain()
 	}
 	res := &Result{Options: o, Log: w.log, Violations: w.viol, Submitted: len(w.acked), Drain: w.sched.now.Sub(drainStart),
-		Suspend: w.sus.stats, Admission: w.adm.stats, Stream: w.str.stats}
-	for _, id := range w.acked {
+		Suspend: w.sus.stats, Admission: w.adm.stats, Stream: w.str.stats, Retention: w.stats}
+	for _, id := range w.liveAcked() {
 		if s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: id}); err == nil &&
 			s.State.TerminalOutcome == model.OutcomeSuccess {
 			res.Completed++

@@ -52,6 +52,7 @@ func TestSeeds(t *testing.T) {
 	var sus sim.SuspendStats
 	var adm sim.AdmissionStats
 	var str sim.StreamStats
+	var ret sim.RetentionStats
 	var longest time.Duration
 	var longestSeed uint64
 	for s := *first; s < *first+uint64(n); s++ {
@@ -61,6 +62,8 @@ func TestSeeds(t *testing.T) {
 		sus.Add(r.Suspend)
 		adm.Add(r.Admission)
 		str.Add(r.Stream)
+		ret.Deleted += r.Retention.Deleted
+		ret.Trimmed += r.Retention.Trimmed
 		if r.Drain > longest {
 			longest, longestSeed = r.Drain, s
 		}
@@ -69,8 +72,8 @@ func TestSeeds(t *testing.T) {
 			return
 		}
 	}
-	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d); suspension: %+v; admission: %+v; streams: %+v",
-		n, submitted, completed, longest, longestSeed, sus, adm, str)
+	t.Logf("%d seeds: %d executions acknowledged, %d completed, none lost; longest drain %v (seed %d); suspension: %+v; admission: %+v; streams: %+v; retention: %+v",
+		n, submitted, completed, longest, longestSeed, sus, adm, str, ret)
 }
 
 // TestDeterministic runs seeds twice: the event logs must be

@@ -140,6 +140,7 @@ func (w *world) submit(p *process) {
 	if !w.o.NoAdmission {
 		w.admissionOpts(o, kind)
 	}
+	w.retentionOpts(o, kind)
 	w.spawn(p, func() {
 		res, err := p.engine.SubmitRaw(context.Background(), kind, []byte(`{}`), o)
 		if err != nil {
@@ -173,7 +174,13 @@ func (w *world) operator(p *process) {
 	ctx := context.Background()
 	var op string
 	var f func() error
-	switch w.rng.IntN(7) {
+	n := 7
+	if !w.o.NoRetention {
+		n = 8
+	}
+	switch w.rng.IntN(n) {
+	case 7:
+		op, f = "delete", func() error { return e.Delete(ctx, id) }
 	case 6:
 		if len(w.flowIDs) == 0 {
 			return
