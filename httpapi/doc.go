@@ -11,6 +11,8 @@
 //	GET  /healthz                                 {"ok":true} once the store answers (503 if not), never authenticated
 //	POST /v1/executions                           submit (201, or 200 with "duplicate":true)
 //	GET  /v1/executions?partition=&after=&limit=  one page of a partition's ids
+//	GET  /v1/executions/search?namespace=&lane=&kind=&state=a,b&tag=k=v&cursor=&limit=&max_examined=
+//	                                              executions across every partition (Engine.Find)
 //	GET  /v1/executions/{id}                      the execution (a stable JSON view)
 //	DELETE /v1/executions/{id}                    delete a terminal execution now (409 while live or a flow member)
 //	GET  /v1/executions/{id}/state                {"id","state"}

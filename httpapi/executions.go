@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flowfabric/flowfabric"
@@ -226,6 +227,56 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := listResponse{IDs: make([]string, len(res.IDs)), Next: res.Next.String(), Partitions: a.e.Partitions()}
 	for i, id := range res.IDs {
+		out.IDs[i] = id.String()
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type searchResponse struct {
+	IDs      []string `json:"ids"`
+	Next     string   `json:"next,omitempty"`
+	Examined int      `json:"examined"`
+}
+
+// search is Engine.Find: namespace, lane, kind, state (comma-separated
+// public states), tag ("key=value"), cursor, limit (default 50),
+// max_examined.
+func (a *api) search(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := queryInt(r, "limit", 50, 1, model.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	maxExamined, err := queryInt(r, "max_examined", 0, 1, 100_000)
+	if err != nil {
+		return err
+	}
+	o := &flowfabric.FindOpts{Namespace: flowfabric.Namespace(q.Get("namespace")), Lane: flowfabric.LaneID(q.Get("lane")),
+		Kind: flowfabric.Kind(q.Get("kind")), Cursor: q.Get("cursor"), Limit: limit, MaxExamined: maxExamined}
+	if s := q.Get("state"); s != "" {
+		for name := range strings.SplitSeq(s, ",") {
+			st, ok := model.ParsePublicState(name)
+			if !ok {
+				return &model.Error{Code: model.CodeInvalidInput, Field: "state", Detail: "unknown state", Got: strconv.Quote(name),
+					Want: "public states, comma-separated"}
+			}
+			o.States = append(o.States, st)
+		}
+	}
+	if s := q.Get("tag"); s != "" {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return &model.Error{Code: model.CodeInvalidInput, Field: "tag", Detail: "malformed tag", Got: strconv.Quote(s), Want: "key=value"}
+		}
+		o.TagKey, o.TagValue = k, v
+	}
+	page, err := a.e.Find(r.Context(), o)
+	if err != nil {
+		return err
+	}
+	out := searchResponse{IDs: make([]string, len(page.IDs)), Next: page.Next, Examined: page.Examined}
+	for i, id := range page.IDs {
 		out.IDs[i] = id.String()
 	}
 	writeJSON(w, http.StatusOK, out)

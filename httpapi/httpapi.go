@@ -99,6 +99,7 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"GET /healthz", a.healthz},
 		{"POST /v1/executions", a.submit},
 		{"GET /v1/executions", a.list},
+		{"GET /v1/executions/search", a.search},
 		{"GET /v1/executions/{id}", a.describe},
 		{"DELETE /v1/executions/{id}", a.plainAction(e.Delete)},
 		{"GET /v1/executions/{id}/state", a.state},

@@ -311,6 +311,54 @@ func TestList(t *testing.T) {
 	}
 }
 
+// TestSearch lists across partitions by lane, kind, state and tag, page
+// by page with the cursor, and refuses bad queries naming the parameter.
+func TestSearch(t *testing.T) {
+	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true})
+	c := newClient(t, h.Engine, nil)
+	var mine []string
+	for i, lane := range []string{"a", "b", "c"} {
+		ok[submitted](c, http.StatusCreated, "POST", "/v1/executions", `{"kind":"k","lane":"`+lane+`"}`)
+		mine = append(mine, ok[submitted](c, http.StatusCreated, "POST", "/v1/executions",
+			`{"kind":"other","lane":"`+lane+`","delay":"1h","tags":{"app.n":"`+itoa(i)+`"}}`).ID)
+	}
+	slices.SortFunc(mine, func(a, b string) int {
+		x, y := model.MustParseExecutionID(a), model.MustParseExecutionID(b)
+		if x.Partition() != y.Partition() {
+			return x.Partition() - y.Partition()
+		}
+		return x.Compare(y)
+	})
+	type page struct {
+		IDs      []string `json:"ids"`
+		Next     string   `json:"next"`
+		Examined int      `json:"examined"`
+	}
+	var got []string
+	cursor := ""
+	for range 100 {
+		p := ok[page](c, http.StatusOK, "GET", "/v1/executions/search?kind=other&state=delayed,waiting&limit=1&cursor="+url.QueryEscape(cursor), "")
+		got = append(got, p.IDs...)
+		if p.Next == "" {
+			break
+		}
+		cursor = p.Next
+	}
+	if !slices.Equal(got, mine) {
+		t.Fatalf("search: %v, want %v", got, mine)
+	}
+	one := ok[page](c, http.StatusOK, "GET", "/v1/executions/search?tag=app.n=1&lane=b", "")
+	if len(one.IDs) != 1 || one.Next != "" || one.Examined == 0 {
+		t.Fatalf("search by tag and lane: %+v", one)
+	}
+	for q, field := range map[string]string{"state=gone": "state", "tag=nokey": "tag", "limit=0": "limit", "cursor=x": "Cursor",
+		"lane=a%20b": "Lane", "max_examined=0": "max_examined"} {
+		if e := c.fails(http.StatusBadRequest, "invalid_input", "GET", "/v1/executions/search?"+q, ""); !strings.Contains(e.Error, field) {
+			t.Errorf("%s: %q does not name %s", q, e.Error, field)
+		}
+	}
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestSubmitErrors(t *testing.T) {

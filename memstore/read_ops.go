@@ -24,21 +24,32 @@ func (s *Store) ExecutionList(ctx context.Context, p *model.ExecutionListParams)
 		if pt == nil {
 			return res, nil
 		}
-		more := false
+		more, seen := false, 0
+		var last model.ExecutionID
+		filter := !p.Filter.IsZero()
 		pt.all.tree.Ascend(p.After, func(id model.ExecutionID) bool {
 			if !p.After.IsZero() && id == p.After {
 				return true
 			}
-			if len(res.IDs) == p.Limit {
+			if seen == p.Limit {
 				more = true
 				return false
+			}
+			seen++
+			last = id
+			if filter {
+				e := s.execs[id]
+				if e == nil || !p.Filter.Matches(e.namespace, e.lane, e.kind, e.vector().PublicState(), e.tags) {
+					return true
+				}
 			}
 			res.IDs = append(res.IDs, id)
 			return true
 		})
 		if more {
-			res.Next = res.IDs[len(res.IDs)-1]
+			res.Next = last
 		}
+		res.Examined = seen
 		return res, nil
 	})
 }

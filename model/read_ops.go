@@ -2,6 +2,8 @@ package model
 
 import (
 	"context"
+	"slices"
+	"strconv"
 )
 
 // ReadStore holds the reads.
@@ -32,12 +34,74 @@ type ExecutionListParams struct {
 	Partition int
 	// After is an exclusive cursor (zero: from the start).
 	After ExecutionID
-	Limit int // 1–1000
+	// Limit bounds the executions examined, in id order after After
+	// (1–1000); those Filter matches are listed.
+	Limit int
+	// Filter, when set, lists only the executions it matches (each
+	// examined one is read): the cost of a page is Limit, whatever it
+	// lists.
+	Filter ListFilter
+}
+
+// ListFilter narrows a listing; the zero value matches every execution.
+// Set fields must all match: the namespace and the tag (ScannerFilter's
+// rules), the lane, the kind, and one of States.
+type ListFilter struct {
+	ScannerFilter
+	Lane   LaneID
+	Kind   Kind
+	States []PublicState
+}
+
+// IsZero reports whether the filter matches everything.
+func (f *ListFilter) IsZero() bool {
+	return f.ScannerFilter.IsZero() && f.Lane == "" && f.Kind == "" && len(f.States) == 0
+}
+
+// Matches reports whether an execution of namespace ns, lane, kind,
+// public state ps and tags matches.
+func (f *ListFilter) Matches(ns Namespace, lane LaneID, kind Kind, ps PublicState, tags map[string]string) bool {
+	if (f.Lane != "" && f.Lane != lane) || (f.Kind != "" && f.Kind != kind) {
+		return false
+	}
+	if len(f.States) > 0 && !slices.Contains(f.States, ps) {
+		return false
+	}
+	return f.ScannerFilter.Matches(ns, tags)
+}
+
+// Validate checks the filter's fields (prefixed by field).
+func (f *ListFilter) Validate(field string) error {
+	if err := f.ScannerFilter.Validate(field); err != nil {
+		return err
+	}
+	if f.Lane != "" {
+		if err := f.Lane.Validate(); err != nil {
+			return prefixField(err, field+".")
+		}
+	}
+	if f.Kind != "" {
+		if err := f.Kind.Validate(); err != nil {
+			return prefixField(err, field+".")
+		}
+	}
+	if len(f.States) > int(PublicSkipped) {
+		return OutOfRange(field+".States", len(f.States), "at most "+strconv.Itoa(int(PublicSkipped))+" states")
+	}
+	for _, s := range f.States {
+		if s < PublicWaiting || s > PublicSkipped {
+			return invalidField(field+".States", "unknown_state")
+		}
+	}
+	return nil
 }
 
 // Validate checks every field.
 func (p *ExecutionListParams) Validate(cfg PartitionConfig) error {
 	if err := checkPartition(cfg, p.Partition); err != nil {
+		return err
+	}
+	if err := p.Filter.Validate("Filter"); err != nil {
 		return err
 	}
 	if !p.After.IsZero() {
@@ -51,8 +115,11 @@ func (p *ExecutionListParams) Validate(cfg PartitionConfig) error {
 // ExecutionListResult is one page.
 type ExecutionListResult struct {
 	IDs []ExecutionID
-	// Next is the cursor for the next page; zero when this page is the last.
+	// Next is the cursor for the next page (the last execution examined);
+	// zero when this page is the last.
 	Next ExecutionID
+	// Examined is how many executions the page examined (≤ Limit).
+	Examined int
 }
 
 // ExecutionPayloadParams reads an execution's payload.

@@ -32,13 +32,84 @@ func testReads(t *testing.T, newStore NewStoreFunc) {
 			h.create(at(0), inPartition(h, h.p1))
 		}
 		slices.SortFunc(ids, model.ExecutionID.Compare)
-		wantEqual(t, "page 1", model.ExecutionListResult{IDs: ids[:3], Next: ids[2]}, *list(model.ExecutionID{}, 3))
-		wantEqual(t, "page 2", model.ExecutionListResult{IDs: ids[3:6], Next: ids[5]}, *list(ids[2], 3))
-		wantEqual(t, "page 3", model.ExecutionListResult{IDs: ids[6:]}, *list(ids[5], 3))
-		wantEqual(t, "exact page", model.ExecutionListResult{IDs: ids}, *list(model.ExecutionID{}, 7))
-		wantEqual(t, "large page", model.ExecutionListResult{IDs: ids}, *list(model.ExecutionID{}, model.MaxPageSize))
+		wantEqual(t, "page 1", model.ExecutionListResult{IDs: ids[:3], Next: ids[2], Examined: 3}, *list(model.ExecutionID{}, 3))
+		wantEqual(t, "page 2", model.ExecutionListResult{IDs: ids[3:6], Next: ids[5], Examined: 3}, *list(ids[2], 3))
+		wantEqual(t, "page 3", model.ExecutionListResult{IDs: ids[6:], Examined: 1}, *list(ids[5], 3))
+		wantEqual(t, "exact page", model.ExecutionListResult{IDs: ids, Examined: 7}, *list(model.ExecutionID{}, 7))
+		wantEqual(t, "large page", model.ExecutionListResult{IDs: ids, Examined: 7}, *list(model.ExecutionID{}, model.MaxPageSize))
 		wantEqual(t, "after the last", model.ExecutionListResult{}, *list(ids[6], 10))
-		wantEqual(t, "after an unknown id", model.ExecutionListResult{IDs: ids[4:]}, *list(cursorBetween(ids[3], ids[4]), 10))
+		wantEqual(t, "after an unknown id", model.ExecutionListResult{IDs: ids[4:], Examined: 3}, *list(cursorBetween(ids[3], ids[4]), 10))
+	})
+
+	// A filtered list examines Limit executions in id order and lists
+	// those matching every set field; Next is the last examined while
+	// more remain, so a page may be empty and still go on.
+	t.Run("ListFilter", func(t *testing.T) {
+		t.Parallel()
+		h := setup(t, newStore)
+		tag := func(v string) createOpt {
+			return func(p *model.ExecutionCreateParams) { p.Tags = map[string]string{"app.team": v} }
+		}
+		kind := func(k model.Kind) createOpt { return func(p *model.ExecutionCreateParams) { p.Kind = k } }
+		waiting := h.create(at(0), tag("a"))                                    // 1
+		delayed := h.create(at(0), withDelay(at(time.Hour)), tag("b"))          // 2
+		active, _ := h.active(at(0), kind("report.build"), withNamespace(nsB))  // 3
+		done, dc := h.active(at(0), tag("a"), withLane(laneB))                  // 4
+		failed, fc := h.active(at(0), withRetry(model.RetryPolicy{}), tag("b")) // 5
+		h.complete(done, dc.Fence(), at(time.Second))
+		h.fail(failed, fc.Fence(), model.FailurePermanent, at(time.Second))
+		all := []model.ExecutionID{waiting, delayed, active, done, failed}
+		slices.SortFunc(all, model.ExecutionID.Compare)
+		list := func(f model.ListFilter, after model.ExecutionID, limit int) model.ExecutionListResult {
+			return *call(h.s.ExecutionList(h.ctx, &model.ExecutionListParams{Partition: h.p0, After: after, Limit: limit, Filter: f})).must(t)
+		}
+		sorted := func(ids ...model.ExecutionID) []model.ExecutionID {
+			slices.SortFunc(ids, model.ExecutionID.Compare)
+			return ids
+		}
+		for _, c := range []struct {
+			name string
+			f    model.ListFilter
+			want []model.ExecutionID
+		}{
+			{"state", model.ListFilter{States: []model.PublicState{model.PublicWaiting}}, sorted(waiting)},
+			{"states", model.ListFilter{States: []model.PublicState{model.PublicCompleted, model.PublicFailed}}, sorted(done, failed)},
+			{"active", model.ListFilter{States: []model.PublicState{model.PublicActive}}, sorted(active)},
+			{"delayed", model.ListFilter{States: []model.PublicState{model.PublicDelayed}}, sorted(delayed)},
+			{"lane", model.ListFilter{Lane: laneB}, sorted(done)},
+			{"kind", model.ListFilter{Kind: "report.build"}, sorted(active)},
+			{"namespace", model.ListFilter{ScannerFilter: model.ScannerFilter{Namespace: nsB}}, sorted(active)},
+			{"tag", model.ListFilter{ScannerFilter: model.ScannerFilter{TagKey: "app.team", TagValue: "a"}}, sorted(waiting, done)},
+			{"tag and state", model.ListFilter{ScannerFilter: model.ScannerFilter{TagKey: "app.team", TagValue: "b"},
+				States: []model.PublicState{model.PublicFailed}}, sorted(failed)},
+			{"no match", model.ListFilter{Lane: "nowhere"}, nil},
+		} {
+			wantEqual(t, c.name, model.ExecutionListResult{IDs: c.want, Examined: len(all)}, list(c.f, model.ExecutionID{}, 10))
+		}
+		// pages: Limit bounds what is examined
+		f := model.ListFilter{States: []model.PublicState{model.PublicCompleted, model.PublicFailed}}
+		var got []model.ExecutionID
+		var after model.ExecutionID
+		pages := 0
+		for {
+			r := list(f, after, 2)
+			pages++
+			if len(r.IDs) > 2 {
+				t.Fatalf("page of %d from 2 examined", len(r.IDs))
+			}
+			got = append(got, r.IDs...)
+			if r.Next.IsZero() {
+				break
+			}
+			if r.Next.Compare(after) <= 0 && !after.IsZero() {
+				t.Fatalf("cursor did not advance: %v after %v", r.Next, after)
+			}
+			after = r.Next
+		}
+		wantEqual(t, "paged", sorted(done, failed), got)
+		if pages != 3 {
+			t.Fatalf("%d pages of 2 over 5 executions, want 3", pages)
+		}
 	})
 
 	// Attempts are numbered from 0 and record how each one started and

@@ -818,6 +818,16 @@ func (f *fixture) listCases() []badInput {
 	if f.p1 != f.p0 {
 		cs = append(cs, mk("after_other_partition", "After", model.ErrInvalidInput, func(p *P) { p.After = model.NewExecutionID(f.p1, f.uuid()) }))
 	}
+	cs = append(cs,
+		mk("filter_lane", "Filter.Lane", model.ErrInvalidInput, func(p *P) { p.Filter.Lane = "a b" }),
+		mk("filter_kind", "Filter.Kind", model.ErrInvalidInput, func(p *P) { p.Filter.Kind = "no kind" }),
+		mk("filter_namespace", "Filter.Namespace", model.ErrInvalidInput, func(p *P) { p.Filter.Namespace = "UPPER" }),
+		mk("filter_tag_value_alone", "Filter.TagValue", model.ErrInvalidInput, func(p *P) { p.Filter.TagValue = "v" }),
+		mk("filter_state_unknown", "Filter.States", model.ErrInvalidInput, func(p *P) { p.Filter.States = []model.PublicState{0} }),
+		mk("filter_state_past_last", "Filter.States", model.ErrInvalidInput, func(p *P) {
+			p.Filter.States = []model.PublicState{model.PublicSkipped + 1}
+		}),
+	)
 	return append(cs, limitCases(mk, "Limit", func(p *P, n int) { p.Limit = n })...)
 }
 

@@ -3,6 +3,7 @@ package valkeystore
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -32,8 +33,14 @@ func (s *Store) ExecutionList(ctx context.Context, p *model.ExecutionListParams)
 	if !p.After.IsZero() {
 		after = "(" + p.After.String()
 	}
+	f := &p.Filter
+	states := make([]string, len(f.States))
+	for i, st := range f.States {
+		states[i] = st.String()
+	}
 	r, err := s.run(ctx, scriptExecutionList, s.keys.partKeys(p.Partition), args{
-		"after": after, "limit": p.Limit,
+		"after": after, "limit": p.Limit, "filter_namespace": f.Namespace, "filter_tag_key": f.TagKey,
+		"filter_tag_value": f.TagValue, "filter_lane": f.Lane, "filter_kind": f.Kind, "filter_states": strings.Join(states, ","),
 	})
 	if err != nil {
 		return nil, err
@@ -47,6 +54,7 @@ func (s *Store) ExecutionList(ctx context.Context, p *model.ExecutionListParams)
 		res.IDs = append(res.IDs, eid)
 	}
 	res.Next = r.execID("next")
+	res.Examined = r.int("examined")
 	return res, r.err()
 }
 
