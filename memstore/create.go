@@ -35,7 +35,7 @@ func (s *Store) newExec(p *model.ExecutionCreateParams, now int64) *execution {
 	if len(p.Tags) > 0 {
 		e.tags = maps.Clone(p.Tags)
 	}
-	e.retention = p.Retention
+	e.retention = s.internRetention(p.Retention)
 	e.idemKey = p.IdempotencyKey
 	if len(p.Budgets) > 0 || !model.UUID(p.Quota).IsZero() {
 		e.admit = true

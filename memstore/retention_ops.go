@@ -15,9 +15,33 @@ import (
 // retentionAdd files a terminal e in the retention set when its outcome
 // has a retention.
 func (s *Store) retentionAdd(e *execution, now int64, to model.TerminalOutcome) {
-	if d := e.retention.For(to); d > 0 {
+	if d := e.keeps().For(to); d > 0 {
 		s.part(e.id.Partition()).retention.add(e.id, now+d.Milliseconds())
 	}
+}
+
+// keeps is e's retention (zero: kept for good).
+func (e *execution) keeps() model.Retention {
+	if e.retention == nil {
+		return model.Retention{}
+	}
+	return *e.retention
+}
+
+// internRetention returns the shared copy of r (nil for zero).
+func (s *Store) internRetention(r model.Retention) *model.Retention {
+	if r == (model.Retention{}) {
+		return nil
+	}
+	if p := s.retentions[r]; p != nil {
+		return p
+	}
+	if s.retentions == nil {
+		s.retentions = make(map[model.Retention]*model.Retention)
+	}
+	p := &r
+	s.retentions[r] = p
+	return p
 }
 
 // ExecutionDelete implements model.RetentionStore.

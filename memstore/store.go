@@ -27,6 +27,9 @@ type Store struct {
 	// execPeak is the most executions execs held since it was made
 	// (shrink).
 	execPeak int
+	// retentions are the distinct retentions executions were created
+	// with, shared by their records (internRetention).
+	retentions map[model.Retention]*model.Retention
 	idem     map[idemKey]idemEntry
 	idemGC   *idemQueue
 	workers  map[model.Namespace]map[model.WorkerInstanceID]*workerRec
