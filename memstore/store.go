@@ -30,9 +30,9 @@ type Store struct {
 	// retentions are the distinct retentions executions were created
 	// with, shared by their records (internRetention).
 	retentions map[model.Retention]*model.Retention
-	idem     map[idemKey]idemEntry
-	idemGC   *idemQueue
-	workers  map[model.Namespace]map[model.WorkerInstanceID]*workerRec
+	idem       map[idemKey]idemEntry
+	idemGC     *idemQueue
+	workers    map[model.Namespace]map[model.WorkerInstanceID]*workerRec
 
 	// flows, flowIdx and flowOf are the flows (flow.go): the records, the
 	// flows of each partition, and each member's flow.
