@@ -24,6 +24,11 @@ type execution struct {
 	blockingReason   model.BlockingReason
 	terminalOutcome  model.TerminalOutcome
 	attemptState     model.AttemptState
+	// hasResult says result holds a result (a completion's, possibly
+	// empty); admit is admission.go's (below). Both sit here, beside the
+	// one-byte state fields, so the record packs without padding.
+	hasResult bool
+	admit     bool
 
 	blockingDetail string
 
@@ -61,10 +66,9 @@ type execution struct {
 	cancelledBy        string
 	lastCapMismatchAt  int64
 
-	payload   []byte
-	result    []byte
-	hasResult bool
-	tags      map[string]string
+	payload []byte
+	result  []byte
+	tags    map[string]string
 
 	attempts []model.Attempt
 	// streams holds the attempt streams by attempt index (stream.go).
@@ -81,12 +85,12 @@ type execution struct {
 	waitpoints []*waitpointRec
 	sigSeq     uint64
 
-	// admission (admission.go): admit says the execution has budgets or a
-	// quota (the one check the claim path pays for executions without);
+	// admission (admission.go): admit (above) says the execution has
+	// budgets or a quota (the one check the claim path pays for executions
+	// without);
 	// budgets, quota and quotaKey are its attachments; admissionToken is
 	// the quota admission its lease holds; blockedBudget is the budget
 	// whose blocked group it is in (while blocked on a budget).
-	admit          bool
 	budgets        []model.BudgetID
 	quota          model.QuotaID
 	quotaKey       string
