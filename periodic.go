@@ -100,8 +100,9 @@ type PeriodicJob struct {
 	Kind    Kind
 	Payload []byte
 	// Opts are the submit options of every tick (lane, priority, retry
-	// policy, ...). IdempotencyKey and IdempotencyTTL are set by the
-	// schedule and must be left empty.
+	// policy, ...). IdempotencyKey, IdempotencyTTL and Unique are set by
+	// the schedule and must be left empty (the tick's key makes it
+	// unique; an Args type's own Unique is ignored).
 	Opts *SubmitOpts
 	// Missed is the policy for missed ticks (default MissedSkip).
 	Missed MissedPolicy
@@ -313,6 +314,7 @@ func (j *periodicEntry) tickOpts(tick time.Time) SubmitOpts {
 	o := j.opts
 	o.IdempotencyKey = "periodic:" + j.name + ":" + strconv.FormatInt(tick.UnixMilli(), 10)
 	o.IdempotencyTTL = j.lateness + PeriodicKeyMargin
+	o.Unique = nil // the tick's key is its uniqueness (an Args type's SubmitOpts may set one)
 	return o
 }
 
@@ -460,6 +462,8 @@ func (e *Engine) periodicEntry(p PeriodicJob) (*periodicEntry, error) {
 			return nil, model.InvalidField("Opts.IdempotencyKey", "set_by_schedule")
 		case p.Opts.IdempotencyTTL != 0:
 			return nil, model.InvalidField("Opts.IdempotencyTTL", "set_by_schedule")
+		case p.Opts.Unique != nil:
+			return nil, model.InvalidField("Opts.Unique", "set_by_schedule")
 		}
 	}
 	if p.Args != nil {

@@ -289,6 +289,7 @@ func TestPeriodicValidation(t *testing.T) {
 		{"MaxLateness", func(p *flowfabric.PeriodicJob) { p.MaxLateness = 30 * 24 * time.Hour }},
 		{"Opts.IdempotencyKey", func(p *flowfabric.PeriodicJob) { p.Opts = &flowfabric.SubmitOpts{IdempotencyKey: "k"} }},
 		{"Opts.IdempotencyTTL", func(p *flowfabric.PeriodicJob) { p.Opts = &flowfabric.SubmitOpts{IdempotencyTTL: time.Hour} }},
+		{"Opts.Unique", func(p *flowfabric.PeriodicJob) { p.Opts = &flowfabric.SubmitOpts{Unique: &flowfabric.UniqueOpts{}} }},
 		{"Opts.Lane", func(p *flowfabric.PeriodicJob) { p.Opts = &flowfabric.SubmitOpts{Lane: "bad lane"} }},
 		{"Opts.Delay", func(p *flowfabric.PeriodicJob) { p.Opts = &flowfabric.SubmitOpts{Delay: -time.Second} }},
 		{"Kind", func(p *flowfabric.PeriodicJob) { p.Kind = "" }},

@@ -74,3 +74,47 @@ func TestPeriodicTwoProcesses(t *testing.T) {
 		t.Fatalf("%d executions for %d ticks", len(page.IDs), ticks)
 	}
 }
+
+// TestUniqueByStateOnServer: an engine on valkeystore makes a unique
+// submission a duplicate while the first is waiting and a new execution
+// once it was cancelled; uniqueness by args holds across two processes.
+func TestUniqueByStateOnServer(t *testing.T) {
+	ctx := context.Background()
+	clock := model.NewSimClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	addr := miniredis.RunT(t).Addr()
+	var engines []*flowfabric.Engine
+	for range 2 {
+		s, err := New(newClient(t, addr), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, flowfabric.New(s, &flowfabric.Config{Clock: clock}))
+	}
+	opts := &flowfabric.SubmitOpts{Unique: &flowfabric.UniqueOpts{ByArgs: true,
+		ByState: []flowfabric.PublicState{flowfabric.PublicWaiting, flowfabric.PublicActive}}}
+	submit := func(e *flowfabric.Engine, n int) *flowfabric.SubmitResult {
+		t.Helper()
+		r, err := e.Submit(ctx, job{N: n}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first := submit(engines[0], 1)
+	if r := submit(engines[1], 1); !r.Duplicate || r.ID != first.ID || r.PublicState != flowfabric.PublicWaiting {
+		t.Fatalf("same args from another process while waiting: %+v", r)
+	}
+	if r := submit(engines[1], 2); r.Duplicate {
+		t.Fatalf("other args: %+v", r)
+	}
+	if err := engines[0].Cancel(ctx, first.ID, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	second := submit(engines[1], 1)
+	if second.Duplicate || second.ID == first.ID {
+		t.Fatalf("after the first was cancelled: %+v", second)
+	}
+	if r := submit(engines[0], 1); !r.Duplicate || r.ID != second.ID {
+		t.Fatalf("the key names the new execution: %+v", r)
+	}
+}
