@@ -119,8 +119,11 @@ type PeriodicJob struct {
 // PeriodicInfo describes one periodic job of this engine (Engine.Periodics).
 type PeriodicInfo struct {
 	Name string
-	// Next is the next tick this process will submit (in the job's
-	// Location); zero when the schedule never ticks again.
+	// Next is the earliest tick this process has not handled yet: the
+	// next one to come, or, while a MissedCatchUp job added moments ago
+	// waits for its first pass, the start of its catch-up window (a pass
+	// then submits only the newest MaxCatchUp of the missed ticks). Zero
+	// when the schedule never ticks again.
 	Next time.Time
 	// Last is the newest tick this process submitted, or found already
 	// submitted by another process (zero: none yet).
