@@ -117,7 +117,10 @@ func TestPeriodicTwoEnginesOncePerTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Advance(30 * time.Minute)
-	h.RunUntil(func() bool { return !third.Periodics()[0].Last.Before(other.Periodics()[0].Last) })
+	want := flowfabrictest.DefaultStart.Add(6*time.Hour + 30*time.Minute)
+	h.RunUntil(func() bool {
+		return third.Periodics()[0].Last.Equal(want) && other.Periodics()[0].Last.Equal(want)
+	})
 	if n := countReports(h); n != 39 {
 		t.Fatalf("%d reports for 39 ticks", n)
 	}
