@@ -318,6 +318,10 @@ func (e *Engine) memberParams(ctx context.Context, field string, args Args, kind
 		return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".IdempotencyKey",
 			Detail: "a flow member has none of its own (a flow's FlowOpts.IdempotencyKey covers its nodes, and a retried await is replayed)"}
 	}
+	if o.Unique != nil {
+		return nil, &model.Error{Code: model.CodeInvalidInput, Field: field + ".Unique",
+			Detail: "a flow member is not unique on its own (a flow's FlowOpts.IdempotencyKey covers its nodes)"}
+	}
 	lane := o.Lane
 	if lane == "" {
 		lane = model.DefaultLane

@@ -189,6 +189,11 @@ func TestSubmitFlowRefusesBadGraphs(t *testing.T) {
 			f.Add(step{Name: "a"}, &flowfabric.SubmitOpts{Lane: flowLane, IdempotencyKey: "k"})
 			return f
 		}, flowfabric.ErrValidation, "Flow.Nodes[0].IdempotencyKey"},
+		{"node unique", func() *flowfabric.Flow {
+			f := flowfabric.NewFlow()
+			f.Add(step{Name: "a"}, &flowfabric.SubmitOpts{Lane: flowLane, Unique: &flowfabric.UniqueOpts{ByArgs: true}})
+			return f
+		}, flowfabric.ErrValidation, "Flow.Nodes[0].Unique"},
 		{"bad quorum", func() *flowfabric.Flow {
 			f := flowfabric.NewFlow()
 			a := f.Add(step{Name: "a"}, opts)

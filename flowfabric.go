@@ -165,8 +165,12 @@ type Engine struct {
 	lanesMu sync.RWMutex
 	lanes   map[LaneID]LaneConfig
 
-	sched    *claim.Scheduler
-	runner   *scan.Runner
+	sched  *claim.Scheduler
+	runner *scan.Runner
+	// periodic submits the ticks of periodic jobs; prunner runs it (apart
+	// from runner, so Scanners lists what it always did).
+	periodic *periodicScheduler
+	prunner  *scan.Runner
 	lease    *scan.LeaseExpiry
 	delayed  *scan.DelayedPromoter
 	timeouts *scan.Expirer
@@ -315,6 +319,15 @@ func New(store Store, cfg *Config) *Engine {
 			}
 		},
 	}, append([]scan.Scanner{sweeper}, scanners...)...)
+	e.periodic = &periodicScheduler{e: e, jobs: make(map[string]*periodicEntry)}
+	e.prunner = scan.NewRunner(scan.RunnerConfig{
+		Clock: c.Clock, Logger: c.Logger,
+		OnPass: func(_ string, res scan.Result, _ error) {
+			if res.Acted > 0 {
+				e.activity()
+			}
+		},
+	}, e.periodic)
 	return e
 }
 
@@ -393,11 +406,14 @@ func (e *Engine) Clock() Clock { return e.clock }
 // Namespace returns the engine's namespace.
 func (e *Engine) Namespace() Namespace { return e.ns }
 
-// Start starts the background scanners and returns at once. Workers are
-// started separately (Worker.Start). Cancelling ctx does not stop the
-// scanners; Stop does.
+// Start starts the background scanners and the periodic jobs' scheduler
+// and returns at once. Workers are started separately (Worker.Start).
+// Cancelling ctx does not stop the scanners; Stop does.
 func (e *Engine) Start(ctx context.Context) error {
 	if err := e.runner.Start(ctx); err != nil {
+		return fmt.Errorf("flowfabric: start: %w", err)
+	}
+	if err := e.prunner.Start(ctx); err != nil {
 		return fmt.Errorf("flowfabric: start: %w", err)
 	}
 	return nil
@@ -407,15 +423,26 @@ func (e *Engine) Start(ctx context.Context) error {
 // and safe before Start. Stop workers first: their drain may still need
 // the store.
 func (e *Engine) Stop(ctx context.Context) error {
+	perr := e.prunner.Stop(ctx)
 	if err := e.runner.Stop(ctx); err != nil {
 		return fmt.Errorf("flowfabric: stop: %w", err)
+	}
+	if perr != nil {
+		return fmt.Errorf("flowfabric: stop: %w", perr)
 	}
 	return nil
 }
 
 // Scanners returns the background scanners, for hosts that drive passes
-// themselves (RunOnce) instead of calling Start.
+// themselves (RunOnce) instead of calling Start. The periodic jobs'
+// scheduler is not among them: see PeriodicScanner.
 func (e *Engine) Scanners() []scan.Scanner { return e.runner.Scanners() }
+
+// PeriodicScanner returns the scanner that submits the ticks of the
+// periodic jobs (AddPeriodic), for hosts that drive passes themselves: a
+// pass submits every due tick, and its Interval is the time until the
+// next one.
+func (e *Engine) PeriodicScanner() scan.Scanner { return e.periodic }
 
 // RegisterLane configures a lane (see LaneConfig). Register lanes before
 // submitting to them; every process must agree.

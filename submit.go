@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -64,6 +65,11 @@ type SubmitOpts struct {
 	// the first execution instead of creating another.
 	IdempotencyKey string
 	IdempotencyTTL time.Duration
+	// Unique makes the submission unique by what it is rather than by a
+	// key the caller chooses (see UniqueOpts): the engine derives the
+	// idempotency key. With IdempotencyKey set, only Unique.ByState may be
+	// set, and applies to that key.
+	Unique *UniqueOpts
 	// Budgets are checked before each attempt starts: while one is
 	// exhausted the execution waits blocked on it (see CreateBudget).
 	Budgets []BudgetID
@@ -125,6 +131,9 @@ func (d SubmitOpts) merge(o *SubmitOpts) SubmitOpts {
 	}
 	if o.IdempotencyTTL != 0 {
 		r.IdempotencyTTL = o.IdempotencyTTL
+	}
+	if o.Unique != nil {
+		r.Unique = o.Unique
 	}
 	if o.Budgets != nil {
 		r.Budgets = o.Budgets
@@ -319,6 +328,12 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		return nil, err
 	}
 	now := e.clock.Now()
+	var states []PublicState
+	if o.Unique != nil {
+		if o, states, err = uniqueKey(kind, lane, payload, o, now); err != nil {
+			return nil, err
+		}
+	}
 	u := e.newExecutionUUID(now)
 	part := e.parts.SoloPartition(lane)
 	if e.spread(lane) {
@@ -344,10 +359,16 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		Priority: o.Priority, Tags: o.Tags, RequiredCapabilities: caps, RetryPolicy: retry,
 		MaxReclaims: o.MaxReclaims, MaxReplays: o.MaxReplays, AttemptTimeout: o.AttemptTimeout,
 		Deadline: o.Deadline, DelayUntil: runAt, IdempotencyKey: o.IdempotencyKey,
-		IdempotencyTTL: o.IdempotencyTTL, Budgets: o.Budgets, Quota: o.Quota, QuotaKey: o.QuotaKey,
-		Retention: e.retentionFor(lane, o.Retention), Now: now,
+		IdempotencyTTL: o.IdempotencyTTL, IdempotencyStates: states, Budgets: o.Budgets, Quota: o.Quota,
+		QuotaKey: o.QuotaKey, Retention: e.retentionFor(lane, o.Retention), Now: now,
 	}
 	if err := p.Validate(e.parts); err != nil {
+		var me *model.Error
+		if len(states) > 0 && errors.As(err, &me) && me.Field == "IdempotencyStates" {
+			c := *me
+			c.Field = "Unique.ByState"
+			return nil, &c
+		}
 		return nil, err
 	}
 	return p, nil

@@ -431,3 +431,38 @@ func Work[T flowfabric.Args](h *Harness, handler flowfabric.Handler[T], args T, 
 	}
 	return res
 }
+
+// AdvanceTicks lets simulated time run through the next n ticks of the
+// engine's periodic job name (Engine.AddPeriodic), the engine working
+// meanwhile as in Advance, and returns the ticks. It returns each tick
+// once its submission is stored (Engine.Periodics reports it as Last), so
+// a test can count what the ticks submitted right after.
+func (h *Harness) AdvanceTicks(name string, n int) []time.Time {
+	h.T.Helper()
+	ticks := make([]time.Time, 0, n)
+	for range n {
+		next := h.periodic(name).Next
+		if next.IsZero() {
+			h.T.Fatalf("flowfabrictest: periodic job %q never ticks again (after %d ticks)", name, len(ticks))
+		}
+		if d := next.Sub(h.Clock.Now()); d > 0 {
+			h.Advance(d)
+		}
+		h.RunUntil(func() bool { return !h.periodic(name).Last.Before(next) })
+		ticks = append(ticks, next)
+	}
+	return ticks
+}
+
+// periodic returns the engine's periodic job name, failing the test when
+// there is none.
+func (h *Harness) periodic(name string) flowfabric.PeriodicInfo {
+	h.T.Helper()
+	for _, p := range h.Engine.Periodics() {
+		if p.Name == name {
+			return p
+		}
+	}
+	h.T.Fatalf("flowfabrictest: the engine has no periodic job %q (add it with Engine.AddPeriodic)", name)
+	return flowfabric.PeriodicInfo{}
+}

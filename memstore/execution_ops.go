@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"slices"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -15,7 +16,7 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 		ik := idemKey{p.ID.Partition(), p.Namespace, p.IdempotencyKey}
 		if p.IdempotencyKey != "" {
 			// a key naming a deleted execution is free again
-			if ent, ok := s.idem[ik]; ok && ent.expiresAt > now && s.execs[ent.id] != nil {
+			if ent, ok := s.idem[ik]; ok && ent.expiresAt > now && s.execs[ent.id] != nil && s.idemBlocks(ent.id, p.IdempotencyStates) {
 				return s.duplicate(ent.id), nil
 			}
 		}
@@ -54,6 +55,17 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 		}
 		return &model.ExecutionCreateResult{ID: p.ID, PublicState: e.vector().PublicState()}, nil
 	})
+}
+
+// idemBlocks reports whether the execution an idempotency key names
+// blocks a new one: always without states; with states, while it is
+// stored and in one of them.
+func (s *Store) idemBlocks(id model.ExecutionID, states []model.PublicState) bool {
+	if len(states) == 0 {
+		return true
+	}
+	e := s.execs[id]
+	return e != nil && slices.Contains(states, e.vector().PublicState())
 }
 
 func (s *Store) duplicate(id model.ExecutionID) *model.ExecutionCreateResult {

@@ -3,6 +3,8 @@ package model
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -51,6 +53,13 @@ type ExecutionCreateParams struct {
 	IdempotencyKey string
 	// IdempotencyTTL defaults to DefaultIdempotencyTTL.
 	IdempotencyTTL time.Duration
+	// IdempotencyStates, when set (only with IdempotencyKey), are the
+	// public states in which the execution the key names still blocks a
+	// new one: a create whose key names an execution in another state
+	// (say completed), or one no longer stored, creates a new execution
+	// and points the key at it for IdempotencyTTL. Empty: the key blocks
+	// whatever the state, until it expires.
+	IdempotencyStates []PublicState
 	// Flow, when set, creates the execution as a member of that flow,
 	// held (see FlowStore) in the same step, so no worker can claim it
 	// between its creation and its joining. ID must name the flow's
@@ -143,7 +152,49 @@ func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
 			return err
 		}
 	}
+	if err := validateIdempotencyStates(p.IdempotencyStates, p.IdempotencyKey); err != nil {
+		return err
+	}
 	return checkNow(p.Now)
+}
+
+// validateIdempotencyStates checks ExecutionCreateParams.IdempotencyStates:
+// known public states, each once, and only with a key.
+func validateIdempotencyStates(states []PublicState, key string) error {
+	if len(states) == 0 {
+		return nil
+	}
+	if key == "" {
+		return invalidField("IdempotencyStates", "set_without_idempotency_key")
+	}
+	var seen uint32
+	for _, st := range states {
+		if st.String() == "" {
+			return &Error{Code: CodeInvalidInput, Field: "IdempotencyStates", Detail: "unknown_state",
+				Got: strconv.Itoa(int(st)), Want: "public states (PublicWaiting..PublicSkipped)"}
+		}
+		if seen&(1<<st) != 0 {
+			return &Error{Code: CodeInvalidInput, Field: "IdempotencyStates", Detail: "duplicate_state", Got: st.String()}
+		}
+		seen |= 1 << st
+	}
+	return nil
+}
+
+// IdempotencyStatesText is the comma-separated text of states, with a
+// comma before and after each name (",waiting,active,"), as stores match
+// a state's name in it; "" for none.
+func IdempotencyStatesText(states []PublicState) string {
+	if len(states) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte(',')
+	for _, st := range states {
+		b.WriteString(st.String())
+		b.WriteByte(',')
+	}
+	return b.String()
 }
 
 // ExecutionCreateResult reports a create.

@@ -341,6 +341,10 @@ const DefaultLane LaneID = "default"
 // DefaultNamespace is the namespace used when none is given.
 const DefaultNamespace Namespace = "default"
 
+// ValidateName checks a name of 1–maxLen bytes of letters, digits, '_',
+// '.' or '-' (the lane alphabet), naming field in the error.
+func ValidateName(field, s string, maxLen int) error { return validName(field, s, maxLen, false) }
+
 func validName(field, s string, maxLen int, lowerOnly bool) error {
 	bad := func(reason string) error {
 		want := "1.." + strconv.Itoa(maxLen) + " bytes of letters, digits, '_', '.' or '-'"

@@ -2,6 +2,7 @@ package proptest
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"pgregory.net/rapid"
@@ -17,6 +18,12 @@ var (
 	idemTTLs   = []time.Duration{0, time.Second, 5 * time.Second, 30 * time.Second}
 	tagSets    = []map[string]string{nil, {"app.k": "v"}, {"app.k": "v", "ops.team": "x"}}
 	payloads   = [][]byte{nil, []byte("payload")}
+	// idemStateSets are IdempotencyStates a keyed create may carry: none
+	// (the key blocks whatever the state), the live states (a unique job
+	// "not while one waits or runs"), and a few odd ones.
+	idemStateSets = [][]model.PublicState{nil, nil,
+		{model.PublicWaiting, model.PublicDelayed, model.PublicActive},
+		{model.PublicWaiting}, {model.PublicCompleted, model.PublicFailed}}
 )
 
 func drawRetryPolicy(t *rapid.T) model.RetryPolicy {
@@ -68,6 +75,9 @@ func (m *machine) actCreate(t *rapid.T) {
 		Retention:            drawRetention(t),
 		Now:                  now,
 	}
+	if p.IdempotencyKey != "" {
+		p.IdempotencyStates = drawFrom(t, idemStateSets, "idempotency_states")
+	}
 	if chance(t, 40, "attempt_timeout_set") {
 		p.AttemptTimeout = ms(rapid.Int64Range(1, 8_000).Draw(t, "attempt_timeout_ms"))
 	}
@@ -85,7 +95,7 @@ func (m *machine) actCreate(t *rapid.T) {
 		p.Flow, p.ID = f, model.NewExecutionID(m.cfg.FlowPartition(f), p.ID.UUID())
 		into = m.flowObs(f)
 	}
-	bad := invalid(t, 14)
+	bad := invalid(t, 15)
 	switch bad {
 	case 0:
 		p.Lane = "bad lane"
@@ -115,17 +125,20 @@ func (m *machine) actCreate(t *rapid.T) {
 		p.Quota, p.QuotaKey = model.QuotaID{}, "k1"
 	case 13:
 		p.Budgets = []model.BudgetID{budgetIDs[0], budgetIDs[0]}
+	case 14:
+		p.IdempotencyKey, p.IdempotencyStates = "", []model.PublicState{model.PublicWaiting}
 	}
 	res, err := call(m, t, "ExecutionCreate", p, model.Store.ExecutionCreate)
 	if bad >= 0 {
 		m.expectValidation(t, "ExecutionCreate", err)
 		return
 	}
-	// Predict: a live idempotency key wins, then an existing id; then a
-	// flow that takes no member; else new.
+	// Predict: a live idempotency key wins (with states, while its
+	// execution is in one of them), then an existing id; then a flow that
+	// takes no member; else new.
 	ik := idemRef{p.ID.Partition(), p.Namespace, p.IdempotencyKey}
 	wantID, dup := p.ID, false
-	if v, ok := m.idem[ik]; ok && p.IdempotencyKey != "" && v.expiresAt.After(now) {
+	if v, ok := m.idem[ik]; ok && p.IdempotencyKey != "" && v.expiresAt.After(now) && m.idemBlocks(v.id, p.IdempotencyStates) {
 		wantID, dup = v.id, true
 	} else if m.byID[p.ID] != nil {
 		dup = true
@@ -168,4 +181,16 @@ func (m *machine) actCreate(t *rapid.T) {
 		}
 		m.idem[ik] = idemVal{p.ID, now.Add(ttl)}
 	}
+}
+
+// idemBlocks predicts whether the execution a live key names blocks a
+// create with states: always without states; with states, while it is
+// in one of them (its observed state: nothing changes a public state but
+// a store operation).
+func (m *machine) idemBlocks(id model.ExecutionID, states []model.PublicState) bool {
+	if len(states) == 0 {
+		return true
+	}
+	s := m.snap(id)
+	return s != nil && slices.Contains(states, s.PublicState)
 }

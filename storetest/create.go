@@ -229,6 +229,65 @@ func testCreate(t *testing.T, newStore NewStoreFunc) {
 		}
 	})
 
+	// With IdempotencyStates, the key's execution blocks a create only
+	// while it is in one of them; in another state the create makes a new
+	// execution and the key names it from then on, for its own TTL. A
+	// create without states still finds whatever the key names.
+	t.Run("IdempotencyStates", func(t *testing.T) {
+		t.Parallel()
+		h := setup(t, newStore)
+		live := []model.PublicState{model.PublicWaiting, model.PublicDelayed, model.PublicActive}
+		keyed := func(now time.Time, states []model.PublicState) *model.ExecutionCreateParams {
+			p := h.createParams(now)
+			p.IdempotencyKey, p.IdempotencyTTL, p.IdempotencyStates = "unique:sync", time.Hour, states
+			return p
+		}
+		first := keyed(at(0), live)
+		call(h.s.ExecutionCreate(h.ctx, first)).must(t)
+		res := call(h.s.ExecutionCreate(h.ctx, keyed(at(time.Second), live))).must(t)
+		if *res != (model.ExecutionCreateResult{ID: first.ID, Duplicate: true, PublicState: model.PublicWaiting}) {
+			t.Fatalf("while waiting: %+v", res)
+		}
+		cr := h.claim(first.ID, wA, at(2*time.Second))
+		res = call(h.s.ExecutionCreate(h.ctx, keyed(at(3*time.Second), live))).must(t)
+		if res.ID != first.ID || !res.Duplicate || res.PublicState != model.PublicActive {
+			t.Fatalf("while active: %+v", res)
+		}
+		// blocking only while completed: an active one does not block
+		onlyDone := keyed(at(3*time.Second), []model.PublicState{model.PublicCompleted})
+		h.unchanged(first.ID, func() {
+			res = call(h.s.ExecutionCreate(h.ctx, onlyDone)).must(t)
+		})
+		if res.ID != onlyDone.ID || res.Duplicate || res.PublicState != model.PublicWaiting {
+			t.Fatalf("states that exclude active: %+v", res)
+		}
+		h.cancelOp(onlyDone.ID, at(4*time.Second))
+		h.complete(first.ID, cr.Fence(), at(4*time.Second))
+
+		// completed: not in live, so a new execution takes the key
+		second := keyed(at(5*time.Second), live)
+		res = call(h.s.ExecutionCreate(h.ctx, second)).must(t)
+		if *res != (model.ExecutionCreateResult{ID: second.ID, PublicState: model.PublicWaiting}) {
+			t.Fatalf("after the first completed: %+v", res)
+		}
+		h.wantIndexes(second.ID, ixAll, ixLane(laneA, "eligible"))
+		res = call(h.s.ExecutionCreate(h.ctx, keyed(at(6*time.Second), nil))).must(t)
+		if res.ID != second.ID || !res.Duplicate {
+			t.Fatalf("a create without states finds the key's new execution: %+v", res)
+		}
+		// the key lives the new execution's TTL, from its create
+		h.cancelOp(second.ID, at(7*time.Second))
+		res = call(h.s.ExecutionCreate(h.ctx, keyed(at(5*time.Second+time.Hour-time.Millisecond), nil))).must(t)
+		if res.ID != second.ID || !res.Duplicate || res.PublicState != model.PublicCancelled {
+			t.Fatalf("within the new key's TTL, without states: %+v", res)
+		}
+		late := keyed(at(5*time.Second+time.Hour), nil)
+		res = call(h.s.ExecutionCreate(h.ctx, late)).must(t)
+		if res.ID != late.ID || res.Duplicate {
+			t.Fatalf("after the new key's TTL: %+v", res)
+		}
+	})
+
 	// A key is scoped to its namespace and its partition.
 	t.Run("IdempotencyScope", func(t *testing.T) {
 		t.Parallel()

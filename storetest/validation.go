@@ -455,6 +455,18 @@ func (f *fixture) createCases() []badInput {
 		mk("idempotency_ttl_too_long", "IdempotencyTTL", model.ErrInvalidInput, func(p *P) {
 			p.IdempotencyKey, p.IdempotencyTTL = "k", model.MaxIdempotencyTTL+time.Second
 		}),
+		mk("idempotency_states_without_key", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyStates = []model.PublicState{model.PublicWaiting}
+		}),
+		mk("idempotency_states_unknown", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyKey, p.IdempotencyStates = "k", []model.PublicState{model.PublicWaiting, 0}
+		}),
+		mk("idempotency_states_out_of_range", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyKey, p.IdempotencyStates = "k", []model.PublicState{model.PublicSkipped + 1}
+		}),
+		mk("idempotency_states_duplicate", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyKey, p.IdempotencyStates = "k", []model.PublicState{model.PublicActive, model.PublicWaiting, model.PublicActive}
+		}),
 	)
 	cs = append(cs, timeCases(mk, "Deadline", false, func(p *P, t time.Time) { p.Deadline = t })...)
 	cs = append(cs, timeCases(mk, "DelayUntil", false, func(p *P, t time.Time) { p.DelayUntil = t })...)

@@ -22,6 +22,7 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 	}
 	a := createArgs(p)
 	a["now"], a["idem_key"], a["flow"], a["idem_ttl"], a["gc_slack"] = p.Now, p.IdempotencyKey, flowArg(p.Flow), ttl, s.gcSlack
+	a["idem_states"] = model.IdempotencyStatesText(p.IdempotencyStates)
 	r, err := s.run(ctx, scriptExecutionCreate, keys, a)
 	if err != nil {
 		return nil, err

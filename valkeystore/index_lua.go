@@ -42,3 +42,60 @@ func indexLua() string {
 	b.WriteString(" }\n")
 	return b.String()
 }
+
+// publicStateLua is the generated public_state(e): model.DerivePublicState
+// written as Lua, one branch per lifecycle phase (a blank or unknown phase
+// last). Each phase's result may depend on the terminal outcome or on the
+// eligibility state, not both; the generator panics, at package init, if
+// the derivation ever needs more.
+func publicStateLua() string {
+	var b strings.Builder
+	b.WriteString("-- public_state derives the public state of e (model.DerivePublicState).\n" +
+		"local function public_state(e)\n" +
+		"  local lp, es, to = e.lifecycle_phase, e.eligibility_state, e.terminal_outcome\n")
+	var ess []model.EligibilityState
+	for es := model.EligibilityState(1); es.String() != ""; es++ {
+		ess = append(ess, es)
+	}
+	var tos []model.TerminalOutcome
+	for to := model.TerminalOutcome(1); to.String() != ""; to++ {
+		tos = append(tos, to)
+	}
+	// branch writes the body deciding the state of phase lp
+	branch := func(lp model.LifecyclePhase, indent string) {
+		base := model.DerivePublicState(lp, 0, 0)
+		byTo, byEs := false, false
+		for _, es := range append(ess, 0) {
+			for _, to := range append(tos, 0) {
+				r := model.DerivePublicState(lp, es, to)
+				byTo = byTo || r != model.DerivePublicState(lp, es, 0) // varies with the outcome
+				byEs = byEs || r != model.DerivePublicState(lp, 0, to) // varies with the eligibility
+			}
+		}
+		switch {
+		case byTo && byEs:
+			panic(fmt.Sprintf("valkeystore: the public state of phase %q depends on outcome and eligibility", lp))
+		case byTo:
+			for _, to := range tos {
+				if r := model.DerivePublicState(lp, 0, to); r != base {
+					fmt.Fprintf(&b, "%sif to == '%s' then return '%s' end\n", indent, to, r)
+				}
+			}
+		case byEs:
+			for _, es := range ess {
+				if r := model.DerivePublicState(lp, es, 0); r != base {
+					fmt.Fprintf(&b, "%sif es == '%s' then return '%s' end\n", indent, es, r)
+				}
+			}
+		}
+		fmt.Fprintf(&b, "%sreturn '%s'\n", indent, base)
+	}
+	for lp := model.LifecyclePhase(1); lp.String() != ""; lp++ {
+		fmt.Fprintf(&b, "  if lp == '%s' then\n", lp)
+		branch(lp, "    ")
+		b.WriteString("  end\n")
+	}
+	branch(0, "  ")
+	b.WriteString("end\n")
+	return b.String()
+}

@@ -297,7 +297,7 @@ func generatedLua() string {
 		fmt.Sprintf("local BEST_EFFORT_MIN_LEN = %d\n", model.BestEffortMinLen) +
 		fmt.Sprintf("local BEST_EFFORT_MAX_LEN = %d\n", model.BestEffortMaxLen) +
 		fmt.Sprintf("local NOTICE_FRAME_MAX = %d\n", model.MaxNoticeFrameBytes) +
-		recordLua() + indexLua()
+		recordLua() + indexLua() + publicStateLua()
 }
 
 // parseLib cuts each file (name, text) at every line that starts with

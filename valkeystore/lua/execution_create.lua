@@ -1,8 +1,10 @@
 -- execution_create: create one execution, or report the duplicate its id or
 -- idempotency key names; with a flow, create it as a held member of that
--- flow (which must be open and not sealed).
+-- flow (which must be open and not sealed). With idem_states (",waiting,
+-- active,"), the key's execution blocks the create only while stored and in
+-- one of those public states; otherwise the key moves to the new execution.
 -- KEYS: core payload tags idem lanes all deadline
--- ARGV: now id namespace lane kind payload priority tags required_caps retry_max retry_backoff retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline delay_until budgets quota quota_key ret_ok ret_failed ret_cancelled idem_key idem_ttl gc_slack flow
+-- ARGV: now id namespace lane kind payload priority tags required_caps retry_max retry_backoff retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline delay_until budgets quota quota_key ret_ok ret_failed ret_cancelled idem_key idem_ttl idem_states gc_slack flow
 
 local now = now_ms()
 
@@ -15,8 +17,11 @@ end
 if A_idem_key ~= '' then
   local ent = redis.call('HMGET', K_idem, 'id', 'expires_at')
   -- a key naming a deleted execution is free again
-  if ent[1] and N(ent[2]) > now and redis.call('EXISTS', exec_keys_of(ent[1]).core) == 1 then
-    return duplicate(ent[1])
+  if ent[1] and N(ent[2]) > now then
+    local old = load_exec(exec_keys_of(ent[1]))
+    if old ~= nil and (A_idem_states == '' or string.find(A_idem_states, ',' .. public_state(old) .. ',', 1, true)) then
+      return { 'id', ent[1], 'duplicate', 1, 'state', vector(old) }
+    end
   end
 end
 if redis.call('EXISTS', K_core) == 1 then return duplicate(A_id) end

@@ -38,23 +38,6 @@ local function vector(e)
   }
 end
 
--- public_state derives e's public state (model.DerivePublicState).
-local function public_state(e)
-  local lp = e.lifecycle_phase
-  if lp == 'terminal' then
-    local to = e.terminal_outcome
-    if to == 'success' then return 'completed' end
-    if to == 'cancelled' or to == 'expired' or to == 'skipped' then return to end
-    return 'failed'
-  end
-  if lp == 'suspended' or lp == 'active' then return lp end
-  local es = e.eligibility_state
-  if es == 'not_eligible_until_time' then return 'delayed' end
-  if es == 'blocked_by_dependencies' then return 'waiting_children' end
-  if es == 'blocked_by_budget' or es == 'blocked_by_quota' then return 'rate_limited' end
-  return 'waiting'
-end
-
 local function not_active(e)
   return {
     'err', 'execution_not_active', 'detail', '', 'field', '',
