@@ -274,7 +274,9 @@ func (s *periodicScheduler) runJob(ctx context.Context, j *periodicEntry, now ti
 	res.Scanned += len(ticks)
 	done := now
 	for _, tick := range ticks {
-		r, err := s.e.submit(ctx, j.kind, j.payload, j.tickOpts(tick))
+		o := j.tickOpts(tick)
+		s.e.keepAtLeast(&o, o.IdempotencyTTL)
+		r, err := s.e.submit(ctx, j.kind, j.payload, o)
 		if err != nil {
 			res.Errors++
 			if errors.Is(err, ErrValidation) || errors.Is(err, ErrSubmissionRefused) {

@@ -65,6 +65,25 @@ func (e *Engine) retentionFor(lane LaneID, sub Retention) model.Retention {
 	}
 }
 
+// keepAtLeast makes o's retention, resolved as its submission's would be,
+// at least d for every outcome (kept for good stays so): a periodic tick's
+// execution must outlive the tick's idempotency key, or a process
+// catching up after a delete would submit the tick again.
+func (e *Engine) keepAtLeast(o *SubmitOpts, d time.Duration) {
+	lane := o.Lane
+	if lane == "" {
+		lane = model.DefaultLane
+	}
+	r := e.retentionFor(lane, o.Retention)
+	fix := func(v time.Duration) time.Duration {
+		if v == 0 {
+			return KeepForever
+		}
+		return max(v, d)
+	}
+	o.Retention = Retention{Completed: fix(r.Completed), Failed: fix(r.Failed), Cancelled: fix(r.Cancelled)}
+}
+
 // Delete deletes a terminal execution now, whatever its retention, with
 // everything it owns (see Retention); its idempotency key is free again.
 // It refuses an unknown execution (ErrNotFound), a live one

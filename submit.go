@@ -67,7 +67,9 @@ type SubmitOpts struct {
 	IdempotencyTTL time.Duration
 	// Unique makes the submission unique by what it is rather than by a
 	// key the caller chooses (see UniqueOpts): the engine derives the
-	// idempotency key. With IdempotencyKey set, only Unique.ByState may be
+	// idempotency key, and keeps the execution at least as long as the
+	// key lives (its Retention is raised to it), so a delete never ends
+	// the uniqueness early. With IdempotencyKey set, only Unique.ByState may be
 	// set, and applies to that key.
 	Unique *UniqueOpts
 	// Budgets are checked before each attempt starts: while one is
@@ -333,6 +335,8 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		if o, states, err = uniqueKey(kind, lane, payload, o, now); err != nil {
 			return nil, err
 		}
+		// the execution outlives its uniqueness: a delete must not end it
+		e.keepAtLeast(&o, cmp.Or(o.IdempotencyTTL, model.DefaultIdempotencyTTL))
 	}
 	u := e.newExecutionUUID(now)
 	part := e.parts.SoloPartition(lane)

@@ -234,3 +234,24 @@ func TestUniqueValidation(t *testing.T) {
 		t.Fatalf("%d executions stored by refused submissions", n)
 	}
 }
+
+// TestUniqueOutlivesDelete: a unique execution is kept at least as long as
+// its uniqueness lasts, whatever retention is asked for, so the retention
+// trimmer never ends the uniqueness early.
+func TestUniqueOutlivesDelete(t *testing.T) {
+	h := flowfabrictest.New(t, &flowfabrictest.Options{Engine: &flowfabric.Config{
+		Retention: flowfabric.Retention{Completed: time.Minute, Failed: time.Minute, Cancelled: flowfabric.KeepForever}}})
+	s := submitter{t, h}
+	r := s.raw("sync.accounts", `{}`, &flowfabric.SubmitOpts{Unique: &flowfabric.UniqueOpts{ByPeriod: 2 * time.Hour}})
+	snap, err := h.Engine.Describe(h.Ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := snap.Retention; k.Completed < time.Hour || k.Failed < time.Hour || k.Cancelled != 0 {
+		t.Fatalf("retention %+v: a unique execution must outlive its key (up to 2h), kept-forever stays", k)
+	}
+	plain := s.raw("sync.accounts", `{}`, nil)
+	if snap, _ := h.Engine.Describe(h.Ctx, plain.ID); snap.Retention.Completed != time.Minute {
+		t.Fatalf("a plain submission's retention %+v", snap.Retention)
+	}
+}
