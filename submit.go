@@ -3,7 +3,6 @@ package flowfabric
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -172,7 +171,8 @@ func (e *Engine) hooked(ctx context.Context, kind Kind, payload []byte, opts Sub
 	if len(e.cfg.SubmitHooks) == 0 {
 		return kind, payload, opts, nil
 	}
-	s := &Submission{Kind: kind, Payload: payload, Opts: &opts}
+	o := opts // a copy the hooks may change: only a submission with hooks allocates it
+	s := &Submission{Kind: kind, Payload: payload, Opts: &o}
 	for _, h := range e.cfg.SubmitHooks {
 		if err := h(ctx, s); err != nil {
 			return "", nil, SubmitOpts{}, &hookRefusal{err: err}
@@ -321,7 +321,7 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		return nil, err
 	}
 	now := e.clock.Now()
-	var states []PublicState
+	var states model.PublicStateSet
 	if o.Unique != nil {
 		if o, states, err = uniqueKey(kind, lane, payload, o, now); err != nil {
 			return nil, err
@@ -353,12 +353,6 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		QuotaKey: o.QuotaKey, Now: now,
 	}
 	if err := p.Validate(e.parts); err != nil {
-		var me *model.Error
-		if len(states) > 0 && errors.As(err, &me) && me.Field == "IdempotencyStates" {
-			c := *me
-			c.Field = "Unique.ByState"
-			return nil, &c
-		}
 		return nil, err
 	}
 	return p, nil
