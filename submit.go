@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -181,7 +180,8 @@ func (e *Engine) hooked(ctx context.Context, kind Kind, payload []byte, opts Sub
 	if len(e.cfg.SubmitHooks) == 0 {
 		return kind, payload, opts, nil
 	}
-	s := &Submission{Kind: kind, Payload: payload, Opts: &opts}
+	o := opts // a copy the hooks may change: only a submission with hooks allocates it
+	s := &Submission{Kind: kind, Payload: payload, Opts: &o}
 	for _, h := range e.cfg.SubmitHooks {
 		if err := h(ctx, s); err != nil {
 			return "", nil, SubmitOpts{}, &hookRefusal{err: err}
@@ -330,7 +330,7 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		return nil, err
 	}
 	now := e.clock.Now()
-	var states []PublicState
+	var states model.PublicStateSet
 	if o.Unique != nil {
 		if o, states, err = uniqueKey(kind, lane, payload, o, now); err != nil {
 			return nil, err
@@ -367,12 +367,6 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 		QuotaKey: o.QuotaKey, Retention: e.retentionFor(lane, o.Retention), Now: now,
 	}
 	if err := p.Validate(e.parts); err != nil {
-		var me *model.Error
-		if len(states) > 0 && errors.As(err, &me) && me.Field == "IdempotencyStates" {
-			c := *me
-			c.Field = "Unique.ByState"
-			return nil, &c
-		}
 		return nil, err
 	}
 	return p, nil

@@ -48,19 +48,30 @@ type UniqueOpts struct {
 // uniqueKey applies o.Unique to o: the derived idempotency key and TTL,
 // and the states in which the key's execution blocks (for
 // ExecutionCreateParams.IdempotencyStates).
-func uniqueKey(kind Kind, lane LaneID, payload []byte, o SubmitOpts, now time.Time) (SubmitOpts, []PublicState, error) {
+func uniqueKey(kind Kind, lane LaneID, payload []byte, o SubmitOpts, now time.Time) (SubmitOpts, model.PublicStateSet, error) {
 	u := o.Unique
+	var states model.PublicStateSet
+	for _, st := range u.ByState {
+		switch {
+		case st.String() == "":
+			return o, 0, &model.Error{Code: model.CodeInvalidInput, Field: "Unique.ByState", Detail: "unknown_state",
+				Got: strconv.Itoa(int(st)), Want: "public states (PublicWaiting..PublicSkipped)"}
+		case states.Has(st):
+			return o, 0, &model.Error{Code: model.CodeInvalidInput, Field: "Unique.ByState", Detail: "duplicate_state", Got: st.String()}
+		}
+		states |= model.PublicStates(st)
+	}
 	if o.IdempotencyKey != "" {
 		switch {
 		case u.ByArgs:
-			return o, nil, model.InvalidField("Unique.ByArgs", "set_with_idempotency_key")
+			return o, 0, model.InvalidField("Unique.ByArgs", "set_with_idempotency_key")
 		case u.ByPeriod != 0:
-			return o, nil, model.InvalidField("Unique.ByPeriod", "set_with_idempotency_key")
+			return o, 0, model.InvalidField("Unique.ByPeriod", "set_with_idempotency_key")
 		}
-		return o, u.ByState, nil
+		return o, states, nil
 	}
 	if u.ByPeriod != 0 && (u.ByPeriod < time.Second || u.ByPeriod > model.MaxIdempotencyTTL || u.ByPeriod%time.Millisecond != 0) {
-		return o, nil, model.OutOfRange("Unique.ByPeriod", u.ByPeriod, "0 (none) or 1s..720h, a whole number of milliseconds")
+		return o, 0, model.OutOfRange("Unique.ByPeriod", u.ByPeriod, "0 (none) or 1s..720h, a whole number of milliseconds")
 	}
 	h := sha256.New()
 	h.Write([]byte("lane=" + string(lane) + "\x00args="))
@@ -82,7 +93,7 @@ func uniqueKey(kind Kind, lane LaneID, payload []byte, o SubmitOpts, now time.Ti
 		h.Write([]byte("*"))
 	}
 	o.IdempotencyKey = "unique:" + string(kind) + ":" + hex.EncodeToString(h.Sum(nil))
-	return o, u.ByState, nil
+	return o, states, nil
 }
 
 // canonicalJSON re-encodes a JSON document with sorted object keys and no

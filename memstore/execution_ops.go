@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"slices"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -60,12 +59,12 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 // idemBlocks reports whether the execution an idempotency key names
 // blocks a new one: always without states; with states, while it is
 // stored and in one of them.
-func (s *Store) idemBlocks(id model.ExecutionID, states []model.PublicState) bool {
-	if len(states) == 0 {
+func (s *Store) idemBlocks(id model.ExecutionID, states model.PublicStateSet) bool {
+	if states == 0 {
 		return true
 	}
 	e := s.execs[id]
-	return e != nil && slices.Contains(states, e.vector().PublicState())
+	return e != nil && states.Has(e.vector().PublicState())
 }
 
 func (s *Store) duplicate(id model.ExecutionID) *model.ExecutionCreateResult {

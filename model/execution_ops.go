@@ -58,8 +58,9 @@ type ExecutionCreateParams struct {
 	// new one: a create whose key names an execution in another state
 	// (say completed), or one no longer stored, creates a new execution
 	// and points the key at it for IdempotencyTTL. Empty: the key blocks
-	// whatever the state, until it expires.
-	IdempotencyStates []PublicState
+	// whatever the state, until it expires. (A set of bits rather than a
+	// slice keeps these params in their allocation size class.)
+	IdempotencyStates PublicStateSet
 	// Flow, when set, creates the execution as a member of that flow,
 	// held (see FlowStore) in the same step, so no worker can claim it
 	// between its creation and its joining. ID must name the flow's
@@ -159,42 +160,71 @@ func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
 }
 
 // validateIdempotencyStates checks ExecutionCreateParams.IdempotencyStates:
-// known public states, each once, and only with a key.
-func validateIdempotencyStates(states []PublicState, key string) error {
-	if len(states) == 0 {
+// known public states, and only with a key.
+func validateIdempotencyStates(states PublicStateSet, key string) error {
+	if states == 0 {
 		return nil
 	}
 	if key == "" {
 		return invalidField("IdempotencyStates", "set_without_idempotency_key")
 	}
-	var seen uint32
-	for _, st := range states {
-		if st.String() == "" {
-			return &Error{Code: CodeInvalidInput, Field: "IdempotencyStates", Detail: "unknown_state",
-				Got: strconv.Itoa(int(st)), Want: "public states (PublicWaiting..PublicSkipped)"}
-		}
-		if seen&(1<<st) != 0 {
-			return &Error{Code: CodeInvalidInput, Field: "IdempotencyStates", Detail: "duplicate_state", Got: st.String()}
-		}
-		seen |= 1 << st
+	if bad := states &^ allPublicStates; bad != 0 {
+		return &Error{Code: CodeInvalidInput, Field: "IdempotencyStates", Detail: "unknown_state",
+			Got: "bits " + strconv.FormatUint(uint64(bad), 2), Want: "public states (PublicWaiting..PublicSkipped)"}
 	}
 	return nil
 }
 
-// IdempotencyStatesText is the comma-separated text of states, with a
-// comma before and after each name (",waiting,active,"), as stores match
-// a state's name in it; "" for none.
-func IdempotencyStatesText(states []PublicState) string {
-	if len(states) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteByte(',')
+// PublicStateSet is a set of public states, one bit each (1 << state).
+type PublicStateSet uint16
+
+// allPublicStates holds every public state.
+const allPublicStates = PublicStateSet(1<<(PublicSkipped+1)) - 1<<PublicWaiting
+
+// PublicStates returns the set of states. A value that is not a public
+// state makes a set that fails validation.
+func PublicStates(states ...PublicState) PublicStateSet {
+	var s PublicStateSet
 	for _, st := range states {
-		b.WriteString(st.String())
-		b.WriteByte(',')
+		if st >= 16 {
+			st = 0 // never a public state
+		}
+		s |= 1 << st
+	}
+	return s
+}
+
+// Has reports whether st is in the set.
+func (s PublicStateSet) Has(st PublicState) bool { return st < 16 && s&(1<<st) != 0 }
+
+// String lists the set's states by name, comma-separated, in state order
+// ("waiting,active"); unknown bits are shown as numbers.
+func (s PublicStateSet) String() string {
+	var b strings.Builder
+	for st := range PublicState(16) {
+		if !s.Has(st) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if name := st.String(); name != "" {
+			b.WriteString(name)
+		} else {
+			b.WriteString(strconv.Itoa(int(st)))
+		}
 	}
 	return b.String()
+}
+
+// IdempotencyStatesText is the text of a set as stores match a state's
+// name in it: a comma before and after each name (",waiting,active,");
+// "" for the empty set.
+func IdempotencyStatesText(s PublicStateSet) string {
+	if s == 0 {
+		return ""
+	}
+	return "," + s.String() + ","
 }
 
 // ExecutionCreateResult reports a create.

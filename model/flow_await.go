@@ -87,7 +87,7 @@ func (p *ExecutionAwaitChildrenParams) Validate(cfg PartitionConfig) error {
 			return invalidField(pre+"Create.IdempotencyKey", "not_supported")
 		case c.Create.IdempotencyTTL != 0:
 			return invalidField(pre+"Create.IdempotencyTTL", "not_supported")
-		case len(c.Create.IdempotencyStates) > 0:
+		case c.Create.IdempotencyStates != 0:
 			return invalidField(pre+"Create.IdempotencyStates", "not_supported")
 		case c.Create.ID.Partition() != p.ID.Partition():
 			return &Error{Code: CodeInvalidInput, Field: pre + "Create.ID", Detail: "not_in_parent_partition",

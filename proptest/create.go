@@ -2,7 +2,6 @@ package proptest
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	"pgregory.net/rapid"
@@ -21,9 +20,9 @@ var (
 	// idemStateSets are IdempotencyStates a keyed create may carry: none
 	// (the key blocks whatever the state), the live states (a unique job
 	// "not while one waits or runs"), and a few odd ones.
-	idemStateSets = [][]model.PublicState{nil, nil,
-		{model.PublicWaiting, model.PublicDelayed, model.PublicActive},
-		{model.PublicWaiting}, {model.PublicCompleted, model.PublicFailed}}
+	idemStateSets = []model.PublicStateSet{0, 0,
+		model.PublicStates(model.PublicWaiting, model.PublicDelayed, model.PublicActive),
+		model.PublicStates(model.PublicWaiting), model.PublicStates(model.PublicCompleted, model.PublicFailed)}
 )
 
 func drawRetryPolicy(t *rapid.T) model.RetryPolicy {
@@ -126,7 +125,7 @@ func (m *machine) actCreate(t *rapid.T) {
 	case 13:
 		p.Budgets = []model.BudgetID{budgetIDs[0], budgetIDs[0]}
 	case 14:
-		p.IdempotencyKey, p.IdempotencyStates = "", []model.PublicState{model.PublicWaiting}
+		p.IdempotencyKey, p.IdempotencyStates = "", model.PublicStates(model.PublicWaiting)
 	}
 	res, err := call(m, t, "ExecutionCreate", p, model.Store.ExecutionCreate)
 	if bad >= 0 {
@@ -187,10 +186,10 @@ func (m *machine) actCreate(t *rapid.T) {
 // create with states: always without states; with states, while it is
 // in one of them (its observed state: nothing changes a public state but
 // a store operation).
-func (m *machine) idemBlocks(id model.ExecutionID, states []model.PublicState) bool {
-	if len(states) == 0 {
+func (m *machine) idemBlocks(id model.ExecutionID, states model.PublicStateSet) bool {
+	if states == 0 {
 		return true
 	}
 	s := m.snap(id)
-	return s != nil && slices.Contains(states, s.PublicState)
+	return s != nil && states.Has(s.PublicState)
 }

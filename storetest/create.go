@@ -236,8 +236,8 @@ func testCreate(t *testing.T, newStore NewStoreFunc) {
 	t.Run("IdempotencyStates", func(t *testing.T) {
 		t.Parallel()
 		h := setup(t, newStore)
-		live := []model.PublicState{model.PublicWaiting, model.PublicDelayed, model.PublicActive}
-		keyed := func(now time.Time, states []model.PublicState) *model.ExecutionCreateParams {
+		live := model.PublicStates(model.PublicWaiting, model.PublicDelayed, model.PublicActive)
+		keyed := func(now time.Time, states model.PublicStateSet) *model.ExecutionCreateParams {
 			p := h.createParams(now)
 			p.IdempotencyKey, p.IdempotencyTTL, p.IdempotencyStates = "unique:sync", time.Hour, states
 			return p
@@ -254,7 +254,7 @@ func testCreate(t *testing.T, newStore NewStoreFunc) {
 			t.Fatalf("while active: %+v", res)
 		}
 		// blocking only while completed: an active one does not block
-		onlyDone := keyed(at(3*time.Second), []model.PublicState{model.PublicCompleted})
+		onlyDone := keyed(at(3*time.Second), model.PublicStates(model.PublicCompleted))
 		h.unchanged(first.ID, func() {
 			res = call(h.s.ExecutionCreate(h.ctx, onlyDone)).must(t)
 		})
@@ -271,17 +271,17 @@ func testCreate(t *testing.T, newStore NewStoreFunc) {
 			t.Fatalf("after the first completed: %+v", res)
 		}
 		h.wantIndexes(second.ID, ixAll, ixLane(laneA, "eligible"))
-		res = call(h.s.ExecutionCreate(h.ctx, keyed(at(6*time.Second), nil))).must(t)
+		res = call(h.s.ExecutionCreate(h.ctx, keyed(at(6*time.Second), 0))).must(t)
 		if res.ID != second.ID || !res.Duplicate {
 			t.Fatalf("a create without states finds the key's new execution: %+v", res)
 		}
 		// the key lives the new execution's TTL, from its create
 		h.cancelOp(second.ID, at(7*time.Second))
-		res = call(h.s.ExecutionCreate(h.ctx, keyed(at(5*time.Second+time.Hour-time.Millisecond), nil))).must(t)
+		res = call(h.s.ExecutionCreate(h.ctx, keyed(at(5*time.Second+time.Hour-time.Millisecond), 0))).must(t)
 		if res.ID != second.ID || !res.Duplicate || res.PublicState != model.PublicCancelled {
 			t.Fatalf("within the new key's TTL, without states: %+v", res)
 		}
-		late := keyed(at(5*time.Second+time.Hour), nil)
+		late := keyed(at(5*time.Second+time.Hour), 0)
 		res = call(h.s.ExecutionCreate(h.ctx, late)).must(t)
 		if res.ID != late.ID || res.Duplicate {
 			t.Fatalf("after the new key's TTL: %+v", res)

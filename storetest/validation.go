@@ -456,16 +456,16 @@ func (f *fixture) createCases() []badInput {
 			p.IdempotencyKey, p.IdempotencyTTL = "k", model.MaxIdempotencyTTL+time.Second
 		}),
 		mk("idempotency_states_without_key", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
-			p.IdempotencyStates = []model.PublicState{model.PublicWaiting}
+			p.IdempotencyStates = model.PublicStates(model.PublicWaiting)
 		}),
 		mk("idempotency_states_unknown", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
-			p.IdempotencyKey, p.IdempotencyStates = "k", []model.PublicState{model.PublicWaiting, 0}
+			p.IdempotencyKey, p.IdempotencyStates = "k", model.PublicStates(model.PublicWaiting, 0)
 		}),
 		mk("idempotency_states_out_of_range", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
-			p.IdempotencyKey, p.IdempotencyStates = "k", []model.PublicState{model.PublicSkipped + 1}
+			p.IdempotencyKey, p.IdempotencyStates = "k", model.PublicStates(model.PublicSkipped+1)
 		}),
-		mk("idempotency_states_duplicate", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
-			p.IdempotencyKey, p.IdempotencyStates = "k", []model.PublicState{model.PublicActive, model.PublicWaiting, model.PublicActive}
+		mk("idempotency_states_beyond_the_set", "IdempotencyStates", model.ErrInvalidInput, func(p *P) {
+			p.IdempotencyKey, p.IdempotencyStates = "k", model.PublicStates(200)
 		}),
 	)
 	cs = append(cs, timeCases(mk, "Deadline", false, func(p *P, t time.Time) { p.Deadline = t })...)
