@@ -27,6 +27,8 @@ type Store struct {
 	idem    map[idemKey]idemEntry
 	idemGC  *idemQueue
 	workers map[model.Namespace]map[model.WorkerInstanceID]*workerRec
+	// paused holds the paused lanes (lane_ops.go).
+	paused map[model.LaneID]*lanePause
 
 	// flows, flowIdx and flowOf are the flows (flow.go): the records, the
 	// flows of each partition, and each member's flow.
@@ -76,6 +78,7 @@ var (
 	_ model.StreamFrameNotifier = (*Store)(nil)
 	_ model.FeedStore           = (*Store)(nil)
 	_ model.FeedNotifier        = (*Store)(nil)
+	_ model.LaneStore           = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,
@@ -100,6 +103,7 @@ func New(opts *Options) *Store {
 		idem:     make(map[idemKey]idemEntry),
 		idemGC:   newIdemQueue(),
 		workers:  make(map[model.Namespace]map[model.WorkerInstanceID]*workerRec),
+		paused:   make(map[model.LaneID]*lanePause),
 		flows:    make(map[model.FlowID]*flowRec),
 		flowIdx:  make(map[int]*btree.BTreeG[model.FlowID]),
 		flowDone: make(map[int]*btree.BTreeG[model.FlowID]),

@@ -76,6 +76,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Admission", testAdmission},
 		{"Streams", testStreams},
 		{"Feeds", testFeeds},
+		{"Lanes", testLanes},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
