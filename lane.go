@@ -23,22 +23,23 @@ var ErrLanePaused = model.ErrLanePaused
 // arriving (submissions, delays coming due, recoveries) and waits in the
 // lane's eligible order; nothing is lost or reordered.
 //
-// Pausing a paused lane changes nothing: the state returned is the first
-// pause's, with the same time and reason. reason is free text for
+// It returns the lane's state and whether it was paused already. Pausing
+// a paused lane changes nothing: the state returned is the first pause's,
+// with the same time and reason. reason is free text for
 // operators (at most model.MaxReasonBytes of UTF-8). The call is
 // idempotent, so an error (a connection lost part-way on a store that
 // writes partitions one by one) is fixed by calling it again.
-func (e *Engine) PauseLane(ctx context.Context, lane LaneID, reason string) (*LaneState, error) {
+func (e *Engine) PauseLane(ctx context.Context, lane LaneID, reason string) (st *LaneState, alreadyPaused bool, err error) {
 	ls, err := e.laneStore()
 	if err != nil {
-		return nil, wrap("pause lane", err)
+		return nil, false, wrap("pause lane", err)
 	}
 	r, err := ls.LanePause(ctx, &model.LanePauseParams{Lane: lane, Reason: reason, Now: e.clock.Now()})
 	if err != nil {
-		return nil, wrap("pause lane", err)
+		return nil, false, wrap("pause lane", err)
 	}
-	st := r.State
-	return &st, nil
+	s := r.State
+	return &s, r.AlreadyPaused, nil
 }
 
 // ResumeLane resumes a paused lane: its waiting work is claimable at once

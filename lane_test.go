@@ -40,9 +40,9 @@ func TestLanePauseResume(t *testing.T) {
 	running := mustSubmit(t, h, blocker{Key: "running"}, nil)
 	<-g.startedCh("running")
 
-	st, err := h.Engine.PauseLane(h.Ctx, flowfabric.DefaultLane, "deploy")
-	if err != nil {
-		t.Fatal(err)
+	st, already, err := h.Engine.PauseLane(h.Ctx, flowfabric.DefaultLane, "deploy")
+	if err != nil || already {
+		t.Fatalf("PauseLane: already %v, %v", already, err)
 	}
 	want := flowfabric.LaneState{Lane: flowfabric.DefaultLane, Paused: true, PausedAt: h.Clock.Now(), Reason: "deploy",
 		Partitions: h.Engine.Partitions()}
@@ -113,24 +113,24 @@ func TestLanePauseResume(t *testing.T) {
 // model.LaneStore is refused.
 func TestLanePauseErrors(t *testing.T) {
 	h := flowfabrictest.New(t, nil)
-	first, err := h.Engine.PauseLane(h.Ctx, "emails", "first")
+	first, _, err := h.Engine.PauseLane(h.Ctx, "emails", "first")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.Advance(time.Second)
-	again, err := h.Engine.PauseLane(h.Ctx, "emails", "second")
-	if err != nil || *again != *first {
-		t.Fatalf("second pause: %+v %v, want %+v", again, err, first)
+	again, already, err := h.Engine.PauseLane(h.Ctx, "emails", "second")
+	if err != nil || !already || *again != *first {
+		t.Fatalf("second pause: %+v %v %v, want %+v, already paused", again, already, err, first)
 	}
 	var e *model.Error
-	_, err = h.Engine.PauseLane(h.Ctx, "bad lane", "")
+	_, _, err = h.Engine.PauseLane(h.Ctx, "bad lane", "")
 	if !errors.As(err, &e) || !errors.Is(err, flowfabric.ErrValidation) || e.Field != "Lane" {
 		t.Fatalf("PauseLane with a bad lane: %v", err)
 	}
 	if want := "flowfabric: pause lane: "; len(err.Error()) < len(want) || err.Error()[:len(want)] != want {
 		t.Fatalf("error %q lacks the prefix %q", err, want)
 	}
-	if _, err := h.Engine.PauseLane(h.Ctx, "emails", "\xff"); !errors.As(err, &e) || e.Field != "Reason" {
+	if _, _, err := h.Engine.PauseLane(h.Ctx, "emails", "\xff"); !errors.As(err, &e) || e.Field != "Reason" {
 		t.Fatalf("PauseLane with a bad reason: %v", err)
 	}
 	if _, err := h.Engine.ResumeLane(h.Ctx, ""); !errors.As(err, &e) || e.Field != "Lane" {
@@ -162,7 +162,7 @@ func TestLanePauseErrors(t *testing.T) {
 	bare := flowfabrictest.New(t, &flowfabrictest.Options{WrapStore: func(s *memstore.Store) model.Store {
 		return struct{ model.Store }{s}
 	}})
-	if _, err := bare.Engine.PauseLane(bare.Ctx, "emails", ""); !errors.As(err, &e) || e.Field != "Store" {
+	if _, _, err := bare.Engine.PauseLane(bare.Ctx, "emails", ""); !errors.As(err, &e) || e.Field != "Store" {
 		t.Fatalf("PauseLane on a store without LaneStore: %v", err)
 	}
 }
