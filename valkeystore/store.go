@@ -155,6 +155,9 @@ func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a a
 // The first error of any call is returned, with the replies of the calls
 // that succeeded (nil for the others).
 func (s *Store) runEach(ctx context.Context, sc *script, calls []scriptCall) ([]*reply, error) {
+	if len(calls) == 0 {
+		return nil, ctx.Err()
+	}
 	multi := make([]valkey.LuaExec, len(calls))
 	for i, c := range calls {
 		multi[i].Keys, multi[i].Args = s.scriptInput(sc, c.keys, c.args)
