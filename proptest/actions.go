@@ -124,6 +124,7 @@ func init() {
 		{"LanePause", 2, (*machine).actLanePause},
 		{"LaneResume", 3, (*machine).actLaneResume},
 		{"LaneState", 1, (*machine).actLaneState},
+		{"LaneScenario", 2, (*machine).actLaneScenario},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

@@ -98,6 +98,62 @@ func (m *machine) openLane(t *rapid.T, lane model.LaneID) {
 	m.observeQuiet(t)
 }
 
+// pauseLane pauses lane within a scenario and observes store A.
+func (m *machine) pauseLane(t *rapid.T, lane model.LaneID) {
+	t.Helper()
+	mustCall(m, t, "LanePause", &model.LanePauseParams{Lane: lane, Reason: "scenario", Now: m.now()}, optional(model.LaneStore.LanePause))
+	m.observeQuiet(t)
+}
+
+// actLaneScenario pauses a lane, then drives its claim paths: a worker
+// completing an execution of the lane asks for its next one there (the
+// completion applies, the next claim reports Paused), a claim-next on the
+// lane's partition reports Paused (predicted), a grant-and-claim of its
+// waiting work is refused with lane_paused; then it sometimes resumes.
+func (m *machine) actLaneScenario(t *rapid.T) {
+	lane := drawFrom(t, lanes, "scenario_lane")
+	if !m.lanePaused(lane) {
+		m.pauseLane(t, lane)
+	}
+	of := func(want func(*model.ExecutionSnapshot) bool) []*model.ExecutionSnapshot {
+		var out []*model.ExecutionSnapshot
+		for _, r := range m.execs {
+			if s := m.snap(r.id); s != nil && s.Lane == lane && want(s) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	running := of(func(s *model.ExecutionSnapshot) bool {
+		return s.State.LifecyclePhase == model.PhaseActive && m.predictFenced(s, currentFence(s)) == nil
+	})
+	w := drawFrom(t, workerPool, "scenario_worker")
+	if len(running) > 0 {
+		s := drawFrom(t, running, "scenario_running")
+		p := &model.ExecutionCompleteParams{ID: s.ID, Fence: currentFence(s), Source: model.SourceWorker, Now: m.now(),
+			Next: &model.NextClaim{Lane: lane, Capabilities: capUniverse, LiveCapabilities: capUniverse, ScanLimit: 4, LeaseRequest: m.leaseRequest(t, w)}}
+		res := mustCall(m, t, "ExecutionComplete", p, model.Store.ExecutionComplete)
+		m.expect(t, !res.Replayed && res.Next != nil && res.Next.Paused && res.Next.Claimed == nil && res.Next.Admit == nil,
+			"ExecutionComplete with a next claim on paused lane %s: %+v", lane, res.Next)
+		m.observeQuiet(t)
+	}
+	p := &model.ExecutionClaimNextParams{Partition: m.cfg.SoloPartition(lane), Lane: lane, Namespace: drawClaimNamespace(t),
+		Capabilities: capUniverse, LiveCapabilities: capUniverse, ScanLimit: 4, LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
+	m.claimNext(t, p, w, -1)
+	// (a grant, even an expired one, is left alone: grant_already_exists
+	// comes first while it lives)
+	if waiting := of(func(s *model.ExecutionSnapshot) bool { return isEligible(s) && s.Grant == nil }); len(waiting) > 0 {
+		s := drawFrom(t, waiting, "scenario_waiting")
+		g := &model.ExecutionGrantAndClaimParams{ID: s.ID, Capabilities: capUniverse, AdmissionToken: m.freshToken(),
+			LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
+		_, err := call(m, t, "ExecutionGrantAndClaim", g, model.Store.ExecutionGrantAndClaim)
+		m.expect(t, model.CodeOf(err) == model.CodeLanePaused, "ExecutionGrantAndClaim on paused lane %s: %v, want lane_paused", lane, err)
+	}
+	if chance(t, 50, "scenario_resume") {
+		m.openLane(t, lane)
+	}
+}
+
 func (m *machine) actLanePause(t *rapid.T) {
 	p := &model.LanePauseParams{Lane: drawFrom(t, lanes, "lane"), Reason: drawFrom(t, reasons, "reason"), Now: m.now()}
 	bad := invalid(t, 4)
