@@ -117,12 +117,30 @@ func (e *Engine) busy(w *Worker) (wakeNote, bool) {
 
 // workArrived wakes the first idle worker of lane for work on partition
 // (-1: unknown). hops < 0 starts a new chain that may try every worker idle
-// now.
+// now. model.PartitionAll (the lane was resumed: all its work became
+// claimable at once) wakes every idle worker of the lane.
 func (e *Engine) workArrived(lane model.LaneID, partition, hops int) {
 	e.wakes.mu.Lock()
 	lw := e.wakes.lanes[lane]
 	if lw != nil && hops < 0 {
 		lw.seq++
+	}
+	if lw != nil && partition == model.PartitionAll {
+		woken := lw.idle
+		lw.idle = nil
+		for _, w := range woken {
+			for _, l := range w.cfg.Lanes {
+				if x := e.wakes.lanes[l]; x != nil && l != lane {
+					x.idle = slices.DeleteFunc(x.idle, func(y *Worker) bool { return y == w })
+				}
+			}
+			w.note, w.noted = wakeNote{lane: lane, partition: -1}, true
+		}
+		e.wakes.mu.Unlock()
+		for _, w := range woken {
+			w.wake.Notify()
+		}
+		return
 	}
 	if lw == nil || len(lw.idle) == 0 {
 		if lw != nil && partition >= 0 && !slices.Contains(lw.pending, partition) {

@@ -247,8 +247,12 @@ type Outcome struct {
 	Skipped int
 	// Partial reports that the probes did not cover every partition of
 	// the lanes (a spread lane probes a window), so there may be work this
-	// call did not see.
+	// call did not see. A paused lane never makes a call partial.
 	Partial bool
+	// Paused lists the request's lanes found paused (model.LaneStore):
+	// the first probe of a paused lane ends its walk, so its other
+	// partitions are not probed and a spread lane's cursor stays.
+	Paused []model.LaneID
 }
 
 // LeftWork reports whether another worker might claim what this call did
@@ -274,9 +278,14 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 	for i := range n {
 		lane := req.Lanes[(int(call)+i)%n]
 		parts, all, moved := s.partitionsFor(lane, req)
-		out.Partial = out.Partial || !all
+		paused := false
 		for k, part := range parts {
 			claimed, err := s.probe(ctx, req, lane, part, live, adm, out)
+			if errors.Is(err, errLanePaused) {
+				out.Paused = append(out.Paused, lane)
+				paused = true
+				break
+			}
 			if err != nil {
 				return out, err
 			}
@@ -285,9 +294,17 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 					moved(k, true)
 				}
 				out.Claimed = claimed
+				out.Partial = out.Partial || !all
 				return out, nil
 			}
 		}
+		if paused {
+			if moved != nil {
+				moved(-1, false) // keeps the hints and the cursor
+			}
+			continue
+		}
+		out.Partial = out.Partial || !all
 		if moved != nil {
 			moved(len(parts)-1, false)
 		}
@@ -295,13 +312,17 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 	return out, nil
 }
 
+// errLanePaused is probe's answer on a paused lane.
+var errLanePaused = errors.New("lane paused")
+
 // maxAdmissionsPerProbe bounds how many heads needing admission one
 // partition probe admits or blocks before it moves on.
 const maxAdmissionsPerProbe = 8
 
 // probe claims from one partition. A head that needs admission is
 // admitted (or blocked) and, when it was blocked, the partition is probed
-// again, up to maxAdmissionsPerProbe times.
+// again, up to maxAdmissionsPerProbe times. On a paused lane it returns
+// errLanePaused.
 func (s *Scheduler) probe(ctx context.Context, req *Request, lane model.LaneID, part int, live model.Capabilities,
 	adm *admission, out *Outcome) (*model.ClaimResult, error) {
 	for tries := 0; ; tries++ {
@@ -323,6 +344,9 @@ func (s *Scheduler) probe(ctx context.Context, req *Request, lane model.LaneID, 
 		out.Probed++
 		if err != nil {
 			return nil, fmt.Errorf("claim: lane %s partition %d: %w", lane, part, err)
+		}
+		if res.Paused {
+			return nil, errLanePaused
 		}
 		out.Blocked = append(out.Blocked, res.Blocked...)
 		out.Skipped += res.Skipped

@@ -135,6 +135,35 @@ func TestClaimOutcomeLeftWork(t *testing.T) {
 	}
 }
 
+// A paused lane ends its walk at the first probe: it is reported in
+// Paused, leaves no work for another worker (not Partial, even when
+// spread), and the next lane of the request is still tried.
+func TestClaimPausedLane(t *testing.T) {
+	f := newFixture(t, 4)
+	f.register("cpu-1")
+	for p := range 4 {
+		f.create(p, "spread", 0)
+	}
+	other := f.create(f.store.Partitions().SoloPartition("l"), "l", 0)
+	if _, err := f.store.LanePause(f.ctx, &model.LanePauseParams{Lane: "spread", Now: f.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s := claim.New(f.store, f.clock, claim.Config{ProbePartitions: 2,
+		Spread: func(l model.LaneID) bool { return l == "spread" }})
+	r := f.request("cpu-1")
+	r.Lanes = []model.LaneID{"spread"}
+	out, err := s.Claim(f.ctx, r)
+	if err != nil || out.Claimed != nil || out.Probed != 1 || out.Partial || out.LeftWork() ||
+		len(out.Paused) != 1 || out.Paused[0] != "spread" {
+		t.Fatalf("paused spread lane: %+v, %v", out, err)
+	}
+	r.Lanes = []model.LaneID{"spread", "l"}
+	out, err = s.Claim(f.ctx, r)
+	if err != nil || out.Claimed == nil || out.Claimed.ID != other {
+		t.Fatalf("a paused lane and a running one: %+v, %v", out, err)
+	}
+}
+
 // On a spread lane a worker's cursor reaches every partition within
 // ceil(partitions / probe) calls that find nothing, whatever the clock
 // does; claims move it forward; workers start at different offsets; and a

@@ -52,6 +52,9 @@
 //	POST /v1/budgets/{id}/reset                   zero the usage now
 //	POST /v1/quotas                               {"id"?,"rate","window","jitter","concurrency"}
 //	GET  /v1/quotas/{id}?key=K                    one bucket: in window, active, free, retry after
+//	POST /v1/lanes/{lane}/pause                   {"reason"?}: no new attempt starts on the lane, in any process, until resumed
+//	POST /v1/lanes/{lane}/resume                  its waiting work is claimable at once ("was_paused")
+//	GET  /v1/lanes/{lane}                         paused?, since when, why
 //
 // # Contract
 //

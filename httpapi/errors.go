@@ -103,6 +103,7 @@ var codeStatus = map[model.Code]int{
 	model.CodeSummaryConflict:       http.StatusConflict,
 	model.CodeAttemptNotFound:       http.StatusNotFound,
 	model.CodeFeedDisabled:          http.StatusNotFound,
+	model.CodeLanePaused:            http.StatusConflict,
 
 	// Capacity.
 	model.CodeWorkerAtCapacity: http.StatusTooManyRequests,

@@ -36,8 +36,8 @@ type Options struct {
 	// payload_base64 grows by a third on the wire.
 	MaxBodyBytes int64
 	// MaxControlBodyBytes caps the body of an operator action (cancel,
-	// replay, revoke-lease, reclaim, priority, flow cancel) (default
-	// 64 KiB).
+	// replay, revoke-lease, reclaim, priority, flow cancel, lane pause and
+	// resume) (default 64 KiB).
 	MaxControlBodyBytes int64
 	// MaxTails caps the stream tails and feed waits open at once (each
 	// holds its request for up to 30 s); one more is refused with 429
@@ -132,6 +132,9 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/budgets/{id}/reset", a.resetBudget},
 		{"POST /v1/quotas", a.createQuota},
 		{"GET /v1/quotas/{id}", a.quota},
+		{"POST /v1/lanes/{lane}/pause", a.pauseLane},
+		{"POST /v1/lanes/{lane}/resume", a.resumeLane},
+		{"GET /v1/lanes/{lane}", a.lane},
 	}
 	for _, rt := range routes {
 		a.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {

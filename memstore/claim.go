@@ -22,6 +22,11 @@ func checkClaimable(e *execution) error {
 	return nil
 }
 
+// lanePaused reports whether lane is paused (lane_ops.go).
+func (s *Store) lanePaused(lane model.LaneID) bool {
+	return s.paused[lane] != nil
+}
+
 // checkGrant verifies that e holds a live grant of kind issued to the
 // claiming worker instance r, and that the claimer's capabilities still
 // cover e's requirement.
@@ -156,6 +161,10 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 	caps, _ := model.NormalizeCapabilities("capabilities", n.Capabilities)
 	live, _ := model.NormalizeCapabilities("live_capabilities", n.LiveCapabilities)
 	res := &model.ExecutionClaimNextResult{}
+	if s.lanePaused(n.Lane) {
+		res.Paused = true
+		return res
+	}
 	pt := s.parts[part]
 	if pt == nil {
 		return res

@@ -40,6 +40,9 @@ func (s *Store) ExecutionClaim(ctx context.Context, p *model.ExecutionClaimParam
 		if err := checkGrant(e, model.GrantClaim, &p.LeaseRequest, p.Capabilities, now); err != nil {
 			return nil, err
 		}
+		if s.lanePaused(e.lane) {
+			return nil, model.ErrLanePaused
+		}
 		if err := takeAdmission(e, p.AdmissionToken); err != nil {
 			return nil, err
 		}
@@ -72,6 +75,9 @@ func (s *Store) ExecutionGrantAndClaim(ctx context.Context, p *model.ExecutionGr
 		}
 		if missing := e.requiredCaps.Missing(caps); len(missing) > 0 {
 			return nil, model.NewError(model.CodeCapabilityMismatch, missing.CSV())
+		}
+		if s.lanePaused(e.lane) {
+			return nil, model.ErrLanePaused
 		}
 		if err := takeAdmission(e, p.AdmissionToken); err != nil {
 			return nil, err

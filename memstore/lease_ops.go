@@ -127,6 +127,9 @@ func (s *Store) ExecutionReclaim(ctx context.Context, p *model.ExecutionReclaimP
 		if err := checkGrant(e, model.GrantReclaim, &p.LeaseRequest, p.Capabilities, now); err != nil {
 			return nil, err
 		}
+		if s.lanePaused(e.lane) {
+			return nil, model.ErrLanePaused
+		}
 		if s.reclaimCapReached(e, now) {
 			return &model.ExecutionReclaimResult{Outcome: model.ReclaimCapExceeded}, nil
 		}

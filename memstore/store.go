@@ -33,6 +33,8 @@ type Store struct {
 	idem       map[idemKey]idemEntry
 	idemGC     *idemQueue
 	workers    map[model.Namespace]map[model.WorkerInstanceID]*workerRec
+	// paused holds the paused lanes (lane_ops.go).
+	paused map[model.LaneID]*lanePause
 
 	// flows, flowIdx and flowOf are the flows (flow.go): the records, the
 	// flows of each partition, and each member's flow.
@@ -83,6 +85,7 @@ var (
 	_ model.FeedStore           = (*Store)(nil)
 	_ model.FeedNotifier        = (*Store)(nil)
 	_ model.RetentionStore      = (*Store)(nil)
+	_ model.LaneStore           = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,
@@ -107,6 +110,7 @@ func New(opts *Options) *Store {
 		idem:     make(map[idemKey]idemEntry),
 		idemGC:   newIdemQueue(),
 		workers:  make(map[model.Namespace]map[model.WorkerInstanceID]*workerRec),
+		paused:   make(map[model.LaneID]*lanePause),
 		flows:    make(map[model.FlowID]*flowRec),
 		flowIdx:  make(map[int]*btree.BTreeG[model.FlowID]),
 		flowDone: make(map[int]*btree.BTreeG[model.FlowID]),

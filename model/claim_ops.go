@@ -293,6 +293,10 @@ type ExecutionClaimNextResult struct {
 	Blocked []ExecutionID
 	// Skipped counts heads left for a more capable worker.
 	Skipped int
+	// Paused is true when the lane is paused (LaneStore): nothing was
+	// examined, claimed, granted or blocked. The worker should idle until
+	// the lane is resumed (a resume notifies with PartitionAll).
+	Paused bool
 }
 
 // ExecutionUnblockParams returns a blocked execution to the eligible index

@@ -116,6 +116,8 @@ const (
 	CodeAttemptNotFound Code = "attempt_not_found"
 	CodeFeedDisabled    Code = "feed_disabled"
 
+	CodeLanePaused Code = "lane_paused"
+
 	// Engine (worker lifecycle) codes, not store codes.
 	CodeWorkerAlreadyStarted     Code = "worker_already_started"
 	CodeWorkerHasNoHandlers      Code = "worker_has_no_handlers"
@@ -201,6 +203,8 @@ var codeClass = map[Code]Class{
 	CodeSummaryConflict: ClassRetryable,
 	CodeAttemptNotFound: ClassTerminal,
 	CodeFeedDisabled:    ClassTerminal,
+
+	CodeLanePaused: ClassRetryable,
 }
 
 // ClassOf returns the class of a code; unknown codes are terminal.
@@ -416,6 +420,9 @@ var (
 	ErrAttemptNotFound = &Error{Code: CodeAttemptNotFound}
 	// ErrFeedDisabled: the store was not built to keep that feed.
 	ErrFeedDisabled = &Error{Code: CodeFeedDisabled}
+	// ErrLanePaused: the execution's lane is paused (LaneStore); no
+	// attempt starts on it until the lane is resumed.
+	ErrLanePaused = &Error{Code: CodeLanePaused}
 
 	ErrWorkerAlreadyStarted     = &Error{Code: CodeWorkerAlreadyStarted}
 	ErrWorkerHasNoHandlers      = &Error{Code: CodeWorkerHasNoHandlers}

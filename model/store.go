@@ -27,6 +27,9 @@ package model
 //   - SuspendStore (suspend_ops.go): suspension, waitpoints and signals
 //     (issue 11). The engine asserts it when a handler suspends or a
 //     signal is delivered, and runs the suspension scanners only with it.
+//   - LaneStore (lane_ops.go): pausing and resuming lanes (issue 14).
+//     Every store that runs claims should have it; the engine's
+//     PauseLane, ResumeLane and LaneState need it.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //

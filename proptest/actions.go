@@ -13,7 +13,7 @@ import (
 // the clock actions. The actions of each area live in the file named like
 // its storetest and store file: create.go, claim.go, lease.go,
 // terminal.go, scan.go, worker.go, reads.go, flow.go, flow_await.go,
-// suspend.go, admission.go, stream.go, feed.go, retention.go.
+// suspend.go, admission.go, stream.go, feed.go, retention.go, lane.go.
 
 // action is one kind of step. Its weight is how often it is drawn.
 type action struct {
@@ -122,6 +122,11 @@ func init() {
 		{"StreamSummary", 1, (*machine).actStreamSummary},
 		// event feeds (feed.go)
 		{"FeedRead", 2, (*machine).actFeedRead},
+		// lane pause (lane.go)
+		{"LanePause", 2, (*machine).actLanePause},
+		{"LaneResume", 3, (*machine).actLaneResume},
+		{"LaneState", 1, (*machine).actLaneState},
+		{"LaneScenario", 2, (*machine).actLaneScenario},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

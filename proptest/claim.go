@@ -237,15 +237,15 @@ func (m *machine) claimNext(t *rapid.T, p *model.ExecutionClaimNextParams, w poo
 	m.expect(t, err == nil, "ExecutionClaimNext with valid input failed: %v", err)
 	want := m.predictClaimNext(p)
 	var got claimNextOutcome
-	got.blocked, got.skipped = res.Blocked, res.Skipped
+	got.blocked, got.skipped, got.paused = res.Blocked, res.Skipped, res.Paused
 	if res.Claimed != nil {
 		got.claimed = res.Claimed.ID
 	}
 	if res.Admit != nil {
 		got.admit = res.Admit.ID
 	}
-	m.expect(t, cmpEqual(got, want), "ExecutionClaimNext: claimed %v, admit %v, blocked %v, skipped %d; the eligible heads say %v, %v, %v, %d",
-		got.claimed, got.admit, got.blocked, got.skipped, want.claimed, want.admit, want.blocked, want.skipped)
+	m.expect(t, cmpEqual(got, want), "ExecutionClaimNext: claimed %v, admit %v, blocked %v, skipped %d, paused %v; the eligible heads say %v, %v, %v, %d, %v",
+		got.claimed, got.admit, got.blocked, got.skipped, got.paused, want.claimed, want.admit, want.blocked, want.skipped, want.paused)
 	if c := res.Claimed; c != nil {
 		m.acquire(t, "ExecutionClaimNext", m.snap(c.ID), w, p.LeaseRequest, c)
 	}
@@ -267,13 +267,15 @@ type claimNextOutcome struct {
 	admit   model.ExecutionID
 	blocked []model.ExecutionID
 	skipped int
+	paused  bool
 }
 
 // needsAdmission reports whether s has budgets or a quota.
 func needsAdmission(s *model.ExecutionSnapshot) bool { return len(s.Budgets) > 0 || !noQuota(s.Quota) }
 
 // predictClaimNext walks the lane's eligible executions in index order
-// (higher priority first, then creation time, then id) as claim-next must:
+// (higher priority first, then creation time, then id) as claim-next must,
+// unless the lane is paused (then it walks nothing and reports paused):
 // a head with another worker's live grant is skipped; the first head whose
 // required capabilities the worker has is claimed, or returned as Admit
 // when it has budgets or a quota; a head no live worker can serve is
@@ -282,6 +284,9 @@ func (m *machine) predictClaimNext(p *model.ExecutionClaimNextParams) claimNextO
 	type head struct {
 		score int64
 		s     *model.ExecutionSnapshot
+	}
+	if m.lanePaused(p.Lane) {
+		return claimNextOutcome{paused: true}
 	}
 	var heads []head
 	for _, x := range m.obs[0].Execs {

@@ -498,6 +498,7 @@ func (m *machine) claimNow(t *rapid.T, id model.ExecutionID) *model.ClaimResult 
 	m.observeQuiet(t)
 	prev := m.snap(id)
 	m.expect(t, prev != nil && isEligible(prev) && !m.liveGrant(prev), "claiming %v for an await: it is %+v", id, prev)
+	m.openLane(t, prev.Lane)
 	w := drawFrom(t, workerPool, "await_worker")
 	p := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: capUniverse, AdmissionToken: m.freshToken(), LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
 	res := mustCall(m, t, "ExecutionGrantAndClaim", p, model.Store.ExecutionGrantAndClaim)

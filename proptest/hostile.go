@@ -211,7 +211,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 62).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 65).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -656,6 +656,15 @@ func (m *machine) hostileStream(t *rapid.T, op int, id model.ExecutionID, now ti
 			After: plausibleOr(t, "after", rapid.Uint64(), 0, 1), Count: plausibleOr(t, "count", genOddInt, 1, 5, model.MaxStreamRead, model.MaxStreamRead+1),
 			ExcludeBestEffort: genBool.Draw(t, "exclude_best_effort"), Now: now}
 		hostile(m, t, "StreamRead", p, func(p *model.StreamReadParams) error { return p.Validate(cfg) }, streamOp(model.StreamStore.StreamRead))
+	case 61:
+		p := &model.LanePauseParams{Lane: hStr(t, "lane", lanes...), Reason: hStr(t, "reason", reasons...), Now: now}
+		hostile(m, t, "LanePause", p, (*model.LanePauseParams).Validate, optional(model.LaneStore.LanePause))
+	case 62:
+		p := &model.LaneResumeParams{Lane: hStr(t, "lane", lanes...), Now: now}
+		hostile(m, t, "LaneResume", p, (*model.LaneResumeParams).Validate, optional(model.LaneStore.LaneResume))
+	case 63:
+		p := &model.LaneStateParams{Lane: hStr(t, "lane", lanes...)}
+		hostile(m, t, "LaneState", p, (*model.LaneStateParams).Validate, optional(model.LaneStore.LaneState))
 	default:
 		p := &model.StreamSummaryParams{ID: id, Attempt: plausibleOr(t, "attempt", genOddInt, 0, 1), Now: now}
 		hostile(m, t, "StreamSummary", p, func(p *model.StreamSummaryParams) error { return p.Validate(cfg) }, streamOp(model.StreamStore.StreamSummary))

@@ -53,6 +53,7 @@ func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired ma
 		v = append(v, flowStepViolations(prev, cur)...)
 		v = append(v, suspendStepViolations(prev, cur, acquired)...)
 		v = append(v, streamStepViolations(prev, cur)...)
+		v = append(v, laneStepViolations(prev, cur)...)
 		rens := c.renewals
 		if c.renewalsKnown && rens == nil {
 			rens = []feedRenewal{}
@@ -97,6 +98,7 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 	out = append(out, o.dueViolations()...)
 	out = append(out, o.suspendViolations()...)
 	out = append(out, o.flowViolations()...)
+	out = append(out, o.laneViolations()...)
 	out = append(out, o.admissionViolations()...)
 	out = append(out, o.streamViolations()...)
 	out = append(out, o.feedViolations(known)...)

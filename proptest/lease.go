@@ -162,6 +162,9 @@ func (m *machine) actReclaimFlow(t *rapid.T) {
 	if chance(t, 20, "other_caps") {
 		caps = drawCaps(t, "claim_caps", 50)
 	}
+	if s := m.snap(id); s != nil && chance(t, 15, "pause_before_reclaim") {
+		m.pauseLane(t, s.Lane) // the reclaim must be refused (acquire)
+	}
 	m.reclaim(t, id, w, caps)
 }
 

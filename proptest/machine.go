@@ -260,7 +260,7 @@ func (m *machine) observe(t *rapid.T) {
 // observeOptions is what the machine observes: the namespaces' workers,
 // the fixed budgets and quota buckets, the feeds' length.
 func (m *machine) observeOptions() ObserveOptions {
-	return ObserveOptions{Namespaces: namespaces, Budgets: budgetIDs, Quotas: quotaBuckets, FeedLen: m.feedLen}
+	return ObserveOptions{Namespaces: namespaces, Budgets: budgetIDs, Quotas: quotaBuckets, FeedLen: m.feedLen, Lanes: lanes}
 }
 
 // untolerated drops (and logs) the violations Options.KnownViolations
@@ -600,6 +600,7 @@ func (m *machine) expectValidation(t *rapid.T, op string, err error) {
 func (m *machine) acquire(t *rapid.T, op string, prev *model.ExecutionSnapshot, w poolWorker, req model.LeaseRequest, r *model.ClaimResult) {
 	t.Helper()
 	m.expect(t, prev != nil, "%s claimed %v, which was not listed", op, r.ID)
+	m.expect(t, !m.lanePaused(prev.Lane), "%s claimed %v on lane %s, which is paused", op, r.ID, prev.Lane)
 	m.acquired[r.ID]++
 	m.expect(t, r.Lease.Epoch == prev.LeaseEpoch+1, "%s: lease epoch %d after %d, want +1", op, r.Lease.Epoch, prev.LeaseEpoch)
 	m.expect(t, r.Lease.ID == req.LeaseID && r.Lease.WorkerID == req.WorkerID && r.Lease.WorkerInstanceID == req.WorkerInstanceID,

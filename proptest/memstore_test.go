@@ -51,6 +51,16 @@ func outcomeKey(op string, res any, err error) string {
 	if f := v.FieldByName("Replayed"); f.IsValid() && f.Bool() {
 		k += " replayed"
 	}
+	for name, key := range map[string]string{"Paused": " paused", "AlreadyPaused": " already_paused", "WasPaused": " was_paused"} {
+		if f := v.FieldByName(name); f.IsValid() && f.Bool() {
+			k += key
+		}
+	}
+	if f := v.FieldByName("Next"); f.IsValid() && f.Kind() == reflect.Pointer && !f.IsNil() {
+		if p := f.Elem().FieldByName("Paused"); p.IsValid() && p.Bool() {
+			k += " next_paused" // a completion's next claim on a paused lane
+		}
+	}
 	return k
 }
 
@@ -138,6 +148,11 @@ var wantOutcomes = []string{
 	// event feeds (feed.go, feed_observe.go)
 	"FeedRead ok", "FeedRead behind ok", "FeedRead page ok", "FeedRead trimmed ok", "FeedRead invalid_input", "FeedRead feed_disabled",
 	"Feed trimmed ok", "Feed renewed ok", "Feed completed again ok",
+	// lane pause (lane.go)
+	"LanePause ok", "LanePause ok already_paused", "LanePause invalid_input", "LaneResume ok was_paused", "LaneResume ok",
+	"LaneResume invalid_input", "LaneState ok|LaneState ok paused", "LaneState invalid_input",
+	"ExecutionClaimNext ok paused", "ExecutionComplete ok next_paused", "ExecutionClaim lane_paused",
+	"ExecutionGrantAndClaim lane_paused", "ExecutionReclaim lane_paused",
 }
 
 // fencedAny is the outcome code of any fenced operation.

@@ -44,6 +44,9 @@ type Observation struct {
 	Feeds map[FeedKey]*FeedObservation
 	// FeedLen is ObserveOptions.FeedLen.
 	FeedLen int
+	// Lanes holds the pause state of ObserveOptions.Lanes (lane.go); nil
+	// for a store without model.LaneStore.
+	Lanes map[model.LaneID]model.LaneState
 }
 
 // ListObservation is one partition's listing.
@@ -95,6 +98,8 @@ type ObserveOptions struct {
 	// model.Feeds option's EffectiveLen), checked by the invariants; 0:
 	// not known.
 	FeedLen int
+	// Lanes whose pause state is read (of a model.LaneStore).
+	Lanes []model.LaneID
 }
 
 var timerIndexes = []model.IndexKind{
@@ -187,6 +192,9 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 		return nil, err
 	}
 	if err := observeFeeds(ctx, s, o); err != nil {
+		return nil, err
+	}
+	if err := observeLanes(ctx, s, o, opts); err != nil {
 		return nil, err
 	}
 	for _, ns := range opts.Namespaces {

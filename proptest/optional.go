@@ -25,6 +25,7 @@ func checkOptional(i int, s model.Store) error {
 		{"StreamStore", is[model.StreamStore](s)},
 		{"FeedStore", is[model.FeedStore](s)},
 		{"RetentionStore", is[model.RetentionStore](s)},
+		{"LaneStore", is[model.LaneStore](s)},
 	} {
 		if !c.ok {
 			return fmt.Errorf("proptest: store %d (%T) does not implement model.%s; the machine calls every operation", i, s, c.name)

@@ -1211,6 +1211,7 @@ func (m *machine) actSuspendScenario(t *rapid.T) {
 		if s == nil || !isEligible(s) {
 			return
 		}
+		m.openLane(t, s.Lane)
 		w := drawFrom(t, workerPool, "scenario_worker")
 		cp := &model.ExecutionGrantAndClaimParams{ID: id, Capabilities: capUniverse, AdmissionToken: m.freshToken(), LeaseRequest: m.leaseRequest(t, w), Now: m.now()}
 		cr := mustCall(m, t, "ExecutionGrantAndClaim", cp, model.Store.ExecutionGrantAndClaim)

@@ -40,10 +40,15 @@ func (m *machine) actComplete(t *rapid.T) {
 	src, f := m.fencedSource(t, id)
 	p := &model.ExecutionCompleteParams{ID: id, Fence: f, Source: src, Result: drawFrom(t, payloads, "result"), Now: m.now()}
 	var w poolWorker
-	if chance(t, 3, "with_next") {
+	// a next claim is rare, but common on a paused lane (lane.go)
+	paused := m.pausedLanes()
+	if chance(t, 3, "with_next") || (len(paused) > 0 && chance(t, 20, "next_on_paused")) {
 		lane := drawFrom(t, lanes, "next_lane")
 		if prev := m.snap(id); prev != nil && chance(t, 2, "next_same_lane") {
 			lane = prev.Lane
+		}
+		if len(paused) > 0 && chance(t, 50, "next_paused_lane") {
+			lane = drawFrom(t, paused, "next_paused")
 		}
 		w = drawFrom(t, workerPool, "next_worker")
 		caps := drawCaps(t, "next_caps", 60)
@@ -81,7 +86,7 @@ func (m *machine) actComplete(t *rapid.T) {
 		Capabilities: p.Next.Capabilities, LiveCapabilities: p.Next.LiveCapabilities, ScanLimit: p.Next.ScanLimit,
 		LeaseRequest: p.Next.LeaseRequest, Now: p.Now})
 	var got claimNextOutcome
-	got.blocked, got.skipped = res.Next.Blocked, res.Next.Skipped
+	got.blocked, got.skipped, got.paused = res.Next.Blocked, res.Next.Skipped, res.Next.Paused
 	if res.Next.Claimed != nil {
 		got.claimed = res.Next.Claimed.ID
 	}

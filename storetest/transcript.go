@@ -432,6 +432,9 @@ func (r *transcriptRun) do(cmd string, a *args) (string, error) {
 	if out, ok, err := r.doSuspend(cmd, a); ok {
 		return out, err
 	}
+	if out, ok, err := r.doLane(cmd, a); ok {
+		return out, err
+	}
 	switch cmd {
 	case "advance-clock":
 		if len(a.pos) != 1 {

@@ -89,7 +89,7 @@ func admissionGrantTTL(d time.Duration) time.Duration {
 // execution's fields are at the same level, with claimed = 1, and so are a
 // granted admission candidate's, with admit = 1.
 func claimNextResult(r *reply) *model.ExecutionClaimNextResult {
-	res := &model.ExecutionClaimNextResult{Skipped: r.int("skipped")}
+	res := &model.ExecutionClaimNextResult{Skipped: r.int("skipped"), Paused: r.has("paused")}
 	for _, id := range r.strs("blocked") {
 		eid, perr := model.ParseExecutionID(id)
 		if perr != nil {

@@ -18,6 +18,7 @@ var (
 	_ model.WorkNotifier   = (*Store)(nil)
 	_ model.LeaseNotifier  = (*Store)(nil)
 	_ model.FlowStore      = (*Store)(nil)
+	_ model.LaneStore      = (*Store)(nil)
 	_ model.AdmissionStore = (*Store)(nil)
 	_ model.StreamStore    = (*Store)(nil)
 	_ model.StreamNotifier = (*Store)(nil)

@@ -25,19 +25,19 @@ import (
 func TestHotPathCommands(t *testing.T) {
 	hotPath(t, model.Feeds{}, map[string]string{
 		"create":     "evalsha=1 exists=1 hset=1 publish=1 set=1 zadd=3",
-		"claim_next": "evalsha=1 get=1 hgetall=1 hmget=1 hset=2 rpush=1 zadd=1 zrange=1 zrem=1",
+		"claim_next": "evalsha=1 exists=1 get=1 hgetall=1 hmget=1 hset=2 rpush=1 zadd=1 zrange=1 zrem=1",
 		"renew":      "evalsha=1 hmget=1 hset=1 zadd=1",
 		// A completion reads X:flow once (flow_settle: is the execution a
 		// flow member whose edges it resolves?); a miss for a solo job.
 		"complete":      "evalsha=1 get=1 hmget=1 hset=2 rpush=1 set=1 zadd=1 zrem=1",
-		"complete_next": "evalsha=1 get=2 hgetall=1 hmget=2 hset=4 rpush=2 set=1 zadd=2 zrange=1 zrem=2",
+		"complete_next": "evalsha=1 exists=1 get=2 hgetall=1 hmget=2 hset=4 rpush=2 set=1 zadd=2 zrange=1 zrem=2",
 	})
 	hotPath(t, model.Feeds{Completions: true, Leases: true}, map[string]string{
 		"create":        "evalsha=1 exists=1 hset=1 publish=1 set=1 zadd=3",
-		"claim_next":    "evalsha=1 get=2 hgetall=1 hmget=1 hset=2 publish=1 rpush=1 xadd=1 zadd=1 zrange=1 zrem=1",
+		"claim_next":    "evalsha=1 exists=1 get=2 hgetall=1 hmget=1 hset=2 publish=1 rpush=1 xadd=1 zadd=1 zrange=1 zrem=1",
 		"renew":         "evalsha=1 get=1 hmget=1 hset=1 publish=1 xadd=1 zadd=1",
 		"complete":      "evalsha=1 get=2 hmget=1 hset=2 publish=2 rpush=1 set=1 strlen=1 xadd=2 zadd=1 zrem=1",
-		"complete_next": "evalsha=1 get=4 hgetall=1 hmget=2 hset=4 publish=2 rpush=2 set=1 strlen=1 xadd=3 zadd=2 zrange=1 zrem=2",
+		"complete_next": "evalsha=1 exists=1 get=4 hgetall=1 hmget=2 hset=4 publish=2 rpush=2 set=1 strlen=1 xadd=3 zadd=2 zrange=1 zrem=2",
 	})
 }
 

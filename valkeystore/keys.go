@@ -61,6 +61,8 @@ import (
 //	I:lane:<L>:route:<ns>:<csv>   ZSET  route-blocked executions of
 //	                                    namespace <ns> whose required
 //	                                    capabilities are <csv>
+//	I:lane:<L>:paused             STRING  "<at ms>|<reason>" while the lane is
+//	                                      paused (model.LaneStore, lane_ops.go)
 //	I:lane:<L>:route_groups       ZSET (score 0)  the non-empty <ns>:<csv>s
 //	                                    (a namespace has no ':'; read by
 //	                                    lexical range per namespace)

@@ -13,7 +13,8 @@ import (
 //
 // Every script that puts an execution into a lane's eligible index (create,
 // promote, unblock, recover, replay, a past-due delay) publishes on the
-// channel P:work:<lane> in the same atomic step. WatchWork subscribes to the
+// channel P:work:<lane> in the same atomic step, and so does the last step
+// of a lane's resume (the message '*': the whole lane). WatchWork subscribes to the
 // lane's channel (one subscription per lane and store, shared by all its
 // watchers) and calls the watchers' functions for each message, so an idle
 // worker in any process wakes without polling.
@@ -69,8 +70,12 @@ func (s *Store) WatchWork(lane model.LaneID, f func(partition int)) (stop func()
 			pin: func(ctx context.Context, dc valkey.DedicatedClient) error {
 				return dc.Do(ctx, dc.B().Exists().Key(s.keys.idx(s.cfg.SoloPartition(lane))+"lanes").Build()).Error()
 			},
-			// The message is the execution's id, which names its partition.
+			// The message is the execution's id, which names its partition,
+			// or '*' from a resume of the lane (lane_resume.lua).
 			parse: func(msg string) (int, bool) {
+				if msg == "*" {
+					return model.PartitionAll, true
+				}
 				if id, err := model.ParseExecutionID(msg); err == nil {
 					return id.Partition(), true
 				}

@@ -298,7 +298,7 @@ var sentinels = func() map[model.Code]*model.Error {
 		model.ErrWaitpointClosed, model.ErrWaitpointNotPending, model.ErrWaitpointLimit, model.ErrSignalLimit,
 		model.ErrIdempotencyConflict, model.ErrBudgetNotFound, model.ErrQuotaNotFound, model.ErrBudgetExceeded,
 		model.ErrAdmissionRequired, model.ErrStreamClosed, model.ErrSummaryConflict, model.ErrAttemptNotFound,
-		model.ErrFeedDisabled, model.ErrInFlow,
+		model.ErrFeedDisabled, model.ErrInFlow, model.ErrLanePaused,
 	} {
 		m[e.Code] = e
 	}

@@ -574,6 +574,10 @@ var (
 
 	scriptFeedRead = declareRead("feed_read")
 
+	scriptLanePause  = declare("lane_pause")
+	scriptLaneResume = declare("lane_resume")
+	scriptLaneState  = declareRead("lane_state")
+
 	scriptStreamAppend  = declare("stream_append")
 	scriptStreamRead    = declareRead("stream_read")
 	scriptStreamSummary = declareRead("stream_summary")

@@ -144,7 +144,50 @@ type args map[string]any
 // panics. A script error comes back as its *model.Error; a client or
 // server failure wrapped with the op name.
 func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a args) (*reply, error) {
-	ks := make([]string, len(sc.keys))
+	ks, as := s.scriptInput(sc, keys, a)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.decode(sc, sc.lua.Exec(ctx, s.client, ks, as))
+}
+
+// runEach executes sc once per element of calls, pipelined (each call is
+// its own atomic step, on its own slot), and returns the replies in order.
+// The first error of any call is returned, with the replies of the calls
+// that succeeded (nil for the others).
+func (s *Store) runEach(ctx context.Context, sc *script, calls []scriptCall) ([]*reply, error) {
+	if len(calls) == 0 {
+		return nil, ctx.Err()
+	}
+	multi := make([]valkey.LuaExec, len(calls))
+	for i, c := range calls {
+		multi[i].Keys, multi[i].Args = s.scriptInput(sc, c.keys, c.args)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]*reply, len(calls))
+	var first error
+	for i, res := range sc.lua.ExecMulti(ctx, s.client, multi...) {
+		r, err := s.decode(sc, res)
+		if err != nil && first == nil {
+			first = err
+		}
+		out[i] = r
+	}
+	return out, first
+}
+
+// scriptCall is one call of runEach: keys and arguments by name, as run
+// takes them.
+type scriptCall struct {
+	keys map[string]string
+	args args
+}
+
+// scriptInput orders keys and a by sc's header (see run).
+func (s *Store) scriptInput(sc *script, keys map[string]string, a args) (ks, as []string) {
+	ks = make([]string, len(sc.keys))
 	for i, n := range sc.keys {
 		k, ok := keys[n]
 		if !ok {
@@ -152,7 +195,7 @@ func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a a
 		}
 		ks[i] = k
 	}
-	as := make([]string, len(sc.args))
+	as = make([]string, len(sc.args))
 	given := 0
 	for i, n := range sc.args {
 		v, ok := a[n]
@@ -168,10 +211,11 @@ func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a a
 	if given != len(a) {
 		panic(fmt.Sprintf("valkeystore: %s: %d arguments given, %d of them declared", sc.name, len(a), given))
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	res := sc.lua.Exec(ctx, s.client, ks, as)
+	return ks, as
+}
+
+// decode reads the reply of one execution of sc.
+func (s *Store) decode(sc *script, res valkey.ValkeyResult) (*reply, error) {
 	if err := res.Error(); err != nil {
 		return nil, transportError(sc.name, sc.sourceError(err))
 	}

@@ -11,6 +11,7 @@ local err = check_claimable(e)
 if err ~= nil then return err end
 err = check_grant(e, 'claim', A_worker_id, A_worker_instance_id, A_capabilities, now)
 if err ~= nil then return err end
+if lane_paused(e.lane) then return fail('lane_paused') end
 local r = lease_req()
 r.token = A_admission_token
 err = check_admission(e, r)

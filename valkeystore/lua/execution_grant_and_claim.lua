@@ -18,6 +18,7 @@ if not redis.call('ZSCORE', lane_key(e.lane, 'eligible'), e.id) then
 end
 local missing = missing_caps(e.required_caps, A_capabilities)
 if missing ~= '' then return fail('capability_mismatch', missing) end
+if lane_paused(e.lane) then return fail('lane_paused') end
 local r = lease_req()
 r.token = A_admission_token
 local err = check_admission(e, r)

@@ -10,6 +10,7 @@ if e == nil then return fail('execution_not_found') end
 if not reclaimable(e) then return fail('execution_not_reclaimable') end
 local err = check_grant(e, 'reclaim', A_worker_id, A_worker_instance_id, A_capabilities, now)
 if err ~= nil then return err end
+if lane_paused(e.lane) then return fail('lane_paused') end
 if reclaim_cap_reached(e, now) then
   flow_settle(now)
   return { 'status', 'reclaim_cap_exceeded' }

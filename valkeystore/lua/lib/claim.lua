@@ -70,6 +70,12 @@ local function renew_deadline(now, ttl)
   return now + (x - x % 3) / 3
 end
 
+-- lane_paused reports whether lane is paused (LaneStore: the flag
+-- lane:<L>:paused of the script's partition, lane_pause.lua).
+local function lane_paused(lane)
+  return redis.call('EXISTS', lane_key(lane, 'paused')) == 1
+end
+
 -- check_admission is a claim's last check: an execution with a quota
 -- needs the admission token the lease will hold (r.token).
 local function check_admission(e, r)
@@ -202,10 +208,13 @@ end
 -- same level: every nested table costs the server more to send), or
 -- admit = 1 and the AdmissionCandidate's pairs.
 --
+-- A paused lane (lane_paused) is not walked: the reply is paused = 1.
+--
 -- The heads are read one first (usually it is claimed), then the rest; a
 -- walked head leaves the eligible index only when it is blocked, so the
 -- unwalked ones start at rank walked - blocked.
 local function claim_next(lane, ns, caps, live, scan_limit, r, now)
+  if lane_paused(lane) then return { 'paused', 1, 'blocked', {}, 'skipped', 0 } end
   local key = lane_key(lane, 'eligible')
   local blocked = {}
   local skipped, walked, want = 0, 0, 1
