@@ -121,7 +121,7 @@ func init() {
 		{"StreamRead", 2, (*machine).actStreamRead},
 		{"StreamSummary", 1, (*machine).actStreamSummary},
 		// event feeds (feed.go)
-		{"FeedRead", 2, (*machine).actFeedRead},
+		{"FeedRead", 3, (*machine).actFeedRead},
 		// lane pause (lane.go)
 		{"LanePause", 2, (*machine).actLanePause},
 		{"LaneResume", 3, (*machine).actLaneResume},

@@ -51,7 +51,7 @@ func drawFeeds(t *rapid.T) model.Feeds {
 	switch k := genPercent.Draw(t, "feeds"); {
 	case k < 40:
 		return both(0)
-	case k < 75:
+	case k < 70:
 		return both(8)
 	case k < 85:
 		return both(3)
