@@ -77,7 +77,7 @@ func retentionWarm(ctx context.Context, s model.Store, now time.Time) error {
 		return err
 	}
 	if d, err := storetest.TrimDue(ctx, s, now.Add(time.Hour)); err != nil || d != 1 {
-		return fmt.Errorf("warm-up trim deleted %d: %v", d, err)
+		return fmt.Errorf("warm-up trim deleted %d: %w", d, err)
 	}
 	return nil
 }
