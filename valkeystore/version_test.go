@@ -1,9 +1,11 @@
 package valkeystore
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -248,13 +250,56 @@ return redis.call('HMGET', k.core, 'n', 's', 'c')`
 	})
 }
 
-// TestRecordV2ReadAsV4 stores a record of layout v2 (the current one less
-// the fields v3 appended: adm, and the cold budgets, quota, quota_key,
-// adm_token, blocked_budget; and the one v4 appended: stream_open), as a
-// v2 build wrote it: this build reads it with no admission, claims and
-// completes it, and saves it in the current layout (miniredis and real
-// servers).
-func TestRecordV2ReadAsV4(t *testing.T) {
+// cutBack turns a record of the current layout (hot numbers n, cold
+// fields c) into one of layout version v as a v build wrote it: the
+// fields appended since are dropped from the end of each array (hot
+// numbers, cold numbers, cold strings; hot strings have not grown since
+// v1). It fails t unless the dropped fields hold their blank values.
+func cutBack(t *testing.T, n, c string, v, hot, coldNums, coldStrs int) (string, string) {
+	t.Helper()
+	var nums, cold []json.RawMessage
+	if err := json.Unmarshal([]byte(n), &nums); err != nil || len(nums) <= hot {
+		t.Fatalf("record n = %s: %v", n, err)
+	}
+	if err := json.Unmarshal([]byte(c), &cold); err != nil || len(cold) != 2 {
+		t.Fatalf("record c = %s: %v", c, err)
+	}
+	var cn, cs []json.RawMessage
+	if err := json.Unmarshal(cold[0], &cn); err != nil || len(cn) < coldNums {
+		t.Fatalf("record c = %s: %v", c, err)
+	}
+	if err := json.Unmarshal(cold[1], &cs); err != nil || len(cs) < coldStrs {
+		t.Fatalf("record c = %s: %v", c, err)
+	}
+	blank := func(xs []json.RawMessage, zero string) {
+		for _, x := range xs {
+			if string(x) != zero {
+				t.Fatalf("record n = %s, c = %s: a field appended after v%d is not blank", n, c, v)
+			}
+		}
+	}
+	blank(nums[len(nums)-hot:], "0")
+	blank(cn[len(cn)-coldNums:], "0")
+	blank(cs[len(cs)-coldStrs:], `""`)
+	join := func(xs []json.RawMessage) string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = string(x)
+		}
+		return "[" + strings.Join(out, ",") + "]"
+	}
+	nums = append([]json.RawMessage{json.RawMessage(strconv.Itoa(v))}, nums[1:len(nums)-hot]...)
+	return join(nums), "[" + join(cn[:len(cn)-coldNums]) + "," + join(cs[:len(cs)-coldStrs]) + "]"
+}
+
+// TestRecordV2ReadAsCurrent stores a record of layout v2 (the current one
+// less the fields v3 appended: adm, and the cold budgets, quota,
+// quota_key, adm_token, blocked_budget; the one v4 appended: stream_open;
+// and those v5 appended: ret_ok, and the cold ret_failed, ret_cancelled,
+// idem_key), as a v2 build wrote it: this build reads it with no admission
+// and no retention, claims and completes it, and saves it in the current
+// layout (miniredis and real servers).
+func TestRecordV2ReadAsCurrent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		c := b.client(t)
 		s := newStoreWith(t, c, nil)
@@ -272,20 +317,15 @@ func TestRecordV2ReadAsV4(t *testing.T) {
 			}
 			return v
 		}
-		// v2: the version 2, and each array less its v3 and v4 fields
-		n, cold := get("n"), get("c")
-		want := fmt.Sprintf("[%d,", recordVersion)
-		if recordVersion != 4 || !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0]") ||
-			!strings.HasSuffix(cold, `,"","","","",""]]`) {
-			t.Fatalf("record n = %s, c = %s: not the v4 layout this test cuts back", n, cold)
+		if recordVersion != 5 {
+			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
-		n2 := "[2," + n[len(want):len(n)-len(",0,0]")] + "]"
-		c2 := cold[:len(cold)-len(`,"","","","",""]]`)] + "]]"
+		n2, c2 := cutBack(t, get("n"), get("c"), 2, 3, 2, 6)
 		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n2).FieldValue("c", c2).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
-		if err != nil || d.Budgets != nil || !model.UUID(d.Quota).IsZero() || d.AdmissionToken != "" {
+		if err != nil || d.Budgets != nil || !model.UUID(d.Quota).IsZero() || d.AdmissionToken != "" || d.Retention != (model.Retention{}) {
 			t.Fatalf("describe of a v2 record: %+v, %v", d, err)
 		}
 		r, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: id, LeaseRequest: sq.req("wi", ttl), Now: at(time.Second)})
@@ -295,18 +335,20 @@ func TestRecordV2ReadAsV4(t *testing.T) {
 		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0]") {
-			t.Fatalf("saved record n = %s, want the v4 layout", n)
+		want := fmt.Sprintf("[%d,", recordVersion)
+		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0,0]") {
+			t.Fatalf("saved record n = %s, want the current layout", n)
 		}
 	})
 }
 
-// TestRecordV3ReadAsV4 stores a record of layout v3 (the current one less
-// stream_open, which v4 appended) as a v3 build wrote it, of an active
-// execution: this build reads it with no open stream, opens one with the
-// first frame (saving the record in the current layout), and the
-// completion closes it (miniredis and real servers).
-func TestRecordV3ReadAsV4(t *testing.T) {
+// TestRecordV3ReadAsCurrent stores a record of layout v3 (the current one
+// less stream_open, which v4 appended, and ret_ok, ret_failed,
+// ret_cancelled and idem_key, which v5 appended) as a v3 build wrote it,
+// of an active execution: this build reads it with no open stream, opens
+// one with the first frame (saving the record in the current layout), and
+// the completion closes it (miniredis and real servers).
+func TestRecordV3ReadAsCurrent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		c := b.client(t)
 		s := newStoreWith(t, c, nil)
@@ -320,21 +362,21 @@ func TestRecordV3ReadAsV4(t *testing.T) {
 			t.Fatal(err)
 		}
 		core := s.keys.execKeys(id)["core"]
-		get := func() string {
+		hget := func(f string) string {
 			t.Helper()
-			v, err := c.Do(bg, c.B().Hget().Key(core).Field("n").Build()).ToString()
+			v, err := c.Do(bg, c.B().Hget().Key(core).Field(f).Build()).ToString()
 			if err != nil {
 				t.Fatal(err)
 			}
 			return v
 		}
-		n := get()
-		want := fmt.Sprintf("[%d,", recordVersion)
-		if recordVersion != 4 || !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0]") {
-			t.Fatalf("record n = %s: not the v4 layout this test cuts back", n)
+		get := func() string { return hget("n") }
+		if recordVersion != 5 {
+			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
-		n3 := "[3," + n[len(want):len(n)-len(",0]")] + "]"
-		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n3).Build()).Error(); err != nil {
+		want := fmt.Sprintf("[%d,", recordVersion)
+		n3, c3 := cutBack(t, get(), hget("c"), 3, 2, 2, 1)
+		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n3).FieldValue("c", c3).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		read := func(now time.Time) *model.StreamReadResult {
@@ -354,8 +396,8 @@ func TestRecordV3ReadAsV4(t *testing.T) {
 		if _, err := s.StreamAppend(bg, frameP(id, r.Fence(), model.StreamDurable, "x", at(time.Second))); err != nil {
 			t.Fatal(err)
 		}
-		if n := get(); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",1]") {
-			t.Fatalf("record n = %s after the first frame, want the v4 layout with stream_open 1", n)
+		if n := get(); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",1,0]") {
+			t.Fatalf("record n = %s after the first frame, want the current layout with stream_open 1", n)
 		}
 		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
 			t.Fatal(err)
