@@ -76,8 +76,12 @@ func retentionWarm(ctx context.Context, s model.Store, now time.Time) error {
 	if _, err := storetest.FillCompleted(ctx, s, 1, 1, "s5", retentionKeep, now); err != nil {
 		return err
 	}
-	if d, err := storetest.TrimDue(ctx, s, now.Add(time.Hour)); err != nil || d != 1 {
-		return fmt.Errorf("warm-up trim deleted %d: %w", d, err)
+	d, err := storetest.TrimDue(ctx, s, now.Add(time.Hour))
+	if err != nil {
+		return fmt.Errorf("warm-up trim: %w", err)
+	}
+	if d != 1 {
+		return fmt.Errorf("warm-up trim deleted %d executions, want 1", d)
 	}
 	return nil
 }
