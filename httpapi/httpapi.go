@@ -135,6 +135,8 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/lanes/{lane}/pause", a.pauseLane},
 		{"POST /v1/lanes/{lane}/resume", a.resumeLane},
 		{"GET /v1/lanes/{lane}", a.lane},
+		{"GET /v1/lanes", a.lanes},
+		{"GET /v1/counts", a.counts},
 	}
 	for _, rt := range routes {
 		a.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {

@@ -69,3 +69,48 @@ func TestLanePauseResume(t *testing.T) {
 		t.Fatalf("second resume: %+v", st)
 	}
 }
+
+type countsResp struct {
+	Rows []struct {
+		Namespace, Lane, Kind, State string
+		Count                        int64
+	} `json:"rows"`
+	ByState map[string]int64 `json:"by_state"`
+	Total   int64            `json:"total"`
+}
+
+type lanesResp struct {
+	Lanes []struct {
+		Lane     string           `json:"lane"`
+		Counts   map[string]int64 `json:"counts"`
+		Backlog  int64            `json:"backlog"`
+		Workers  int              `json:"workers"`
+		Unserved bool             `json:"unserved"`
+		Paused   bool             `json:"paused"`
+	} `json:"lanes"`
+}
+
+// TestCountsAndLanes reads the counters and the lane listing over HTTP.
+func TestCountsAndLanes(t *testing.T) {
+	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true})
+	c := newClient(t, h.Engine, nil)
+	for _, lane := range []string{"emails", "emails", "reports"} {
+		ok[map[string]any](c, http.StatusCreated, "POST", "/v1/executions", `{"kind":"send","lane":"`+lane+`","payload":{}}`)
+	}
+	got := ok[countsResp](c, http.StatusOK, "GET", "/v1/counts", "")
+	if got.Total != 3 || got.ByState["waiting"] != 3 || len(got.Rows) != 2 || got.Rows[0].Lane != "emails" || got.Rows[0].Count != 2 ||
+		got.Rows[0].State != "waiting" || got.Rows[0].Kind != "send" {
+		t.Fatalf("counts: %+v", got)
+	}
+	if got := ok[countsResp](c, http.StatusOK, "GET", "/v1/counts?lane=reports&kind=send", ""); got.Total != 1 {
+		t.Fatalf("counts of lane reports: %+v", got)
+	}
+	c.fails(http.StatusBadRequest, "invalid_input", "GET", "/v1/counts?lane=bad%20lane", "")
+	ok[laneState](c, http.StatusOK, "POST", "/v1/lanes/reports/pause", "")
+	ls := ok[lanesResp](c, http.StatusOK, "GET", "/v1/lanes", "")
+	if len(ls.Lanes) != 2 || ls.Lanes[0].Lane != "emails" || ls.Lanes[0].Backlog != 2 || !ls.Lanes[0].Unserved ||
+		ls.Lanes[0].Workers != 0 || ls.Lanes[0].Paused || ls.Lanes[1].Lane != "reports" || !ls.Lanes[1].Paused ||
+		ls.Lanes[1].Counts["waiting"] != 1 {
+		t.Fatalf("lanes: %+v", ls)
+	}
+}

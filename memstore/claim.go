@@ -85,7 +85,7 @@ func (s *Store) claim(e *execution, r *model.LeaseRequest, now int64) *model.Cla
 	if e.startedAt == 0 {
 		e.startedAt = now
 	}
-	e.setState(now, model.PhaseActive, model.OwnershipLeased, model.NotApplicable, model.BlockingNone, model.OutcomeNone, model.AttemptRunning)
+	s.setState(e, now, model.PhaseActive, model.OwnershipLeased, model.NotApplicable, model.BlockingNone, model.OutcomeNone, model.AttemptRunning)
 	p.leaseExpiry.add(e.id, e.lease.expiresAt)
 	l.active.add(e.id, e.lease.expiresAt)
 	p.wl(r.WorkerInstanceID).add(e.id)
@@ -129,7 +129,7 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 	es, _ := model.BlockedEligibility(reason)
 	_, l := s.indexesOf(e)
 	l.eligible.remove(e.id)
-	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, es, reason, model.OutcomeNone, e.attemptState)
+	s.setState(e, now, model.PhaseRunnable, model.OwnershipUnowned, es, reason, model.OutcomeNone, e.attemptState)
 	e.blockingDetail = detail
 	clearGrant(e)
 	l.blocked[es].add(e.id, now)
@@ -150,7 +150,7 @@ func (s *Store) block(e *execution, now int64, reason model.BlockingReason, deta
 // unblock makes a blocked execution eligible.
 func (s *Store) unblock(e *execution, now int64) {
 	s.removeFromLane(e)
-	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.attemptState)
+	s.setState(e, now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.attemptState)
 	s.addEligible(e)
 }
 

@@ -239,7 +239,7 @@ type flowTally struct{ released, skipped int }
 func (s *Store) hold(e *execution, now int64, as model.AttemptState) {
 	s.removeFromLane(e)
 	_, l := s.indexesOf(e)
-	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.BlockedByDependencies, model.WaitingForChildren, model.OutcomeNone, as)
+	s.setState(e, now, model.PhaseRunnable, model.OwnershipUnowned, model.BlockedByDependencies, model.WaitingForChildren, model.OutcomeNone, as)
 	clearGrant(e)
 	l.blocked[model.BlockedByDependencies].add(e.id, now)
 }

@@ -67,13 +67,13 @@ func (s *Store) addEligible(e *execution) {
 // set.
 func (s *Store) makeRunnable(e *execution, now, delayUntil int64, delayReason model.BlockingReason, as model.AttemptState) {
 	if delayUntil > now {
-		e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.NotEligibleUntilTime, delayReason, model.OutcomeNone, as)
+		s.setState(e, now, model.PhaseRunnable, model.OwnershipUnowned, model.NotEligibleUntilTime, delayReason, model.OutcomeNone, as)
 		e.delayUntil = delayUntil
 		_, l := s.indexesOf(e)
 		l.delayed.add(e.id, delayUntil)
 		return
 	}
-	e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, as)
+	s.setState(e, now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, as)
 	e.delayUntil = 0
 	s.addEligible(e)
 }
@@ -111,7 +111,7 @@ func (s *Store) terminate(e *execution, now int64, to model.TerminalOutcome) {
 	if e.totalAttempts == 0 {
 		as = model.AttemptNone
 	}
-	e.setState(now, model.PhaseTerminal, model.OwnershipUnowned, model.NotApplicable, model.BlockingNone, to, as)
+	s.setState(e, now, model.PhaseTerminal, model.OwnershipUnowned, model.NotApplicable, model.BlockingNone, to, as)
 	e.terminalAt = now
 	e.delayUntil = 0
 	clearPending(e)

@@ -49,6 +49,9 @@ type partition struct {
 	releases *releaseOutbox
 	// feeds holds the event feeds (feed.go), nil until first used.
 	feeds map[model.FeedKind]*feedLog
+	// counts holds the executions per namespace, lane, kind and public
+	// state (count_ops.go), nil until first used.
+	counts map[countKey]int64
 }
 
 // laneIndexes holds one lane's sorted sets in one partition.

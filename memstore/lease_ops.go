@@ -51,7 +51,7 @@ func (s *Store) LeaseMarkExpired(ctx context.Context, p *model.LeaseMarkExpiredP
 			return status(model.MarkExpiredNotYetExpired)
 		}
 		s.notifyLease(e, model.LeaseNoticeExpired)
-		e.setState(now, model.PhaseActive, model.OwnershipLeaseExpiredReclaimable, model.NotApplicable,
+		s.setState(e, now, model.PhaseActive, model.OwnershipLeaseExpiredReclaimable, model.NotApplicable,
 			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
 		e.leaseExpiredAt = now
 		s.addHistory(e, now, model.LeaseExpired, "")
@@ -88,7 +88,7 @@ func (s *Store) LeaseRevoke(ctx context.Context, p *model.LeaseRevokeParams) (*m
 		// A revoked lease stays discoverable for recovery: its lease-expiry
 		// entry moves to now, so the lease-expiry scanner recovers it at once.
 		pt.leaseExpiry.add(e.id, now)
-		e.setState(now, model.PhaseActive, model.OwnershipLeaseRevoked, model.NotApplicable,
+		s.setState(e, now, model.PhaseActive, model.OwnershipLeaseRevoked, model.NotApplicable,
 			model.WaitingForWorker, model.OutcomeNone, model.AttemptInterrupted)
 		e.leaseRevokedAt = now
 		e.revokeReason = p.Reason

@@ -87,6 +87,7 @@ func (s *Store) ExecutionDelete(ctx context.Context, p *model.ExecutionDeletePar
 // its record (attempts, history, streams, suspension and signals are
 // fields of it), its waitpoints and every index entry.
 func (s *Store) deleteExec(pt *partition, e *execution) {
+	s.countMove(e, e.counted(), 0)
 	s.removeFromLane(e)
 	pt.retention.remove(e.id)
 	pt.all.remove(e.id)

@@ -39,7 +39,7 @@ func (s *Store) ExecutionPromoteDelayed(ctx context.Context, p *model.ExecutionP
 		}
 		s.removeFromLane(e)
 		e.delayUntil = 0
-		e.setState(now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.attemptState)
+		s.setState(e, now, model.PhaseRunnable, model.OwnershipUnowned, model.EligibleNow, model.WaitingForWorker, model.OutcomeNone, e.attemptState)
 		s.addEligible(e)
 		return status(model.PromotePromoted)
 	})

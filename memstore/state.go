@@ -15,9 +15,11 @@ func blockedIndex(es model.EligibilityState) string {
 	return model.IndexFor(es)
 }
 
-// setState writes all seven dimensions and stamps the transition.
-func (e *execution) setState(now int64, lp model.LifecyclePhase, os model.OwnershipState,
+// setState writes all seven dimensions, stamps the transition and moves e
+// between the counters of its old and new public state (count_ops.go).
+func (s *Store) setState(e *execution, now int64, lp model.LifecyclePhase, os model.OwnershipState,
 	es model.EligibilityState, br model.BlockingReason, to model.TerminalOutcome, as model.AttemptState) {
+	s.countMove(e, e.counted(), model.DerivePublicState(lp, es, to))
 	e.lifecyclePhase, e.ownershipState, e.eligibilityState = lp, os, es
 	e.blockingReason, e.terminalOutcome, e.attemptState = br, to, as
 	e.blockingDetail = ""

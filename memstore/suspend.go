@@ -154,7 +154,7 @@ func (s *Store) suspend(e *execution, sp *suspensionRec, now int64) {
 	s.removeFromLane(e)
 	s.releaseLease(e, now, model.LeaseReleased, "suspend")
 	e.delayUntil = 0
-	e.setState(now, model.PhaseSuspended, model.OwnershipUnowned, model.NotApplicable,
+	s.setState(e, now, model.PhaseSuspended, model.OwnershipUnowned, model.NotApplicable,
 		sp.reason.BlockingReason(), model.OutcomeNone, model.AttemptInterrupted)
 	s.indexSuspended(e, sp)
 }
@@ -177,7 +177,7 @@ func (s *Store) suspResume(e *execution, sp *suspensionRec, now int64, why model
 // with TimeoutEscalate: reason operator review, no timeout any more.
 func (s *Store) escalate(e *execution, sp *suspensionRec, now int64) {
 	sp.reason, sp.timeoutAt, sp.escalated = model.SuspendForOperatorReview, 0, true
-	e.setState(now, model.PhaseSuspended, model.OwnershipUnowned, model.NotApplicable,
+	s.setState(e, now, model.PhaseSuspended, model.OwnershipUnowned, model.NotApplicable,
 		sp.reason.BlockingReason(), model.OutcomeNone, model.AttemptInterrupted)
 	s.indexSuspended(e, sp)
 }

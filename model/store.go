@@ -30,6 +30,8 @@ package model
 //   - LaneStore (lane_ops.go): pausing and resuming lanes (issue 14).
 //     Every store that runs claims should have it; the engine's
 //     PauseLane, ResumeLane and LaneState need it.
+//   - CountStore (count_ops.go): executions counted by namespace, lane,
+//     kind and public state, for the inspector (issue 14).
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //

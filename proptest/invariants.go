@@ -99,6 +99,7 @@ func (o *Observation) Violations(known []model.ExecutionID) []string {
 	out = append(out, o.suspendViolations()...)
 	out = append(out, o.flowViolations()...)
 	out = append(out, o.laneViolations()...)
+	out = append(out, o.countViolations()...)
 	out = append(out, o.admissionViolations()...)
 	out = append(out, o.streamViolations()...)
 	out = append(out, o.feedViolations(known)...)

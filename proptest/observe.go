@@ -47,6 +47,9 @@ type Observation struct {
 	// Lanes holds the pause state of ObserveOptions.Lanes (lane.go); nil
 	// for a store without model.LaneStore.
 	Lanes map[model.LaneID]model.LaneState
+	// Counts holds every partition's counters by public state (counts.go);
+	// nil for a store without model.CountStore.
+	Counts []model.CountRow
 }
 
 // ListObservation is one partition's listing.
@@ -195,6 +198,9 @@ func Observe(ctx context.Context, s model.Store, now time.Time, opts ObserveOpti
 		return nil, err
 	}
 	if err := observeLanes(ctx, s, o, opts); err != nil {
+		return nil, err
+	}
+	if err := observeCounts(ctx, s, o); err != nil {
 		return nil, err
 	}
 	for _, ns := range opts.Namespaces {

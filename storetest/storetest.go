@@ -77,6 +77,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Streams", testStreams},
 		{"Feeds", testFeeds},
 		{"Retention", testRetention},
+		{"Counts", testCounts},
 		{"Lanes", testLanes},
 	}
 	for _, g := range groups {

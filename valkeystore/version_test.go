@@ -19,7 +19,7 @@ import (
 // recordFields fails TestRecordLayoutGolden until recordVersion is bumped
 // and this golden is updated with it (and an upgrade path written: see
 // recordVersion).
-const recordLayoutGolden = `v5 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+const recordLayoutGolden = `v6 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 	`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
 	`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
 	`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
@@ -55,8 +55,8 @@ func TestRecordLayoutGolden(t *testing.T) {
 	}
 	const hist = `string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)
       .. kind .. '|' .. e.lease_id .. '|' .. e.lease_wi .. '|' .. reason)`
-	if recordVersion != 5 || !strings.Contains(string(lib), hist) {
-		t.Fatalf("the lease history entry of layout v5 changed: bump recordVersion, write the upgrade path, and update this test")
+	if recordVersion != 6 || !strings.Contains(string(lib), hist) {
+		t.Fatalf("the lease history entry of layout v6 changed: bump recordVersion, write the upgrade path, and update this test")
 	}
 	// load_exec reads the version as e[1][1]
 	if sl := recordSlots["layout_version"]; sl != (recordSlot{false, 1, 1}) {
@@ -160,6 +160,9 @@ func upgradeScript(t *testing.T, fields []recordField, version int, past map[int
 	}
 	var b strings.Builder
 	b.WriteString(gen)
+	// the counters (count_add, public_state) need the real layout's state
+	// fields; these layouts test reading and writing only
+	b.WriteString("local function public_state(e) return 'waiting' end\nlocal function count_add(e, ps, d) end\n")
 	for _, name := range []string{"load_exec", "rec_cold", "save_exec"} {
 		found := false
 		for _, d := range library.defs {
@@ -317,11 +320,15 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 			}
 			return v
 		}
-		if recordVersion != 5 {
+		if recordVersion != 6 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
 		n2, c2 := cutBack(t, get("n"), get("c"), 2, 3, 2, 6)
 		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n2).FieldValue("c", c2).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		// a v2 build counted nothing (v6 added I:counts)
+		if err := c.Do(bg, c.B().Del().Key(s.keys.idx(id.Partition())+"counts").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
@@ -338,6 +345,12 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 		want := fmt.Sprintf("[%d,", recordVersion)
 		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0,0]") {
 			t.Fatalf("saved record n = %s, want the current layout", n)
+		}
+		// counted from its first save by this build, never uncounted from
+		// the state it had before
+		cr, err := s.ExecutionCounts(bg, &model.ExecutionCountsParams{})
+		if err != nil || len(cr.Rows) != 1 || cr.Rows[0].State != model.PublicCompleted || cr.Rows[0].Count != 1 {
+			t.Fatalf("counts after the upgraded record completed: %+v, %v", cr, err)
 		}
 	})
 }
@@ -371,7 +384,7 @@ func TestRecordV3ReadAsCurrent(t *testing.T) {
 			return v
 		}
 		get := func() string { return hget("n") }
-		if recordVersion != 5 {
+		if recordVersion != 6 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
 		want := fmt.Sprintf("[%d,", recordVersion)

@@ -38,6 +38,7 @@ if e.idem_key ~= '' then
   local ik = ks().pfx .. ':idem:' .. ks().tag .. ':' .. e.ns .. ':' .. e.idem_key
   if redis.call('HGET', ik, 'id') == e.id then redis.call('DEL', ik) end
 end
+if e[3] then count_add(e, e[3], -1) end
 remove_from_lane(e)
 for _, k in ipairs({ K_all, K_deadline, K_attempt_timeout, K_lease_expiry, ks().idx .. 'suspended',
   ks().idx .. 'suspension_timeout', ks().idx .. 'pending_waitpoint_expiry' }) do

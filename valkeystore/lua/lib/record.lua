@@ -4,11 +4,18 @@
 
 -- A record is X:core's hot fields decoded by cjson, e[1] the numbers and
 -- e[2] the strings, with the execution's keys in e.k and, once a cold field
--- was used, the cold fields in e.c (record.go).
+-- was used, the cold fields in e.c (record.go). e[3] is the public state
+-- the record is counted under in I:counts (ExecutionCounts), nil when it is
+-- not counted: a new record, or one a build before layout v6 wrote.
 
 local function blank_exec(k)
   local n, s = rec_blank()
-  return { n, s, k = k, c = rec_blank_cold() }
+  -- c is set apart: gopher-lua (miniredis) also stores a call's result
+  -- that ends a table constructor at the next array index, keyed or not,
+  -- which would make it e[3]
+  local e = { n, s, k = k }
+  e.c = rec_blank_cold()
+  return e
 end
 
 local function load_exec(k)
@@ -18,7 +25,9 @@ local function load_exec(k)
   -- e[1][1] is layout_version (record.go): upgrade a past layout, refuse
   -- an unknown one
   if n[1] ~= REC_VERSION then return rec_upgrade(n, cjson.decode(r[2]), k) end
-  return { n, cjson.decode(r[2]), k = k }
+  local e = { n, cjson.decode(r[2]), k = k }
+  e[3] = public_state(e)
+  return e
 end
 
 -- rec_cold returns e's cold fields, reading them on first use.
@@ -31,6 +40,23 @@ local function rec_cold(e)
   return c
 end
 
+-- count_add adds d to the counter of e's namespace, lane, kind and public
+-- state ps in its partition's I:counts (a hash field
+-- "<ns>|<lane>|<state>|<kind>": only the kind may hold '|'), dropping a
+-- field that reaches zero. The key comes from the record's base key, so
+-- every script that saves a record can count without declaring it.
+local counts_key
+local function count_add(e, ps, d)
+  if counts_key == nil then
+    local pfx, tag = string.match(e.k.base, '^(.-):exec:(%b{}):')
+    counts_key = pfx .. ':idx:' .. tag .. ':counts'
+  end
+  local f = e.ns .. '|' .. e.lane .. '|' .. ps .. '|' .. e.kind
+  if redis.call('HINCRBY', counts_key, f, d) == 0 then redis.call('HDEL', counts_key, f) end
+end
+
+-- save_exec writes e and moves it between the counters of the public state
+-- it was loaded in (e[3]) and the one it is saved in.
 local function save_exec(e)
   local n, s = string.format(REC_NUM_FMT, unpack(e[1])), cjson.encode(e[2])
   local c = e.c
@@ -39,6 +65,13 @@ local function save_exec(e)
   else
     redis.call('HSET', e.k.core, 'n', n, 's', s,
       'c', string.format(REC_COLD_FMT, unpack(c[1])) .. cjson.encode(c[2]) .. ']')
+  end
+  local ps = public_state(e)
+  local was = e[3]
+  if was ~= ps then
+    if was then count_add(e, was, -1) end
+    count_add(e, ps, 1)
+    e[3] = ps
   end
 end
 
