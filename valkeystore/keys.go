@@ -83,6 +83,9 @@ import (
 //	                                    retention runs out (model.
 //	                                    RetentionStore;
 //	                                    execution_delete.lua)
+//	I:counts                      HASH  "<ns>|<lane>|<state>|<kind>" →
+//	                                    executions in that public state
+//	                                    (model.CountStore; save_exec)
 //	I:feed:completions            STREAM  the completions feed
 //	                              (model.FeedStore; lua/lib/feed.lua), kept
 //	                              only by a store built with it: entry ids

@@ -701,6 +701,19 @@ func (r *Report) markdown() string {
 			}
 			w("\n")
 		}
+		if len(s.Inspector) > 0 {
+			w("### S5 inspector: reads over %d executions on every partition\n\n| store | partitions | Counts | Find 100 failed (5 %%) | Find 100 waiting of a lane |\n|---|---:|---:|---:|---:|\n", s.Queued)
+			for _, row := range s.Inspector {
+				if row.Error != "" {
+					w("| %s | %d | error: %s | | |\n", row.Store, row.Partitions, row.Error)
+					continue
+				}
+				w("| %s | %d | **%.0f µs**, %.0f cmds | **%.0f µs**, %.0f cmds, %d examined | **%.0f µs**, %.0f cmds, %d examined |\n",
+					row.Store, row.Partitions, row.CountUs, row.CountCmds, row.FindFailedUs, row.FindFailedCmds, row.FindFailedExamined,
+					row.FindLaneUs, row.FindLaneCmds, row.FindLaneExamined)
+			}
+			w("\n")
+		}
 	}
 
 	if len(r.NotRun) > 0 {

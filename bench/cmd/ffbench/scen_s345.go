@@ -512,6 +512,9 @@ type S5Result struct {
 	// Retention is what completed executions hold and what retention
 	// gives back (scen_s5ret.go).
 	Retention []RetentionRow `json:"retention,omitempty"`
+	// Inspector is what the inspector's reads cost at that size
+	// (scen_s5insp.go).
+	Inspector []InspectorRow `json:"inspector,omitempty"`
 }
 
 // MemoryRow is one measurement.
@@ -536,6 +539,7 @@ func runS5(ctx context.Context, addrs []string, n int) S5Result {
 		}
 	}
 	res.Retention = retentionRows(ctx, addrs, n)
+	res.Inspector = inspectorRows(ctx, addrs, n)
 	return res
 }
 
