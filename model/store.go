@@ -30,6 +30,9 @@ package model
 //   - LaneStore (lane_ops.go): pausing and resuming lanes (issue 14).
 //     Every store that runs claims should have it; the engine's
 //     PauseLane, ResumeLane and LaneState need it.
+//   - TagStore (tag_ops.go): changing an execution's or a flow's tags
+//     after create (issue 14). The engine's SetTags and SetFlowTags
+//     need it.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //
