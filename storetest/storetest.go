@@ -78,6 +78,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Feeds", testFeeds},
 		{"Retention", testRetention},
 		{"Lanes", testLanes},
+		{"Tags", testTags},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
