@@ -32,6 +32,8 @@
 //	POST /v1/executions/{id}/reclaim              (no body needed)
 //	POST /v1/executions/{id}/retry-now            (no body needed) a delayed or retry-waiting one runs now
 //	PUT  /v1/executions/{id}/priority             {"priority"}
+//	GET  /v1/executions/{id}/tags                 {"id","tags"}
+//	PATCH /v1/executions/{id}/tags                {"set":{k:v},"remove":[k]} in any state; answers {"id","tags"} after the change
 //	POST /v1/executions/{id}/resume               (no body needed) resume a suspended execution as an operator
 //	GET  /v1/executions/{id}/suspension           its open or last suspension, with its signals
 //	GET  /v1/executions/{id}/waitpoints           its waitpoints, with the tokens of the open ones
@@ -46,6 +48,8 @@
 //	POST /v1/flows                                submit a flow (201; 200 with "duplicate":true for a repeated key)
 //	GET  /v1/flows/{id}                           the flow
 //	POST /v1/flows/{id}/cancel                    {"policy","reason"}
+//	GET  /v1/flows/{id}/tags                      {"id","tags"}
+//	PATCH /v1/flows/{id}/tags                     {"set","remove"} as for an execution
 //	POST /v1/budgets                              {"id"?,"limits":{"tokens":{"hard","soft"}},"reset_every","on_hard_breach"} (201; 200 when it existed)
 //	GET  /v1/budgets/{id}                         usage, limits, breaches, next reset
 //	POST /v1/budgets/{id}/usage                   {"deltas":{...},"dedup_key"} as an operator (409 budget_exceeded on a hard breach)

@@ -36,8 +36,8 @@ type Options struct {
 	// payload_base64 grows by a third on the wire.
 	MaxBodyBytes int64
 	// MaxControlBodyBytes caps the body of an operator action (cancel,
-	// replay, revoke-lease, reclaim, priority, flow cancel, lane pause and
-	// resume) (default 64 KiB).
+	// replay, revoke-lease, reclaim, priority, tags, flow cancel and tags,
+	// lane pause and resume) (default 64 KiB).
 	MaxControlBodyBytes int64
 	// MaxTails caps the stream tails and feed waits open at once (each
 	// holds its request for up to 30 s); one more is refused with 429
@@ -116,6 +116,8 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/executions/{id}/reclaim", a.reclaim},
 		{"POST /v1/executions/{id}/retry-now", a.plainAction(e.RetryNow)},
 		{"PUT /v1/executions/{id}/priority", a.priority},
+		{"GET /v1/executions/{id}/tags", a.executionTags},
+		{"PATCH /v1/executions/{id}/tags", a.setExecutionTags},
 		{"POST /v1/executions/{id}/resume", a.plainAction(e.Resume)},
 		{"GET /v1/executions/{id}/suspension", a.suspension},
 		{"GET /v1/executions/{id}/waitpoints", a.waitpoints},
@@ -126,6 +128,8 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/flows", a.submitFlow},
 		{"GET /v1/flows/{id}", a.describeFlow},
 		{"POST /v1/flows/{id}/cancel", a.cancelFlow},
+		{"GET /v1/flows/{id}/tags", a.flowTags},
+		{"PATCH /v1/flows/{id}/tags", a.setFlowTags},
 		{"POST /v1/budgets", a.createBudget},
 		{"GET /v1/budgets/{id}", a.budget},
 		{"POST /v1/budgets/{id}/usage", a.reportUsage},

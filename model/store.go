@@ -32,6 +32,9 @@ package model
 //     PauseLane, ResumeLane and LaneState need it.
 //   - CountStore (count_ops.go): executions counted by namespace, lane,
 //     kind and public state, for the inspector (issue 14).
+//   - TagStore (tag_ops.go): changing an execution's or a flow's tags
+//     after create (issue 14). The engine's SetTags and SetFlowTags
+//     need it.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //

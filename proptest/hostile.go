@@ -110,6 +110,22 @@ func hTags(t *rapid.T) map[string]string {
 	return rapid.MapOfN(genOddString, genOddString, 0, 3).Draw(t, "tags")
 }
 
+// hTagKeys draws the keys a tag change removes: plausible ones, odd
+// strings, or more than MaxTags.
+func hTagKeys(t *rapid.T) []string {
+	switch rapid.IntRange(0, 2).Draw(t, "remove_kind") {
+	case 0:
+		return []string{"app.k", "ops.team"}[:rapid.IntRange(0, 2).Draw(t, "remove_n")]
+	case 1:
+		out := make([]string, model.MaxTags+1)
+		for i := range out {
+			out[i] = "app.r" + strings.Repeat("x", i)
+		}
+		return out
+	}
+	return rapid.SliceOfN(genOddString, 0, 3).Draw(t, "remove")
+}
+
 func hBytes(t *rapid.T, label string, limit int) []byte {
 	switch rapid.IntRange(0, 9).Draw(t, label+"_kind") {
 	case 0:
@@ -211,7 +227,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 65).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 67).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -331,6 +347,14 @@ func (m *machine) actHostile(t *rapid.T) {
 		m.hostileStream(t, op, id, now)
 	case 62:
 		m.hostileFeed(t)
+	case 66:
+		p := &model.ExecutionTagsSetParams{ID: id, Set: hTags(t), Remove: hTagKeys(t), Now: now}
+		hostile(m, t, "ExecutionTagsSet", p, func(p *model.ExecutionTagsSetParams) error { return p.Validate(cfg) },
+			optional(model.TagStore.ExecutionTagsSet))
+	case 67:
+		p := &model.FlowTagsSetParams{Flow: m.hFlow(t), Set: hTags(t), Remove: hTagKeys(t), Now: now}
+		hostile(m, t, "FlowTagsSet", p, func(p *model.FlowTagsSetParams) error { return p.Validate() },
+			optional(model.TagStore.FlowTagsSet))
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {

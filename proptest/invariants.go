@@ -377,7 +377,7 @@ func StepViolations(prev, cur *Observation, acquired map[model.ExecutionID]int) 
 			bad(id, "retry/reclaim count fell without a replay: %d/%d -> %d/%d", p.RetryCount, p.ReclaimCount, c.RetryCount, c.ReclaimCount)
 		}
 		pt := p.State.LifecyclePhase == model.PhaseTerminal
-		if pt && !replayed && !reflect.DeepEqual(px.frozen(), cx.frozen()) {
+		if pt && !replayed && !reflect.DeepEqual(px.frozen(), cx.frozenSince(px)) {
 			bad(id, "terminal record changed without a replay")
 		}
 		if pt && c.State.LifecyclePhase != model.PhaseTerminal && !replayed {

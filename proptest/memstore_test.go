@@ -51,7 +51,7 @@ func outcomeKey(op string, res any, err error) string {
 	if f := v.FieldByName("Replayed"); f.IsValid() && f.Bool() {
 		k += " replayed"
 	}
-	for name, key := range map[string]string{"Paused": " paused", "AlreadyPaused": " already_paused", "WasPaused": " was_paused"} {
+	for name, key := range map[string]string{"Changed": " changed", "Paused": " paused", "AlreadyPaused": " already_paused", "WasPaused": " was_paused"} {
 		if f := v.FieldByName(name); f.IsValid() && f.Bool() {
 			k += key
 		}

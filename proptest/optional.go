@@ -26,6 +26,7 @@ func checkOptional(i int, s model.Store) error {
 		{"FeedStore", is[model.FeedStore](s)},
 		{"RetentionStore", is[model.RetentionStore](s)},
 		{"LaneStore", is[model.LaneStore](s)},
+		{"TagStore", is[model.TagStore](s)},
 	} {
 		if !c.ok {
 			return fmt.Errorf("proptest: store %d (%T) does not implement model.%s; the machine calls every operation", i, s, c.name)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -347,5 +348,20 @@ func (x *ExecObservation) withoutStreams() ExecObservation {
 func (x *ExecObservation) frozen() ExecObservation {
 	y := x.withoutStreams()
 	y.Indexes = slices.DeleteFunc(slices.Clone(y.Indexes), func(n string) bool { return n == "retention" })
+	return y
+}
+
+// frozenSince is x.frozen() with the tags of prev (an earlier
+// observation of the execution) and, when the tags changed, prev's
+// LastMutationAt: tags change in any state (model.TagStore, tags.go),
+// stamping LastMutationAt, which the step checks hold to the step's time.
+func (x *ExecObservation) frozenSince(prev *ExecObservation) ExecObservation {
+	y := x.frozen()
+	if y.Snapshot == nil || prev.Snapshot == nil || maps.Equal(y.Snapshot.Tags, prev.Snapshot.Tags) {
+		return y
+	}
+	s := *y.Snapshot
+	s.Tags, s.LastMutationAt = prev.Snapshot.Tags, prev.Snapshot.LastMutationAt
+	y.Snapshot = &s
 	return y
 }

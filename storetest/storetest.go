@@ -79,6 +79,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Retention", testRetention},
 		{"Counts", testCounts},
 		{"Lanes", testLanes},
+		{"Tags", testTags},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

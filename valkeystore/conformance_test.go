@@ -24,6 +24,7 @@ var (
 	_ model.StreamNotifier = (*Store)(nil)
 	_ model.FeedStore      = (*Store)(nil)
 	_ model.FeedNotifier   = (*Store)(nil)
+	_ model.TagStore       = (*Store)(nil)
 )
 
 // TestConformance runs the store conformance suite on every backend:

@@ -499,6 +499,8 @@ var (
 
 	scriptExecutionResult = declareRead("execution_result")
 
+	scriptExecutionTagsSet = declare("execution_tags_set")
+
 	scriptExecutionUnblock = declare("execution_unblock")
 
 	scriptExecutionUpdateProgress = declare("execution_update_progress")
@@ -541,6 +543,7 @@ var (
 	scriptFlowEdgeDescribe       = declareRead("flow_edge_describe")
 	scriptFlowEdgeGroupDescribe  = declareRead("flow_edge_group_describe")
 	scriptFlowEdgeList           = declareRead("flow_edge_list")
+	scriptFlowTagsSet            = declare("flow_tags_set")
 
 	scriptWaitpointCreate    = declare("waitpoint_create")
 	scriptExecutionSuspend   = declare("execution_suspend")

@@ -34,3 +34,39 @@ local function new_exec(e, v, o, now)
   redis.call('ZADD', K_all, '0', e.id)
   if e.deadline ~= 0 then redis.call('ZADD', K_deadline, S(e.deadline), e.id) end
 end
+
+-- tags_change changes the tag hash key (X:tags or F:tags) after create:
+-- removes the keys of the netstrings remove, then sets the key/value
+-- netstrings set (Go validated both, and that no key is in both). When the
+-- result would hold more than max keys it writes nothing and returns nil;
+-- else it returns whether the hash changed (setting a present value or
+-- removing an absent key changes nothing).
+local function tags_change(key, set, remove, max)
+  local cur = redis.call('HGETALL', key)
+  local have, n = {}, #cur / 2
+  for i = 1, #cur, 2 do have[cur[i]] = cur[i + 1] end
+  local dels, sets = {}, {}
+  local rm = netstrings(remove)
+  for i = 1, #rm do
+    if have[rm[i]] ~= nil then
+      have[rm[i]] = nil
+      n = n - 1
+      dels[#dels + 1] = rm[i]
+    end
+  end
+  local st = netstrings(set)
+  for i = 1, #st, 2 do
+    local k, v = st[i], st[i + 1]
+    local old = have[k]
+    if old ~= v then
+      if old == nil then n = n + 1 end
+      have[k] = v
+      sets[#sets + 1] = k
+      sets[#sets + 1] = v
+    end
+  end
+  if n > max then return nil end
+  if #dels > 0 then redis.call('HDEL', key, unpack(dels)) end
+  if #sets > 0 then redis.call('HSET', key, unpack(sets)) end
+  return #dels > 0 or #sets > 0
+end
