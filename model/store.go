@@ -30,6 +30,10 @@ package model
 //   - LaneStore (lane_ops.go): pausing and resuming lanes (issue 14).
 //     Every store that runs claims should have it; the engine's
 //     PauseLane, ResumeLane and LaneState need it.
+//   - IndexRepairer (repair_ops.go): the repairing index reconciler,
+//     IndexRepair (issue 14); the engine runs scan.IndexReconciler only
+//     with it. IndexTamperer, in the same file, is a test hook that
+//     damages one index entry, for the suites only.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //
