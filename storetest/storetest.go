@@ -78,6 +78,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Feeds", testFeeds},
 		{"Retention", testRetention},
 		{"Lanes", testLanes},
+		{"Repair", testRepair},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

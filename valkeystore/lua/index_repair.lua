@@ -41,6 +41,15 @@ slots[#slots + 1] = { 'suspension_timeout', K_susp_timeout }
 slots[#slots + 1] = { 'retention', K_retention }
 slots[#slots + 1] = { 'all_executions', K_all }
 
+-- score reads a ZSCORE reply; the fallback is for miniredis (tests only),
+-- which prints a round score as "-3e+11", text its Lua's tonumber refuses.
+local function score(s)
+  local n = tonumber(s)
+  if n ~= nil then return n end
+  local m, x = string.match(s, '^(%-?[%d.]+)e%+?(%-?%d+)$')
+  return tonumber(m) * 10 ^ tonumber(x)
+end
+
 local out = {}
 local function note(id, name, action, score, old)
   local n = #out
@@ -55,15 +64,15 @@ for _, id in ipairs(ids) do
       local got = redis.call('ZSCORE', sl[2], id)
       local w = want[sl[1]]
       if got ~= false and w == nil then
-        note(id, sl[1], 'removed', 0, N(got))
+        note(id, sl[1], 'removed', 0, score(got))
         if not dry then redis.call('ZREM', sl[2], id) end
       elseif got == false and w ~= nil then
         note(id, sl[1], 'added', w[1], 0)
         if not dry then
           if sl[3] then add_eligible(e) else redis.call('ZADD', sl[2], S(w[1]), id) end
         end
-      elseif got ~= false and w[2] and N(got) ~= w[1] then
-        note(id, sl[1], 'rescored', w[1], N(got))
+      elseif got ~= false and w[2] and score(got) ~= w[1] then
+        note(id, sl[1], 'rescored', w[1], score(got))
         if not dry then
           if sl[3] then add_eligible(e) else redis.call('ZADD', sl[2], S(w[1]), id) end
         end
