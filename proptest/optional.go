@@ -26,6 +26,8 @@ func checkOptional(i int, s model.Store) error {
 		{"FeedStore", is[model.FeedStore](s)},
 		{"RetentionStore", is[model.RetentionStore](s)},
 		{"LaneStore", is[model.LaneStore](s)},
+		{"IndexRepairer", is[model.IndexRepairer](s)},
+		{"IndexTamperer", is[model.IndexTamperer](s)},
 	} {
 		if !c.ok {
 			return fmt.Errorf("proptest: store %d (%T) does not implement model.%s; the machine calls every operation", i, s, c.name)

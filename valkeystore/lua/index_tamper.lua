@@ -21,7 +21,7 @@ if A_action == 'removed' then
   redis.call('ZREM', key, A_id)
 else
   local score = A_score
-  if A_name == 'all_executions' or A_name == 'suspended' then score = '0' end
+  if A_lane == '' and (A_name == 'all_executions' or A_name == 'suspended') then score = '0' end
   redis.call('ZADD', key, score, A_id)
 end
 return ok()
