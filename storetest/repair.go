@@ -283,11 +283,10 @@ func repairDryRun(h *repairHarness) {
 // repairPaging: Limit bounds the executions examined; the cursor resumes
 // after the last one, and the pages repair what one call would.
 func repairPaging(h *repairHarness) {
-	var ids []model.ExecutionID
 	for range 5 {
-		ids = append(ids, h.create(at(0)))
+		h.create(at(0))
 	}
-	ids = h.listAll()
+	ids := h.listAll() // in id order
 	rm := func(id model.ExecutionID) { h.tamper(id, ixLane(laneA, "eligible"), model.RepairRemoved, 0) }
 	rm(ids[0])
 	rm(ids[3])
