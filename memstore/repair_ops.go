@@ -10,7 +10,7 @@ import (
 // lua/index_repair.lua) and its test hook (model.IndexTamperer). What an
 // execution belongs in is model.ExpectedIndexes of its record (facts);
 // what holds it is every index slot of its partition (slots), the ones
-// ExecutionIndexes reads except pending_waitpoint_expiry.
+// ExecutionIndexes reads.
 
 // facts are the fields of e its index membership follows from.
 func (e *execution) facts() model.IndexFacts {
@@ -19,7 +19,7 @@ func (e *execution) facts() model.IndexFacts {
 		Eligibility: e.eligibilityState, Outcome: e.terminalOutcome, Priority: e.priority,
 		CreatedAt: e.createdAt, LastTransitionAt: e.lastTransitionAt, DelayUntil: e.delayUntil,
 		TerminalAt: e.terminalAt, Deadline: e.deadline, TimeoutAt: e.timeoutAt,
-		LeaseRevokedAt: e.leaseRevokedAt, Retention: e.keeps(),
+		LeaseRevokedAt: e.leaseRevokedAt, Retention: e.keeps(), PendingWaitpointExpiry: e.nextPendingExpiry(),
 	}
 	if e.lease != nil {
 		f.LeaseExpiresAt, f.LeaseInstance = e.lease.expiresAt, e.lease.workerInstanceID
@@ -84,6 +84,7 @@ func (p *partition) slots() []slot {
 		slot{name: "lease_expiry", z: p.leaseExpiry}, slot{name: "attempt_timeout", z: p.attemptTimeout},
 		slot{name: "execution_deadline", z: p.deadline}, slot{name: "suspended", ids: p.suspended},
 		slot{name: model.IndexSuspensionTimeout.String(), z: p.suspTimeout},
+		slot{name: model.IndexWaitpointExpiry.String(), z: p.wpExpiry},
 		slot{name: model.IndexRetention.String(), z: p.retention}, slot{name: "all_executions", ids: p.all})
 }
 

@@ -20,13 +20,14 @@ import (
 // Repaired: the lane indexes of every lane of the partition (eligible,
 // delayed, terminal, suspended, the blocked:* ones; memstore's active
 // too), lease_expiry, attempt_timeout, execution_deadline, suspended,
-// suspension_timeout, retention and all_executions membership of a
-// listed execution (memstore's worker lease sets too). An
+// suspension_timeout, pending_waitpoint_expiry, retention and
+// all_executions membership of a listed execution (memstore's worker
+// lease sets too). An
 // all_executions member whose record is gone is dangling: it is taken out
 // of all_executions and of every index above. Not repaired: an execution
 // missing from all_executions (the walk never meets it), an index entry
-// of an execution that is in no all_executions, the
-// pending_waitpoint_expiry index, route groups and admission groups.
+// of an execution that is in no all_executions, route groups and
+// admission groups.
 // A blocked index's score (the block time) is not checked; a missing
 // blocked entry is filed at the record's last transition time.
 type IndexRepairer interface {
@@ -157,6 +158,9 @@ type IndexFacts struct {
 	Retention     Retention
 	// SuspensionTimeoutAt is the open suspension's timeout (0: none).
 	SuspensionTimeoutAt int64
+	// PendingWaitpointExpiry is the earliest expiry of the execution's
+	// pending waitpoints (0: none pending).
+	PendingWaitpointExpiry int64
 }
 
 // ExpectedIndex is one index an execution belongs in.
@@ -223,6 +227,9 @@ func ExpectedIndexes(f IndexFacts) []ExpectedIndex {
 			add(IndexRetention.String(), f.TerminalAt+d.Milliseconds(), true)
 		}
 	}
+	if f.PendingWaitpointExpiry != 0 {
+		add(IndexWaitpointExpiry.String(), f.PendingWaitpointExpiry, true)
+	}
 	if f.LeaseInstance != "" {
 		add("worker:"+string(f.LeaseInstance)+":leases", 0, false)
 	}
@@ -257,7 +264,7 @@ type IndexTamperParams struct {
 // TamperIndexes are the partition-level indexes IndexTamper takes.
 var TamperIndexes = []string{
 	"all_executions", "attempt_timeout", "execution_deadline", "lease_expiry",
-	IndexRetention.String(), "suspended", IndexSuspensionTimeout.String(),
+	IndexWaitpointExpiry.String(), IndexRetention.String(), "suspended", IndexSuspensionTimeout.String(),
 }
 
 // TamperLaneIndexes are the lane indexes IndexTamper takes

@@ -211,7 +211,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 65).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 66).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -331,6 +331,13 @@ func (m *machine) actHostile(t *rapid.T) {
 		m.hostileStream(t, op, id, now)
 	case 62:
 		m.hostileFeed(t)
+	case 66:
+		p := &model.IndexRepairParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2),
+			DryRun: genBool.Draw(t, "dry"), Filter: drawFilter(t), Now: now}
+		if genBool.Draw(t, "cursor") {
+			p.Cursor = m.hID(t)
+		}
+		hostile(m, t, "IndexRepair", p, func(p *model.IndexRepairParams) error { return p.Validate(cfg) }, optional(model.IndexRepairer.IndexRepair))
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {

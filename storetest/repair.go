@@ -26,6 +26,7 @@ func testRepair(t *testing.T, newStore NewStoreFunc) {
 		{"StrayBlocked", repairStrayBlocked},
 		{"StrayOtherLane", repairStrayOtherLane},
 		{"MissingTerminalAndDeadline", repairTerminalDeadline},
+		{"Suspended", repairSuspended},
 		{"Dangling", repairDangling},
 		{"DryRunWritesNothing", repairDryRun},
 		{"Paging", repairPaging},
@@ -252,6 +253,36 @@ func repairTerminalDeadline(h *repairHarness) {
 		rep(done, term, model.RepairAdded, at(time.Second).UnixMilli(), 0))
 }
 
+// repairSuspended: the suspended phase's indexes and the pending
+// waitpoint expiry index are scored from the suspension and the
+// waitpoints.
+func repairSuspended(h *repairHarness) {
+	ss, ok := optionalOf[model.SuspendStore](h.harness)
+	if !ok {
+		h.t.Skipf("storetest: %T does not implement the optional model.SuspendStore", h.s)
+	}
+	sh := &suspendHarness{harness: h.harness, ss: ss}
+	id, c := h.active(at(0))
+	sh.waitpoint(id, c.Fence(), at(time.Hour), at(time.Second))
+	p := sh.suspendParams(id, c.Fence(), model.ResumeCondition{}, at(2*time.Second))
+	p.Condition = signalOn(p.Waitpoint, "go")
+	p.TimeoutAt = at(10 * time.Minute)
+	sh.suspend(p)
+	h.wantIndexes(id, suspendedIndexes(laneA, ixSuspTimeout, ixWpExpiry)...)
+	lane := ixLane(laneA, "suspended")
+	timeout := at(10 * time.Minute).UnixMilli()
+	h.damaged(id, func() {
+		h.tamper(id, lane, model.RepairRescored, model.SuspendedNoTimeoutScore)
+		h.tamper(id, ixSuspTimeout, model.RepairRemoved, 0)
+		h.tamper(id, ixWpExpiry, model.RepairRescored, 1)
+		h.tamper(id, ixSuspended, model.RepairRemoved, 0)
+	}, at(time.Minute),
+		rep(id, lane, model.RepairRescored, timeout, model.SuspendedNoTimeoutScore),
+		rep(id, ixWpExpiry, model.RepairRescored, at(time.Hour).UnixMilli(), 1),
+		rep(id, ixSuspended, model.RepairAdded, 0, 0),
+		rep(id, ixSuspTimeout, model.RepairAdded, timeout, 0))
+}
+
 // repairDangling: an all_executions member without a record is dropped
 // from every index that holds it.
 func repairDangling(h *repairHarness) {
@@ -397,7 +428,7 @@ func repairTamperValidation(h *repairHarness) {
 	}{
 		{ixLane(laneA, "active"), "Index", model.RepairAdded},
 		{ixWorker(wA.Instance), "Index", model.RepairAdded},
-		{"pending_waitpoint_expiry", "Index", model.RepairAdded},
+		{"signal_feed", "Index", model.RepairAdded},
 		{"nonsense", "Index", model.RepairRemoved},
 		{ixLane("no-such-lane", "eligible"), "Index", model.RepairAdded},
 		{ixAll, "Action", model.RepairRescored},

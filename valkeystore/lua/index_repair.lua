@@ -3,14 +3,14 @@
 -- ZRANGEBYLEX start, as execution_list.lua), limit executions, and for
 -- each one the filter matches (namespace, tag key and value; all '' for
 -- none; a member without a record matches) compares the indexes that hold
--- it (every lane's and the partition's, those execution_indexes.lua reads
--- but pending_waitpoint_expiry) with expected_indexes (lib/index.lua) of
+-- it (every lane's and the partition's, those execution_indexes.lua reads)
+-- with expected_indexes (lib/index.lua) of
 -- its record: an entry it lacks is filed (the eligible index through
 -- add_eligible, which tells the lane's workers), one it should not have
 -- dropped, one with the wrong score rescored. A member without a record
 -- belongs nowhere. With dry = '1' nothing is written. The repairs are
 -- flat (id, index, action, score, old score) quintuples; Go orders them.
--- KEYS: lanes all lease_expiry attempt_timeout deadline suspended susp_timeout retention
+-- KEYS: lanes all lease_expiry attempt_timeout deadline suspended susp_timeout wp_expiry retention
 -- ARGV: after limit dry filter_namespace filter_tag_key filter_tag_value
 
 local limit = N(A_limit)
@@ -38,6 +38,7 @@ slots[#slots + 1] = { 'attempt_timeout', K_attempt_timeout }
 slots[#slots + 1] = { 'execution_deadline', K_deadline }
 slots[#slots + 1] = { 'suspended', K_suspended }
 slots[#slots + 1] = { 'suspension_timeout', K_susp_timeout }
+slots[#slots + 1] = { 'pending_waitpoint_expiry', K_wp_expiry }
 slots[#slots + 1] = { 'retention', K_retention }
 slots[#slots + 1] = { 'all_executions', K_all }
 

@@ -4,7 +4,7 @@
 -- does), else the lane's index name, refused when the partition has no
 -- such lane. action 'removed' drops the entry; 'added' and 'rescored'
 -- file it with score (0 for all_executions and suspended).
--- KEYS: lanes all lease_expiry attempt_timeout deadline suspended susp_timeout retention
+-- KEYS: lanes all lease_expiry attempt_timeout deadline suspended susp_timeout wp_expiry retention
 -- ARGV: id lane name action score
 
 local key
@@ -14,7 +14,7 @@ if A_lane ~= '' then
 else
   key = ({ all_executions = K_all, lease_expiry = K_lease_expiry, attempt_timeout = K_attempt_timeout,
     execution_deadline = K_deadline, suspended = K_suspended, suspension_timeout = K_susp_timeout,
-    retention = K_retention })[A_name]
+    pending_waitpoint_expiry = K_wp_expiry, retention = K_retention })[A_name]
   if key == nil then return fail('invalid_input', 'not_tamperable', 'Index') end
 end
 if A_action == 'removed' then

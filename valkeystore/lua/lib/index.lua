@@ -166,6 +166,21 @@ local function retention_keep(e, to)
   return 0
 end
 
+-- pending_expiry is the earliest expiry of e's pending waitpoints (0:
+-- none), its pending_waitpoint_expiry score, read as wait_kit's
+-- expiry_sync reads it (which files it).
+local function pending_expiry(e)
+  local next_at = 0
+  for _, wp in ipairs(redis.call('ZRANGE', e.k.base .. ':wps', '0', '-1')) do
+    local w = redis.call('HMGET', ks().pfx .. ':wp:' .. ks().tag .. ':' .. wp, 'state', 'expires_at')
+    if w[1] == 'pending' then
+      local at = N(w[2])
+      if next_at == 0 or at < next_at then next_at = at end
+    end
+  end
+  return next_at
+end
+
 -- expected_indexes maps each stored index e belongs in, named as
 -- ExecutionIndexes names it, to { score, scored }: scored says the score
 -- follows from the record and is checked, otherwise only membership is
@@ -208,5 +223,7 @@ local function expected_indexes(e)
     if keep > 0 then w.retention = { e.terminal_at + keep, true } end
   end
   if e.deadline ~= 0 and lp ~= 'terminal' then w.execution_deadline = { e.deadline, true } end
+  local pe = pending_expiry(e)
+  if pe ~= 0 then w.pending_waitpoint_expiry = { pe, true } end
   return w
 end
