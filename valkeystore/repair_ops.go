@@ -15,6 +15,9 @@ import (
 // drift, so there is nothing to repair or damage.
 
 var (
+	_ model.IndexRepairer = (*Store)(nil)
+	_ model.IndexTamperer = (*Store)(nil)
+
 	scriptIndexRepair = declare("index_repair")
 	scriptIndexTamper = declare("index_tamper")
 )
