@@ -143,6 +143,13 @@ type ScannerConfig struct {
 	// minute, 50 deletes per partition visit); it runs only on a store
 	// with deletes (memstore, valkeystore).
 	Retention TimerConfig
+	// IndexRepair is the repairing index reconciler (scanner 3; default
+	// every 45s, 100 executions per partition visit): it files each
+	// execution in the indexes its record says and takes it out of the
+	// others, and logs every repair to Config.Logger (unless
+	// IndexRepair.Logger is set). Its Filter defaults to Filter. It runs
+	// only on a store with model.IndexRepairer (memstore, valkeystore).
+	IndexRepair IndexRepairConfig
 }
 
 // Engine is the embedded engine: submit and manage executions, run
@@ -296,6 +303,16 @@ func New(store Store, cfg *Config) *Engine {
 		timers = append(timers, tr)
 		scanners = append(scanners, tr)
 	}
+	if ir, ok := store.(model.IndexRepairer); ok {
+		rc := sc.IndexRepair
+		if rc.Filter.IsZero() {
+			rc.Filter = sc.Filter
+		}
+		if rc.Logger == nil {
+			rc.Logger = c.Logger
+		}
+		scanners = append(scanners, scan.NewIndexReconciler(indexRepairStore{store, ir}, c.Clock, rc))
+	}
 	sweeper := scan.NewSweeper(store, sc.SweepInterval, e.unblock, timers...)
 	if as, ok := store.(model.AdmissionStore); ok {
 		ds := admissionScanStore{store, as}
@@ -370,6 +387,9 @@ func (c *Config) validate() error {
 		return model.OutOfRange("Scanners.Unblock.Interval", u.Interval, "0 (the default) or more")
 	} else if u.Batch < 0 || u.Batch > model.MaxPageSize {
 		return model.OutOfRange("Scanners.Unblock.Batch", u.Batch, "0 (the default) to "+strconv.Itoa(model.MaxPageSize))
+	}
+	if err := c.Scanners.IndexRepair.Validate("Scanners.IndexRepair"); err != nil {
+		return err
 	}
 	if c.Scanners.WorkerExpiryInterval < 0 {
 		return model.OutOfRange("Scanners.WorkerExpiryInterval", c.Scanners.WorkerExpiryInterval, "0 (the default) or more")
@@ -567,6 +587,12 @@ type suspendScanStore struct {
 type retentionScanStore struct {
 	model.Store
 	model.RetentionStore
+}
+
+// indexRepairStore is the index reconciler's view of a store.
+type indexRepairStore struct {
+	model.Store
+	model.IndexRepairer
 }
 
 // hint tells the scanners about a time something becomes due.

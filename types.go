@@ -76,6 +76,8 @@ type (
 	BudgetScanConfig = scan.BudgetConfig
 	// QuotaReconcileConfig configures the quota reconciler.
 	QuotaReconcileConfig = scan.QuotaReconcileConfig
+	// IndexRepairConfig configures the repairing index reconciler.
+	IndexRepairConfig = scan.IndexRepairConfig
 )
 
 // NewSimClock returns a simulated clock reading start. Time moves only when

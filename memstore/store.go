@@ -86,6 +86,8 @@ var (
 	_ model.FeedNotifier        = (*Store)(nil)
 	_ model.RetentionStore      = (*Store)(nil)
 	_ model.LaneStore           = (*Store)(nil)
+	_ model.IndexRepairer       = (*Store)(nil)
+	_ model.IndexTamperer       = (*Store)(nil)
 )
 
 // New returns an empty store. It panics on an invalid partition config,

@@ -17,7 +17,7 @@ import (
 
 // noTimeoutScore is the lane "suspended" score of a suspension without a
 // timeout.
-const noTimeoutScore int64 = 9999999999999
+const noTimeoutScore = model.SuspendedNoTimeoutScore
 
 // reasonSuspensionTimeout is the failure or cancellation reason of an
 // execution a suspension timeout ends.

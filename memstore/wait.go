@@ -151,18 +151,25 @@ func suspClose(sp *suspensionRec, now int64, why model.CloseReason, resuming boo
 // waitpoint's expiry, or drops it when none is pending. Every change to
 // e's waitpoints ends with it.
 func (s *Store) wpExpirySync(e *execution) {
-	next := int64(0)
-	for _, w := range e.waitpoints {
-		if w.state == model.WaitpointPending && (next == 0 || w.expiresAt < next) {
-			next = w.expiresAt
-		}
-	}
+	next := e.nextPendingExpiry()
 	idx := s.part(e.id.Partition()).wpExpiry
 	if next == 0 {
 		idx.remove(e.id)
 		return
 	}
 	idx.add(e.id, next)
+}
+
+// nextPendingExpiry is the earliest expiry of e's pending waitpoints (0:
+// none pending): its IndexWaitpointExpiry score.
+func (e *execution) nextPendingExpiry() int64 {
+	next := int64(0)
+	for _, w := range e.waitpoints {
+		if w.state == model.WaitpointPending && (next == 0 || w.expiresAt < next) {
+			next = w.expiresAt
+		}
+	}
+	return next
 }
 
 // leaveSuspended takes e out of every index of the suspended phase

@@ -20,7 +20,9 @@
 //     database/sql/driver: IndexInspector (ExecutionIndexes, a test
 //     inspection), Blocker (ExecutionBlock, ExecutionUnblock),
 //     GrantReclaimer (ReclaimGrantIssue, ExecutionReclaim), WorkNotifier
-//     and LeaseNotifier. The engine calls none of the first three.
+//     and LeaseNotifier. The engine calls none of the first three. The
+//     rest are listed in store.go (IndexRepairer and the test hook
+//     IndexTamperer among them, repair_ops.go).
 //   - Per operation, its Params with Validate, its Result and, where it
 //     reports what it did, its outcome type (ExpireOutcome, ...), all in
 //     the file of its interface (execution_ops.go, claim_ops.go, ...).

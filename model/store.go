@@ -35,6 +35,10 @@ package model
 //   - TagStore (tag_ops.go): changing an execution's or a flow's tags
 //     after create (issue 14). The engine's SetTags and SetFlowTags
 //     need it.
+//   - IndexRepairer (repair_ops.go): the repairing index reconciler,
+//     IndexRepair (issue 14); the engine runs scan.IndexReconciler only
+//     with it. IndexTamperer, in the same file, is a test hook that
+//     damages one index entry, for the suites only.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //

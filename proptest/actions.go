@@ -13,7 +13,8 @@ import (
 // the clock actions. The actions of each area live in the file named like
 // its storetest and store file: create.go, claim.go, lease.go,
 // terminal.go, scan.go, worker.go, reads.go, flow.go, flow_await.go,
-// suspend.go, admission.go, stream.go, feed.go, retention.go, lane.go, tags.go.
+// suspend.go, admission.go, stream.go, feed.go, retention.go, lane.go,
+// tags.go, repair.go.
 
 // action is one kind of step. Its weight is how often it is drawn.
 type action struct {
@@ -130,6 +131,9 @@ func init() {
 		// tags after create (tags.go)
 		{"ExecutionTagsSet", 3, (*machine).actExecutionTagsSet},
 		{"FlowTagsSet", 1, (*machine).actFlowTagsSet},
+		// index repair (repair.go)
+		{"IndexRepair", 2, (*machine).actIndexRepair},
+		{"TamperRepair", 3, (*machine).actTamperRepair},
 	}
 	for _, a := range actions {
 		actionByKey[a.name] = a

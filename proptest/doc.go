@@ -15,8 +15,9 @@
 // to that sequence (Cleanup runs when the sequence ends). The machine calls
 // every operation, the optional ones too, so the store must also implement
 // model.IndexInspector, model.Blocker, model.GrantReclaimer, model.FlowStore,
-// model.SuspendStore, model.AdmissionStore, model.StreamStore and
-// model.FeedStore; a sequence refuses one that does not, naming the
+// model.SuspendStore, model.AdmissionStore, model.StreamStore,
+// model.FeedStore, model.RetentionStore, model.LaneStore,
+// model.IndexRepairer and its test hook model.IndexTamperer; a sequence refuses one that does not, naming the
 // interface. Event feeds are a store option: each sequence draws the
 // feeds its stores keep (both with the default length, both keeping 8 or
 // 3 events so that trimming and Behind happen, one of them, or none), and

@@ -227,7 +227,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 67).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 68).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -355,6 +355,13 @@ func (m *machine) actHostile(t *rapid.T) {
 		p := &model.FlowTagsSetParams{Flow: m.hFlow(t), Set: hTags(t), Remove: hTagKeys(t), Now: now}
 		hostile(m, t, "FlowTagsSet", p, func(p *model.FlowTagsSetParams) error { return p.Validate() },
 			optional(model.TagStore.FlowTagsSet))
+	case 68:
+		p := &model.IndexRepairParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2),
+			DryRun: genBool.Draw(t, "dry"), Filter: drawFilter(t), Now: now}
+		if genBool.Draw(t, "cursor") {
+			p.Cursor = m.hID(t)
+		}
+		hostile(m, t, "IndexRepair", p, func(p *model.IndexRepairParams) error { return p.Validate(cfg) }, optional(model.IndexRepairer.IndexRepair))
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {

@@ -27,6 +27,8 @@ func checkOptional(i int, s model.Store) error {
 		{"RetentionStore", is[model.RetentionStore](s)},
 		{"LaneStore", is[model.LaneStore](s)},
 		{"TagStore", is[model.TagStore](s)},
+		{"IndexRepairer", is[model.IndexRepairer](s)},
+		{"IndexTamperer", is[model.IndexTamperer](s)},
 	} {
 		if !c.ok {
 			return fmt.Errorf("proptest: store %d (%T) does not implement model.%s; the machine calls every operation", i, s, c.name)

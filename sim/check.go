@@ -163,6 +163,7 @@ func (w *world) checkpoint() {
 		w.violate("store invariants:\n  %s", strings.Join(v, "\n  "))
 	}
 	w.checkSuspendState(o)
+	w.checkIndexes()
 	w.checkAdmission()
 	w.checkStreams(w.draining)
 	for _, id := range live {
@@ -179,6 +180,32 @@ func (w *world) checkpoint() {
 		}
 		if s.ReplayCount > s.MaxReplays {
 			w.violate("%s replayed %d times, cap %d", w.alias(id), s.ReplayCount, s.MaxReplays)
+		}
+	}
+}
+
+// checkIndexes checks that every execution's index entries are what its
+// record says: a dry run of the index reconciler over every partition
+// finds nothing to repair. It writes nothing.
+func (w *world) checkIndexes() {
+	ctx := context.Background()
+	for part := range w.raw.Partitions().WithDefaults().FlowPartitions {
+		var cur model.ExecutionID
+		for {
+			r, err := w.raw.IndexRepair(ctx, &model.IndexRepairParams{
+				Partition: part, Cursor: cur, Limit: model.MaxPageSize, DryRun: true, Now: w.sched.now,
+			})
+			if err != nil {
+				w.violate("index repair of partition %d: %v", part, err)
+				return
+			}
+			for _, rp := range r.Repairs {
+				w.violate("%s: index %s needs %s (score %d, found %d)", w.alias(rp.ExecutionID), rp.Index, rp.Action, rp.Score, rp.OldScore)
+			}
+			if r.Next.IsZero() {
+				break
+			}
+			cur = r.Next
 		}
 	}
 }

@@ -80,6 +80,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Counts", testCounts},
 		{"Lanes", testLanes},
 		{"Tags", testTags},
+		{"Repair", testRepair},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package valkeystore
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -40,6 +41,32 @@ func indexLua() string {
 		fmt.Fprintf(&b, " '%s'", name)
 	}
 	b.WriteString(" }\n")
+
+	// the index repair's derivation (lib/index.lua expected_indexes)
+	b.WriteString("-- lane_index names the lane index of an execution in phase lp and\n" +
+		"-- eligibility state es (model.LaneIndexFor); nil for none.\n" +
+		"local function lane_index(lp, es)\n" +
+		"  if lp == 'runnable' then return runnable_index(es) end\n")
+	for lp := model.LifecyclePhase(1); lp.String() != ""; lp++ {
+		if lp == model.PhaseRunnable {
+			continue
+		}
+		if name := model.LaneIndexFor(model.StateVector{LifecyclePhase: lp}); name != "" {
+			fmt.Fprintf(&b, "  if lp == '%s' then return '%s' end\n", lp, name)
+		}
+	}
+	b.WriteString("  return nil\nend\n")
+	b.WriteString("-- retention_field names the record field holding the retention of\n" +
+		"-- outcome to (model.Retention.For); nil: none.\nlocal function retention_field(to)\n")
+	probe := model.Retention{Completed: 1, Failed: 2, Cancelled: 3}
+	fields := map[time.Duration]string{1: "ret_ok", 2: "ret_failed", 3: "ret_cancelled"}
+	for to := model.TerminalOutcome(1); to.String() != ""; to++ {
+		if f := fields[probe.For(to)]; f != "" {
+			fmt.Fprintf(&b, "  if to == '%s' then return '%s' end\n", to, f)
+		}
+	}
+	b.WriteString("  return nil\nend\n")
+	fmt.Fprintf(&b, "local SUSPENDED_NO_TIMEOUT = %d\n", model.SuspendedNoTimeoutScore)
 	return b.String()
 }
 

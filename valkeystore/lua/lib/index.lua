@@ -156,3 +156,74 @@ local function cancel_exec(e, now, reason, by, notify)
   e.cancelled_by = by
   return prior
 end
+
+-- retention_keep is e's retention (ms) for outcome to; 0: kept for good.
+local function retention_keep(e, to)
+  local f = retention_field(to)
+  if f == 'ret_ok' then return e.ret_ok end
+  if f == 'ret_failed' then return e.ret_failed end
+  if f == 'ret_cancelled' then return e.ret_cancelled end
+  return 0
+end
+
+-- pending_expiry is the earliest expiry of e's pending waitpoints (0:
+-- none), its pending_waitpoint_expiry score, read as wait_kit's
+-- expiry_sync reads it (which files it).
+local function pending_expiry(e)
+  local next_at = 0
+  for _, wp in ipairs(redis.call('ZRANGE', e.k.base .. ':wps', '0', '-1')) do
+    local w = redis.call('HMGET', ks().pfx .. ':wp:' .. ks().tag .. ':' .. wp, 'state', 'expires_at')
+    if w[1] == 'pending' then
+      local at = N(w[2])
+      if next_at == 0 or at < next_at then next_at = at end
+    end
+  end
+  return next_at
+end
+
+-- expected_indexes maps each stored index e belongs in, named as
+-- ExecutionIndexes names it, to { score, scored }: scored says the score
+-- follows from the record and is checked, otherwise only membership is
+-- (a missing entry is filed with that score). It is model.ExpectedIndexes
+-- (memstore's derivation) for the indexes valkeystore stores, built from
+-- the same pieces the filing helpers above use: lane_index (generated from
+-- model.LaneIndexFor), eligible_score, retention_keep (its field from
+-- retention_field, generated from model.Retention.For). index_repair.lua is its user.
+local function expected_indexes(e)
+  local w = { all_executions = { 0, true } }
+  local lp = e.lifecycle_phase
+  local lane = 'lane:' .. e.lane .. ':'
+  local name = lane_index(lp, e.eligibility_state)
+  if lp == 'runnable' then
+    if name == 'eligible' then
+      w[lane .. name] = { eligible_score(e), true }
+    elseif name == 'delayed' then
+      w[lane .. name] = { e.delay_until, true }
+    elseif name ~= nil then
+      -- a blocked index's score is the block time, which the record
+      -- does not keep apart from its last transition
+      w[lane .. name] = { e.last_transition_at, false }
+    end
+  elseif lp == 'active' then
+    -- (its lane's active index is the record: see keys.go)
+    local exp = e.lease_expires_at
+    if e.ownership_state == 'lease_revoked' then exp = e.lease_revoked_at end
+    w.lease_expiry = { exp, true }
+    if e.timeout_at ~= 0 then w.attempt_timeout = { e.timeout_at, true } end
+  elseif lp == 'suspended' then
+    local t = N(redis.call('HGET', e.k.base .. ':susp', 'timeout_at'))
+    local score = t
+    if score == 0 then score = SUSPENDED_NO_TIMEOUT end
+    w[lane .. name] = { score, true }
+    w.suspended = { 0, true }
+    if t ~= 0 then w.suspension_timeout = { t, true } end
+  elseif lp == 'terminal' then
+    w[lane .. name] = { e.terminal_at, true }
+    local keep = retention_keep(e, e.terminal_outcome)
+    if keep > 0 then w.retention = { e.terminal_at + keep, true } end
+  end
+  if e.deadline ~= 0 and lp ~= 'terminal' then w.execution_deadline = { e.deadline, true } end
+  local pe = pending_expiry(e)
+  if pe ~= 0 then w.pending_waitpoint_expiry = { pe, true } end
+  return w
+end
