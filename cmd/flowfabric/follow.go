@@ -181,4 +181,3 @@ func watchCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		return nil
 	}
 }
-
