@@ -147,10 +147,10 @@ func (c *cli) act(ctx context.Context, name string, act action, ids []flowfabric
 			be.failed++
 			be.code = max(be.code, exitCode(err))
 			if !c.g.json {
-				fmt.Fprintf(c.stderr, "%s: %s (%s)\n", id, err, res.Kind)
+				_, _ = fmt.Fprintf(c.stderr, "%s: %s (%s)\n", id, err, res.Kind)
 			}
 		} else if !c.g.json {
-			fmt.Fprintf(c.stdout, "%s %s\n", act.done, id)
+			_, _ = fmt.Fprintf(c.stdout, "%s %s\n", act.done, id)
 		}
 		results = append(results, res)
 		if prog != nil {
@@ -244,22 +244,22 @@ func (p *progress) line() string {
 
 func (p *progress) draw() {
 	if p.tty {
-		fmt.Fprintf(p.w, "\r%s", p.line())
+		_, _ = fmt.Fprintf(p.w, "\r%s", p.line())
 		return
 	}
-	fmt.Fprintln(p.w, p.line())
+	_, _ = fmt.Fprintln(p.w, p.line())
 }
 
 // finish ends the progress line with a summary.
 func (p *progress) finish() {
 	if p.total == 0 {
-		fmt.Fprintln(p.w, p.line())
+		_, _ = fmt.Fprintln(p.w, p.line())
 		return
 	}
 	if p.tty {
-		fmt.Fprintln(p.w)
+		_, _ = fmt.Fprintln(p.w)
 	}
-	fmt.Fprintf(p.w, "%s: %d done, %d failed of %d in %s\n", p.label, p.done-p.failed, p.failed, p.total,
+	_, _ = fmt.Fprintf(p.w, "%s: %d done, %d failed of %d in %s\n", p.label, p.done-p.failed, p.failed, p.total,
 		time.Since(p.start).Round(time.Millisecond))
 }
 
@@ -301,9 +301,9 @@ func signalCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		if c.g.json {
 			return c.printJSON(v)
 		}
-		fmt.Fprintf(c.stdout, "signal %s to %s: %s; the execution is %s\n", v.Signal, v.Execution, v.Effect, v.State)
+		_, _ = fmt.Fprintf(c.stdout, "signal %s to %s: %s; the execution is %s\n", v.Signal, v.Execution, v.Effect, v.State)
 		if v.Ignored != "" {
-			fmt.Fprintf(c.stdout, "ignored: %s\n", v.Ignored)
+			_, _ = fmt.Fprintf(c.stdout, "ignored: %s\n", v.Ignored)
 		}
 		return nil
 	}
@@ -346,9 +346,9 @@ func pauseCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			return c.printJSON(v)
 		}
 		if already {
-			fmt.Fprintf(c.stdout, "lane %s was already paused since %s\n", lane, fmtTime(st.PausedAt))
+			_, _ = fmt.Fprintf(c.stdout, "lane %s was already paused since %s\n", lane, fmtTime(st.PausedAt))
 		} else {
-			fmt.Fprintf(c.stdout, "paused lane %s\n", lane)
+			_, _ = fmt.Fprintf(c.stdout, "paused lane %s\n", lane)
 		}
 		return nil
 	}
@@ -368,9 +368,9 @@ func resumeCmd(*flag.FlagSet) func(context.Context, *cli, []string) error {
 			return c.printJSON(laneView{Lane: string(lane), WasPaused: &was})
 		}
 		if was {
-			fmt.Fprintf(c.stdout, "resumed lane %s\n", lane)
+			_, _ = fmt.Fprintf(c.stdout, "resumed lane %s\n", lane)
 		} else {
-			fmt.Fprintf(c.stdout, "lane %s was not paused\n", lane)
+			_, _ = fmt.Fprintf(c.stdout, "lane %s was not paused\n", lane)
 		}
 		return nil
 	}

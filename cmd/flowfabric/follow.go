@@ -70,13 +70,13 @@ func tailCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			if v.Payload != nil {
 				payload = strings.TrimRight(*v.Payload, "\n")
 			}
-			fmt.Fprintf(c.stdout, "%d\t%s\t%s\t%s\n", f.Sequence, f.Time.UTC().Format("15:04:05.000"), f.Type, payload)
+			_, _ = fmt.Fprintf(c.stdout, "%d\t%s\t%s\t%s\n", f.Sequence, f.Time.UTC().Format("15:04:05.000"), f.Type, payload)
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
 		if !c.g.json {
-			fmt.Fprintf(c.stderr, "stream of %s attempt %d closed (%d frames)\n", id, a, n)
+			_, _ = fmt.Fprintf(c.stderr, "stream of %s attempt %d closed (%d frames)\n", id, a, n)
 		}
 		return nil
 	}
@@ -141,14 +141,14 @@ func watchCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 				filter.Kinds = append(filter.Kinds, flowfabric.Kind(k))
 			}
 		}
-		fmt.Fprintf(c.stderr, "watching completions from cursor %q\n", cur.String())
+		_, _ = fmt.Fprintf(c.stderr, "watching completions from cursor %q\n", cur.String())
 		if *from == "" && cur.String() == "" {
-			fmt.Fprintln(c.stderr, "no completion is in the feed yet: if the engine processes do not keep the completions feed (valkeystore.Options.Feeds), none will come")
+			_, _ = fmt.Fprintln(c.stderr, "no completion is in the feed yet: if the engine processes do not keep the completions feed (valkeystore.Options.Feeds), none will come")
 		}
 		n := 0
 		for ev, err := range c.engine.Subscribe(ctx, &flowfabric.SubscribeOpts{Feed: flowfabric.FeedCompletions, From: cur, Filter: filter}) {
 			if errors.Is(err, flowfabric.ErrFeedBehind) {
-				fmt.Fprintf(c.stderr, "warning: %v\n", err)
+				_, _ = fmt.Fprintf(c.stderr, "warning: %v\n", err)
 				continue
 			}
 			if err != nil {
@@ -169,11 +169,11 @@ func watchCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 					return err
 				}
 			} else {
-				fmt.Fprintf(c.stdout, "%s\t%s\t%s\t%s\t%s\n", ev.At.UTC().Format(time.RFC3339), v.Outcome, v.Execution, v.Lane, v.Kind)
+				_, _ = fmt.Fprintf(c.stdout, "%s\t%s\t%s\t%s\t%s\n", ev.At.UTC().Format(time.RFC3339), v.Outcome, v.Execution, v.Lane, v.Kind)
 			}
 			if n++; *count > 0 && n >= *count {
 				if !c.g.json {
-					fmt.Fprintf(c.stderr, "resume with -from %q\n", cur.String())
+					_, _ = fmt.Fprintf(c.stderr, "resume with -from %q\n", cur.String())
 				}
 				return nil
 			}

@@ -275,11 +275,37 @@ func commands() []command {
 
 // run runs the tool and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out := &errWriter{w: stdout}
+	code := runTo(ctx, args, out, stderr)
+	if out.err != nil && code == exitOK {
+		_, _ = fmt.Fprintf(stderr, "flowfabric: writing the output: %v\n", out.err)
+		return exitFailed
+	}
+	return code
+}
+
+// errWriter remembers the first write error, so that output written with
+// unchecked prints still fails the command.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func runTo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdout: stdout, stderr: stderr, g: defaultGlobals()}
 	top := flag.NewFlagSet("flowfabric", flag.ContinueOnError)
 	top.SetOutput(stderr)
 	c.g.register(top)
-	top.Usage = func() { fmt.Fprintf(stderr, usageText, flagDefaults(top)) }
+	top.Usage = func() { _, _ = fmt.Fprintf(stderr, usageText, flagDefaults(top)) }
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -294,7 +320,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if rest[0] == "help" {
 		top.SetOutput(stdout)
-		fmt.Fprintf(stdout, usageText, flagDefaults(top))
+		_, _ = fmt.Fprintf(stdout, usageText, flagDefaults(top))
 		return exitOK
 	}
 	var cmd *command
@@ -312,7 +338,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.g.register(fs)
 	do := cmd.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: flowfabric %s [flags] %s\n\n%s.\n\nFlags:\n%s\nExit codes: 0 ok, 1 operation failed, 2 usage or validation error, 3 store unreachable.\n",
+		_, _ = fmt.Fprintf(stderr, "Usage: flowfabric %s [flags] %s\n\n%s.\n\nFlags:\n%s\nExit codes: 0 ok, 1 operation failed, 2 usage or validation error, 3 store unreachable.\n",
 			cmd.name, cmd.args, cmd.summary, flagDefaults(fs))
 	}
 	pos, err := parseInterleaved(fs, rest[1:])
@@ -386,9 +412,9 @@ func (c *cli) fail(err error) int {
 	code := exitCode(err)
 	if c.g.json {
 		b, _ := json.Marshal(map[string]any{"error": err.Error(), "kind": errorKind(err), "exit": code})
-		fmt.Fprintln(c.stderr, string(b))
+		_, _ = fmt.Fprintln(c.stderr, string(b))
 	} else {
-		fmt.Fprintf(c.stderr, "flowfabric: %s (%s)\n", err, errorKind(err))
+		_, _ = fmt.Fprintf(c.stderr, "flowfabric: %s (%s)\n", err, errorKind(err))
 	}
 	return code
 }

@@ -38,11 +38,11 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the CLI:", err)
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -629,7 +629,7 @@ func TestUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 	for _, args := range [][]string{{"lanes"}, {"describe", "{fp:0}:0190a6e0-0000-7000-8000-000000000001", "-json"}} {
 		cmd := exec.Command(bin, append([]string{"-addr", addr}, args...)...)
 		cmd.Env = cleanEnv()

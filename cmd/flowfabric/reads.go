@@ -102,10 +102,10 @@ func listCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		}
 		if *idsOnly && !c.g.json {
 			for _, id := range page.IDs {
-				fmt.Fprintln(c.stdout, id)
+				_, _ = fmt.Fprintln(c.stdout, id)
 			}
 			if page.Next != "" {
-				fmt.Fprintln(c.stderr, "next cursor:", page.Next)
+				_, _ = fmt.Fprintln(c.stderr, "next cursor:", page.Next)
 			}
 			return nil
 		}
@@ -129,17 +129,17 @@ func listCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			}{rows, page.Next, page.Examined})
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATE\tLANE\tKIND\tATTEMPTS\tCREATED")
+		_, _ = fmt.Fprintln(tw, "ID\tSTATE\tLANE\tKIND\tATTEMPTS\tCREATED")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.State, r.Lane, r.Kind, r.Attempts, fmtTime(r.CreatedAt))
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.State, r.Lane, r.Kind, r.Attempts, fmtTime(r.CreatedAt))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		if page.Next != "" {
-			fmt.Fprintf(c.stdout, "next cursor: %s\n", page.Next)
+			_, _ = fmt.Fprintf(c.stdout, "next cursor: %s\n", page.Next)
 		} else {
-			fmt.Fprintf(c.stdout, "(%d listed; no more pages)\n", len(rows))
+			_, _ = fmt.Fprintf(c.stdout, "(%d listed; no more pages)\n", len(rows))
 		}
 		return nil
 	}
@@ -192,20 +192,20 @@ func countCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			}{rows, byState, cs.Total})
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "NAMESPACE\tLANE\tKIND\tSTATE\tCOUNT\t")
+		_, _ = fmt.Fprintln(tw, "NAMESPACE\tLANE\tKIND\tSTATE\tCOUNT\t")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t\n", r.Namespace, r.Lane, r.Kind, r.State, r.Count)
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t\n", r.Namespace, r.Lane, r.Kind, r.State, r.Count)
 		}
 		states := make([]flowfabric.PublicState, 0, len(cs.ByState))
 		for st := range cs.ByState {
 			states = append(states, st)
 		}
 		sort.Slice(states, func(i, j int) bool { return states[i] < states[j] })
-		fmt.Fprintln(tw, "\t\t\t\t\t")
+		_, _ = fmt.Fprintln(tw, "\t\t\t\t\t")
 		for _, st := range states {
-			fmt.Fprintf(tw, "total\t\t\t%s\t%d\t\n", st, cs.ByState[st])
+			_, _ = fmt.Fprintf(tw, "total\t\t\t%s\t%d\t\n", st, cs.ByState[st])
 		}
-		fmt.Fprintf(tw, "total\t\t\tall\t%d\t\n", cs.Total)
+		_, _ = fmt.Fprintf(tw, "total\t\t\tall\t%d\t\n", cs.Total)
 		return tw.Flush()
 	}
 }
@@ -251,16 +251,16 @@ func lanesCmd(*flag.FlagSet) func(context.Context, *cli, []string) error {
 		for _, st := range cols {
 			head += "\t" + strings.ToUpper(st.String())
 		}
-		fmt.Fprintln(tw, head)
+		_, _ = fmt.Fprintln(tw, head)
 		for _, r := range rows {
 			line := fmt.Sprintf("%s\t%d\t%s\t%s\t%d", r.Lane, r.Workers, yesNo(r.Paused), yesNo(r.Unserved), r.Backlog)
 			for _, st := range cols {
 				line += "\t" + strconv.FormatInt(r.Counts[st.String()], 10)
 			}
-			fmt.Fprintln(tw, line)
+			_, _ = fmt.Fprintln(tw, line)
 		}
 		if len(rows) == 0 {
-			fmt.Fprintf(tw, "(no lane in namespace %s)\n", c.engine.Namespace())
+			_, _ = fmt.Fprintf(tw, "(no lane in namespace %s)\n", c.engine.Namespace())
 		}
 		return tw.Flush()
 	}
@@ -407,7 +407,7 @@ func (c *cli) printDescribe(v *describeView) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	kv := func(k, val string) {
 		if val != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, val)
+			_, _ = fmt.Fprintf(tw, "%s:\t%s\n", k, val)
 		}
 	}
 	kv("id", v.ID)
@@ -459,11 +459,11 @@ func (c *cli) printDescribe(v *describeView) error {
 		return err
 	}
 	if len(v.AttemptList) > 0 {
-		fmt.Fprintln(c.stdout, "\nATTEMPTS")
+		_, _ = fmt.Fprintln(c.stdout, "\nATTEMPTS")
 		tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "#\tTYPE\tSTATUS\tEPOCH\tINSTANCE\tSTARTED\tENDED\tFAILURE")
+		_, _ = fmt.Fprintln(tw, "#\tTYPE\tSTATUS\tEPOCH\tINSTANCE\tSTARTED\tENDED\tFAILURE")
 		for _, a := range v.AttemptList {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", a.Index, a.Type, a.Status, a.LeaseEpoch, dash(a.Instance),
+			_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", a.Index, a.Type, a.Status, a.LeaseEpoch, dash(a.Instance),
 				fmtTime(a.StartedAt), fmtTime(a.EndedAt), dash(strings.TrimSpace(a.FailureCategory+" "+a.FailureReason)))
 		}
 		if err := tw.Flush(); err != nil {
@@ -471,11 +471,11 @@ func (c *cli) printDescribe(v *describeView) error {
 		}
 	}
 	if len(v.LeaseHistory) > 0 {
-		fmt.Fprintln(c.stdout, "\nLEASE HISTORY")
+		_, _ = fmt.Fprintln(c.stdout, "\nLEASE HISTORY")
 		tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEQ\tEVENT\tEPOCH\tATTEMPT\tINSTANCE\tAT\tREASON")
+		_, _ = fmt.Fprintln(tw, "SEQ\tEVENT\tEPOCH\tATTEMPT\tINSTANCE\tAT\tREASON")
 		for _, e := range v.LeaseHistory {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\n", e.Seq, e.Kind, e.Epoch, e.Attempt, dash(e.Instance), fmtTime(e.At), dash(e.Reason))
+			_, _ = fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\n", e.Seq, e.Kind, e.Epoch, e.Attempt, dash(e.Instance), fmtTime(e.At), dash(e.Reason))
 		}
 		return tw.Flush()
 	}
