@@ -61,6 +61,8 @@ type fixture struct {
 	// activity receives (without blocking the engine) when the
 	// fixture's worker changed an execution
 	activity chan struct{}
+	// release lets the "live" handler finish
+	release chan struct{}
 }
 
 func newFixture(t *testing.T, addr string) *fixture {
@@ -82,7 +84,8 @@ func newFixture(t *testing.T, addr string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, addr: addr, prefix: prefix, tokens: make(chan string, 4), activity: make(chan struct{}, 1)}
+	f := &fixture{t: t, ctx: ctx, addr: addr, prefix: prefix, tokens: make(chan string, 4), activity: make(chan struct{}, 1),
+		release: make(chan struct{})}
 	f.engine = flowfabric.New(store, &flowfabric.Config{WaitpointKeys: ring, OnActivity: func() {
 		select {
 		case f.activity <- struct{}{}:
@@ -104,6 +107,18 @@ func newFixture(t *testing.T, addr string) *fixture {
 			}
 		}
 		return nil
+	})
+	handle("live", func(ctx context.Context, info *flowfabric.TaskInfo) error {
+		if _, err := info.AppendFrame(ctx, "log", []byte("first"), nil); err != nil {
+			return err
+		}
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		_, err := info.AppendFrame(ctx, "log", []byte("second"), nil)
+		return err
 	})
 	handle("approve", func(ctx context.Context, info *flowfabric.TaskInfo) error {
 		if info.Resumed {
@@ -509,6 +524,44 @@ func testCLI(t *testing.T, addr string) {
 		}
 	})
 
+	t.Run("tail live", func(t *testing.T) {
+		// tail follows a running attempt: it prints the first frame while
+		// the handler waits, then the second once released, then ends
+		// with the stream
+		id := f.submit("live", nil)
+		cmd := f.command("tail", id.String(), "-json")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		var fv frameView
+		if !sc.Scan() || json.Unmarshal(sc.Bytes(), &fv) != nil || fv.Payload == nil || *fv.Payload != "first" {
+			t.Fatalf("tail live, first line %q: %v %s", sc.Text(), sc.Err(), errb.String())
+		}
+		if s := f.describe(id); s.PublicState != flowfabric.PublicActive {
+			t.Fatalf("the live execution is %v while tailed", s.PublicState)
+		}
+		close(f.release)
+		if !sc.Scan() || json.Unmarshal(sc.Bytes(), &fv) != nil || fv.Payload == nil || *fv.Payload != "second" {
+			t.Fatalf("tail live, second line %q: %v %s", sc.Text(), sc.Err(), errb.String())
+		}
+		for sc.Scan() {
+			t.Errorf("tail live: unexpected line %q", sc.Text())
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("tail live: %v: %s", err, errb.String())
+		}
+		if s := f.wait(id); s.PublicState != flowfabric.PublicCompleted {
+			t.Fatalf("live: %v", s.PublicState)
+		}
+	})
+
 	t.Run("watch", func(t *testing.T) {
 		r := f.run(2, "watch", "-feeds", "")
 		if !strings.Contains(r.stderr, "-feeds completions") {
@@ -621,6 +674,55 @@ func testCLI(t *testing.T, addr string) {
 		f.run(1, "describe", completed.String())
 		f.run(2, "delete", "{fp:0}:nope")
 	})
+}
+
+// TestCLICluster runs reads and an action with -cluster against a
+// three-master cluster (skipped, saying why, without a server and its CLI
+// on PATH).
+func TestCLICluster(t *testing.T) {
+	cl := redisserver.StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: cl.Addrs(), DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	prefix := fmt.Sprintf("clicl%d", time.Now().UnixNano())
+	store, err := valkeystore.New(client, &valkeystore.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := flowfabric.New(store, nil)
+	var ids []flowfabric.ExecutionID
+	for range 3 {
+		r, err := e.SubmitRaw(ctx, "job", nil, &flowfabric.SubmitOpts{Lane: "cl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	cli := func(want int, args ...string) result {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"-cluster", "-addr", strings.Join(cl.Addrs(), ","), "-prefix", prefix}, args...)...)
+		cmd.Env = cleanEnv()
+		r := runCmd(t, cmd)
+		if r.code != want {
+			t.Fatalf("flowfabric %v: want exit %d, got %s", args, want, r)
+		}
+		return r
+	}
+	var c struct{ Total int64 }
+	if err := json.Unmarshal([]byte(cli(0, "count", "-json").stdout), &c); err != nil || c.Total != 3 {
+		t.Fatalf("count on the cluster: %v %+v", err, c)
+	}
+	cli(0, "cancel", "-find", "-lane", "cl", "-yes")
+	for _, id := range ids {
+		if s, err := e.Describe(ctx, id); err != nil || s.PublicState != flowfabric.PublicCancelled {
+			t.Fatalf("%s after a bulk cancel on the cluster: %v %v", id, s, err)
+		}
+	}
 }
 
 func TestUnreachable(t *testing.T) {
