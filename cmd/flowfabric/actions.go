@@ -108,12 +108,18 @@ func actionCmd(name string) func(fs *flag.FlagSet) func(context.Context, *cli, [
 	}
 }
 
+// callTimeout bounds each engine call of an action, so a bulk action
+// without a -timeout still ends when the server stops answering.
+const callTimeout = 30 * time.Second
+
 // findAll collects every id the options match, page by page.
 func (c *cli) findAll(ctx context.Context, o flowfabric.FindOpts) ([]flowfabric.ExecutionID, error) {
 	o.Limit = model.MaxPageSize
 	var ids []flowfabric.ExecutionID
 	for {
-		p, err := c.engine.Find(ctx, &o)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		p, err := c.engine.Find(cctx, &o)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +142,9 @@ func (c *cli) act(ctx context.Context, name string, act action, ids []flowfabric
 	var be *bulkError
 	var only error
 	for _, id := range ids {
-		err := act.do(ctx, c.engine, id, reason)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := act.do(cctx, c.engine, id, reason)
+		cancel()
 		res := actionResult{ID: id.String(), OK: err == nil}
 		if err != nil {
 			res.Error, res.Kind = err.Error(), errorKind(err)

@@ -168,7 +168,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.quotaParts, "quota-partitions", g.quotaParts, "quota partitions (0: the default)")
 	fs.Var(&g.keys, "waitpoint-key", "a waitpoint signing key `id:secret` (secret as text, or base64:...), repeatable, for signal (env FLOWFABRIC_WAITPOINT_KEYS, comma-separated)")
 	fs.BoolVar(&g.json, "json", g.json, "print JSON for scripts")
-	fs.DurationVar(&g.timeout, "timeout", g.timeout, "bound on the whole command (tail and watch: none unless given; 0: none)")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "bound on the whole command (tail, watch and -find actions: none unless given, each call of a -find action is bounded by 30s; 0: none)")
 }
 
 // usageError is a bad command line: exit code 2.
@@ -352,7 +352,11 @@ func runTo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeoutSet := false
 	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
 	top.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
-	if cmd.follow && !timeoutSet {
+	bulk := false
+	if f := fs.Lookup("find"); f != nil && f.Value.String() == "true" {
+		bulk = true // as long as it takes; each call is bounded (callTimeout)
+	}
+	if (cmd.follow || bulk) && !timeoutSet {
 		c.g.timeout = 0
 	}
 	if c.g.timeout > 0 {
