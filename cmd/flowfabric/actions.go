@@ -147,7 +147,7 @@ func (c *cli) act(ctx context.Context, name string, act action, ids []flowfabric
 		cancel()
 		res := actionResult{ID: id.String(), OK: err == nil}
 		if err != nil {
-			res.Error, res.Kind = err.Error(), errorKind(err)
+			res.Error, res.Kind = errText(err), errorKind(err)
 			if be == nil {
 				be = &bulkError{action: name, firstKind: res.Kind, firstErrorText: res.Error}
 				only = err
@@ -155,7 +155,7 @@ func (c *cli) act(ctx context.Context, name string, act action, ids []flowfabric
 			be.failed++
 			be.code = max(be.code, exitCode(err))
 			if !c.g.json {
-				_, _ = fmt.Fprintf(c.stderr, "%s: %s (%s)\n", id, err, res.Kind)
+				_, _ = fmt.Fprintf(c.stderr, "%s: %s (%s)\n", id, res.Error, res.Kind)
 			}
 		} else if !c.g.json {
 			_, _ = fmt.Fprintf(c.stdout, "%s %s\n", act.done, id)

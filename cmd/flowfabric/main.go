@@ -234,6 +234,10 @@ func errorKind(err error) string {
 	return "error"
 }
 
+// errText is err's message without the engine's "flowfabric: " prefix
+// (the tool prints its own).
+func errText(err error) string { return strings.TrimPrefix(err.Error(), "flowfabric: ") }
+
 // cli is one run of the tool.
 type cli struct {
 	stdout, stderr io.Writer
@@ -415,10 +419,10 @@ func (c *cli) fail(err error) int {
 	}
 	code := exitCode(err)
 	if c.g.json {
-		b, _ := json.Marshal(map[string]any{"error": err.Error(), "kind": errorKind(err), "exit": code})
+		b, _ := json.Marshal(map[string]any{"error": errText(err), "kind": errorKind(err), "exit": code})
 		_, _ = fmt.Fprintln(c.stderr, string(b))
 	} else {
-		_, _ = fmt.Fprintf(c.stderr, "flowfabric: %s (%s)\n", err, errorKind(err))
+		_, _ = fmt.Fprintf(c.stderr, "flowfabric: %s (%s)\n", errText(err), errorKind(err))
 	}
 	return code
 }

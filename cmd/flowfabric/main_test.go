@@ -312,7 +312,7 @@ func testCLI(t *testing.T, addr string) {
 			t.Fatalf("count -namespace other: %+v", doc)
 		}
 		r := f.run(0, "count", "-kind", "boom")
-		if !strings.Contains(r.stdout, "failed") || !strings.Contains(r.stdout, "total") {
+		if !strings.Contains(r.stdout, "failed") || !strings.Contains(r.stdout, "TOTAL") {
 			t.Fatalf("count table: %s", r)
 		}
 	})

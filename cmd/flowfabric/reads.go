@@ -191,21 +191,20 @@ func countCmd(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 				Total   int64            `json:"total"`
 			}{rows, byState, cs.Total})
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		_, _ = fmt.Fprintln(tw, "NAMESPACE\tLANE\tKIND\tSTATE\tCOUNT\t")
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		_, _ = fmt.Fprintln(tw, "NAMESPACE\tLANE\tKIND\tSTATE\tCOUNT")
 		for _, r := range rows {
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t\n", r.Namespace, r.Lane, r.Kind, r.State, r.Count)
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Namespace, r.Lane, r.Kind, r.State, r.Count)
 		}
 		states := make([]flowfabric.PublicState, 0, len(cs.ByState))
 		for st := range cs.ByState {
 			states = append(states, st)
 		}
 		sort.Slice(states, func(i, j int) bool { return states[i] < states[j] })
-		_, _ = fmt.Fprintln(tw, "\t\t\t\t\t")
 		for _, st := range states {
-			_, _ = fmt.Fprintf(tw, "total\t\t\t%s\t%d\t\n", st, cs.ByState[st])
+			_, _ = fmt.Fprintf(tw, "TOTAL\t\t\t%s\t%d\n", st, cs.ByState[st])
 		}
-		_, _ = fmt.Fprintf(tw, "total\t\t\tall\t%d\t\n", cs.Total)
+		_, _ = fmt.Fprintf(tw, "TOTAL\t\t\tall\t%d\n", cs.Total)
 		return tw.Flush()
 	}
 }
