@@ -598,6 +598,27 @@ func testCLI(t *testing.T, addr string) {
 		if ev.Execution != id.String() || ev.Outcome != "success" && ev.Outcome != "completed" || ev.Cursor == "" || ev.Lane != "work" {
 			t.Fatalf("watch event: %+v", ev)
 		}
+		// ctrl-C ends a watch with exit 0
+		cmd = f.command("watch")
+		stderr, err = cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc = bufio.NewScanner(stderr)
+		if !sc.Scan() || !strings.Contains(sc.Text(), "watching completions") {
+			t.Fatalf("watch did not start: %q %v", sc.Text(), sc.Err())
+		}
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		for sc.Scan() { // drain until the process closes stderr
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("watch after ctrl-C: %v", err)
+		}
 		// resuming from the start replays the feed: the first completion
 		// recorded is one of the seeded executions
 		r = f.run(0, "watch", "-from", "start", "-count", "1", "-json")
