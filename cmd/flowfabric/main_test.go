@@ -581,13 +581,16 @@ func testCLI(t *testing.T, addr string) {
 		if !sc.Scan() || !strings.Contains(sc.Text(), "watching completions") {
 			t.Fatalf("watch did not start: %q %v", sc.Text(), sc.Err())
 		}
+		drained := make(chan struct{})
 		go func() {
-			for sc.Scan() { // drain
+			for sc.Scan() { // drain until the process closes stderr
 			}
+			close(drained)
 		}()
 		// the watch subscribed from the head: this completion comes after it
 		id := f.submit("ok", nil)
 		f.wait(id)
+		<-drained // Wait closes the pipe: read it to its end first
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("watch: %v: %s", err, out.String())
 		}
