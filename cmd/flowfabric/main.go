@@ -418,6 +418,9 @@ func (c *cli) fail(err error) int {
 		return exitOK
 	}
 	code := exitCode(err)
+	if !c.g.cluster && strings.Contains(err.Error(), "MOVED ") {
+		err = fmt.Errorf("%w (the server is a cluster: pass -cluster)", err)
+	}
 	if c.g.json {
 		b, _ := json.Marshal(map[string]any{"error": errText(err), "kind": errorKind(err), "exit": code})
 		_, _ = fmt.Fprintln(c.stderr, string(b))

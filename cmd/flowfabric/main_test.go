@@ -737,6 +737,12 @@ func TestCLICluster(t *testing.T) {
 		}
 		return r
 	}
+	// without -cluster the server's redirections are reported with a hint
+	cmd := exec.CommandContext(ctx, bin, "-addr", cl.Addrs()[0], "-prefix", prefix, "count")
+	cmd.Env = cleanEnv()
+	if r := runCmd(t, cmd); r.code != 1 || !strings.Contains(r.stderr, "pass -cluster") {
+		t.Fatalf("count on a cluster without -cluster: %s", r)
+	}
 	var c struct{ Total int64 }
 	if err := json.Unmarshal([]byte(cli(0, "count", "-json").stdout), &c); err != nil || c.Total != 3 {
 		t.Fatalf("count on the cluster: %v %+v", err, c)
