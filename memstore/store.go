@@ -85,6 +85,7 @@ var (
 	_ model.FeedStore           = (*Store)(nil)
 	_ model.FeedNotifier        = (*Store)(nil)
 	_ model.RetentionStore      = (*Store)(nil)
+	_ model.FlowDeleter         = (*Store)(nil)
 	_ model.LaneStore           = (*Store)(nil)
 )
 

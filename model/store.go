@@ -30,6 +30,11 @@ package model
 //   - LaneStore (lane_ops.go): pausing and resuming lanes (issue 14).
 //     Every store that runs claims should have it; the engine's
 //     PauseLane, ResumeLane and LaneState need it.
+//   - RetentionStore (retention_ops.go): ExecutionDelete, deleting one
+//     terminal execution (issue 14); FlowDeleter beside it: FlowDelete,
+//     deleting a finished flow with all its members in one step. The
+//     engine's Delete and DeleteFlow and the retention trimmer assert
+//     them.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //

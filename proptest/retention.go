@@ -86,7 +86,7 @@ func (m *machine) actRetentionTrim(t *rapid.T) {
 		case prev.State.LifecyclePhase != model.PhaseTerminal:
 			want = model.DeleteNotTerminalCleaned
 		case !prev.Flow.IsZero():
-			want = model.DeleteInFlowCleaned
+			want = model.DeleteInFlow
 		}
 		m.expect(t, res.Outcome == want, "ExecutionDelete(due) of %v: %v, want %v", it.ID, res.Outcome, want)
 		if res.Outcome == model.DeleteDeleted {
