@@ -46,6 +46,7 @@
 //	POST /v1/flows                                submit a flow (201; 200 with "duplicate":true for a repeated key)
 //	GET  /v1/flows/{id}                           the flow
 //	POST /v1/flows/{id}/cancel                    {"policy","reason"}
+//	DELETE /v1/flows/{id}                         (no body needed) a finished flow with all its members
 //	POST /v1/budgets                              {"id"?,"limits":{"tokens":{"hard","soft"}},"reset_every","on_hard_breach"} (201; 200 when it existed)
 //	GET  /v1/budgets/{id}                         usage, limits, breaches, next reset
 //	POST /v1/budgets/{id}/usage                   {"deltas":{...},"dedup_key"} as an operator (409 budget_exceeded on a hard breach)
