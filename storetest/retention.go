@@ -21,7 +21,7 @@ func withRetention(r model.Retention) createOpt {
 }
 
 func testRetention(t *testing.T, newStore NewStoreFunc) {
-	for _, c := range []struct {
+	cases := []struct {
 		name string
 		run  func(*retentionHarness)
 	}{
@@ -35,7 +35,14 @@ func testRetention(t *testing.T, newStore NewStoreFunc) {
 		{"DeleteOwnedRecords", retentionDeleteOwned},
 		{"FlowMemberKept", retentionFlowMember},
 		{"DeleteReportsBudgets", retentionDeleteBudgets},
-	} {
+	}
+	for _, c := range flowRetentionCases { // retention_flow.go
+		cases = append(cases, struct {
+			name string
+			run  func(*retentionHarness)
+		}{c.name, func(h *retentionHarness) { c.run(newFlowRetention(h)) }})
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			h := setup(t, newStore)
