@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"slices"
+	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/flowfabric/flowfabric/model"
@@ -23,6 +25,7 @@ var flowRetentionCases = []struct {
 	{"FlowSealAndCancelFileFlow", flowSealCancelFile},
 	{"FlowDeleteReportsBudgets", flowDeleteBudgets},
 	{"FlowDeleteValidation", flowDeleteValidation},
+	{"FlowDeleteTooLarge", flowDeleteTooLarge},
 }
 
 // flowRetentionHarness is a retention harness with the store's flow
@@ -331,4 +334,48 @@ func flowDeleteValidation(h *flowRetentionHarness) {
 	wantErr(h.t, err, &model.Error{Code: model.CodeInvalidInput, Field: "Flow"})
 	_, err = h.fdel(h.fh.flowIn(h.p0), true, time.Time{})
 	wantErr(h.t, err, &model.Error{Code: model.CodeInvalidInput, Field: "Now"})
+}
+
+// flowDeleteTooLarge: a finished flow of more than MaxFlowDeleteMembers
+// members is refused, naming the count, with nothing written; the
+// scanner's delete drops its members' entries and keeps it.
+func flowDeleteTooLarge(h *flowRetentionHarness) {
+	if testing.Short() {
+		h.t.Skip("storetest: a flow of MaxFlowDeleteMembers+1 members (-short)")
+	}
+	if h.cfg.WithDefaults().FlowPartitions == 1 {
+		h.t.Skip("storetest: a flow of MaxFlowDeleteMembers+1 members runs in the default partitioning only (12-26 s on Valkey)")
+	}
+	f := h.fh.newFlow(at(0), nil)
+	part := h.cfg.FlowPartition(f)
+	n := model.MaxFlowDeleteMembers + 1
+	var first model.ExecutionID
+	for i := range n {
+		p := h.createParams(at(0), inPartition(h.harness, part), withRetention(keepAll))
+		p.Flow = f
+		call(h.s.ExecutionCreate(h.ctx, p)).must(h.t)
+		if i == 0 || p.ID.Compare(first) < 0 {
+			first = p.ID
+		}
+	}
+	cr := call(h.fh.fs.FlowCancel(h.ctx, &model.FlowCancelParams{Flow: f, Policy: model.CancelAll, Reason: "stop", Now: at(time.Second)})).must(h.t)
+	if len(cr.Cancelled) != n {
+		h.t.Fatalf("cancelled %d members, want %d", len(cr.Cancelled), n)
+	}
+	// the cancel finished the flow: its one entry, at its due time
+	h.wantDueAt(first, at(time.Second+3*time.Hour))
+	before := h.fh.flow(f)
+	h.unchanged(first, func() {
+		_, err := h.fdel(f, false, at(4*time.Hour))
+		if e := modelErr(h.t, err, &model.Error{Code: model.CodeFlowTooLarge, Field: "Flow"}); e.Detail != strconv.Itoa(n) {
+			h.t.Fatalf("too large: detail %q, want %d", e.Detail, n)
+		}
+	})
+	h.fh.unchanged(f, before)
+	res := call(h.fdel(f, true, at(4*time.Hour))).must(h.t)
+	if res.Outcome != model.DeleteTooLargeCleaned || len(res.Members) != 0 {
+		h.t.Fatalf("due delete of a flow too large: %+v", res)
+	}
+	h.wantDueAt(first, time.Time{})
+	h.fh.unchanged(f, before)
 }
