@@ -31,6 +31,7 @@ func (s *Store) FlowCreate(ctx context.Context, p *model.FlowCreateParams) (*mod
 			f.tags = maps.Clone(p.Tags)
 		}
 		s.flows[p.Flow] = f
+		s.flowsPeak = max(s.flowsPeak, len(s.flows))
 		s.flowIndex(part, false).Set(p.Flow)
 		return &model.FlowCreateResult{Outcome: model.FlowCreated, Partition: part}, nil
 	})

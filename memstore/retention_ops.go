@@ -135,6 +135,8 @@ func (s *Store) FlowDelete(ctx context.Context, p *model.FlowDeleteParams) (*mod
 		s.flowIndex(part, false).Delete(f.id)
 		s.flowIndex(part, true).Delete(f.id)
 		delete(s.flows, f.id)
+		s.flows = shrink(s.flows, &s.flowsPeak)
+		s.flowOf = shrink(s.flowOf, &s.flowOfPeak)
 		return res, nil
 	})
 }
