@@ -52,6 +52,9 @@ var (
 	ErrCycle = model.ErrCycle
 	// ErrFlowNotFound: no flow has that id.
 	ErrFlowNotFound = model.ErrFlowNotFound
+	// ErrFlowTooLarge: DeleteFlow of a flow with more than
+	// model.MaxFlowDeleteMembers members, more than one step deletes.
+	ErrFlowTooLarge = model.ErrFlowTooLarge
 	// ErrFlowSealed: the flow was submitted; its graph takes nothing more.
 	ErrFlowSealed = model.ErrFlowSealed
 	// ErrFlowTerminal: the flow has ended (cancelled, or every node done):

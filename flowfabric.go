@@ -299,7 +299,11 @@ func New(store Store, cfg *Config) *Engine {
 		if as, ok := store.(model.AdmissionStore); ok {
 			ledgers = as
 		}
-		tr := scan.NewRetention(retentionScanStore{store, rs}, ledgers, c.Clock, sc.Retention)
+		var trs scan.RetentionStore = retentionScanStore{store, rs}
+		if fd, ok := store.(model.FlowDeleter); ok {
+			trs = retentionFlowScanStore{retentionScanStore{store, rs}, fd}
+		}
+		tr := scan.NewRetention(trs, ledgers, c.Clock, sc.Retention)
 		timers = append(timers, tr)
 		scanners = append(scanners, tr)
 	}
@@ -593,6 +597,13 @@ type retentionScanStore struct {
 type indexRepairStore struct {
 	model.Store
 	model.IndexRepairer
+}
+
+// retentionFlowScanStore is the retention trimmer's view of a store that
+// deletes flows too.
+type retentionFlowScanStore struct {
+	retentionScanStore
+	model.FlowDeleter
 }
 
 // hint tells the scanners about a time something becomes due.

@@ -111,3 +111,37 @@ func (e *Engine) Delete(ctx context.Context, id ExecutionID) error {
 	}
 	return nil
 }
+
+// DeleteFlow deletes a finished flow now, whatever its retention, with
+// all its members and everything they own (as Delete deletes one
+// execution), in one step. It refuses an unknown flow (ErrFlowNotFound),
+// one not finished (ErrNotTerminal: a member is live, or the flow is
+// neither sealed nor cancelled; cancel it first) and one of more than
+// model.MaxFlowDeleteMembers members (ErrFlowTooLarge), and changes
+// nothing then. On a store without model.FlowDeleter it fails with an
+// invalid-input error naming the store.
+func (e *Engine) DeleteFlow(ctx context.Context, id FlowID) error {
+	fd, ok := e.store.(model.FlowDeleter)
+	if !ok {
+		return wrap("delete flow", &model.Error{Code: model.CodeInvalidInput, Field: "Store",
+			Detail: fmt.Sprintf("%T does not implement model.FlowDeleter", e.store)})
+	}
+	now := e.clock.Now()
+	r, err := fd.FlowDelete(ctx, &model.FlowDeleteParams{Flow: id, Now: now})
+	if err != nil {
+		return wrap("delete flow", err)
+	}
+	as, _ := e.store.(model.AdmissionStore)
+	var f scan.LedgerForgetter
+	if as != nil {
+		f = as
+	}
+	var errs []error
+	for _, m := range r.Members {
+		errs = append(errs, scan.ForgetLedgers(ctx, f, m.ID, m.Budgets, now))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return wrap("delete flow", errors.Join(errors.New("deleted, but its members' budget ledgers were not all forgotten"), err))
+	}
+	return nil
+}

@@ -124,3 +124,65 @@ func TestDelete(t *testing.T) {
 		t.Fatalf("resubmit with the key: %+v %v", r, err)
 	}
 }
+
+// TestFlowRetention: a finished flow goes whole once every member's
+// retention has run out, not when its first member's does; DeleteFlow
+// refuses a flow still running and deletes a finished one at once.
+func TestFlowRetention(t *testing.T) {
+	h, _ := newFlowHarness(t, &flowfabrictest.Options{MaxSimulated: 8 * time.Hour})
+	f := flowfabric.NewFlow()
+	a := f.Add(step{Name: "a"}, &flowfabric.SubmitOpts{Lane: flowLane, Retention: flowfabric.Retention{Completed: time.Hour}})
+	b := f.Add(step{Name: "b"}, &flowfabric.SubmitOpts{Lane: flowLane, Retention: flowfabric.Retention{Completed: 3 * time.Hour}}).After(a)
+	res, err := h.Engine.SubmitFlow(h.Ctx, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, bs := h.WaitTerminal(res.Of(a)), h.WaitTerminal(res.Of(b))
+	flowGone := func() bool {
+		_, err := h.Engine.DescribeFlow(h.Ctx, res.ID)
+		if err != nil && !errors.Is(err, flowfabric.ErrFlowNotFound) {
+			t.Fatal(err)
+		}
+		return err != nil
+	}
+	h.Advance(as.TerminalAt.Add(2 * time.Hour).Sub(h.Clock.Now()))
+	if flowGone() || gone(t, h, res.Of(a)) {
+		t.Fatal("the flow went when its first member's retention ran out")
+	}
+	h.RunUntil(flowGone)
+	if late := h.Clock.Now().Sub(bs.TerminalAt.Add(3 * time.Hour)); late < 0 || late > 2*time.Minute {
+		t.Fatalf("flow deleted %v after its last member's retention ran out", late)
+	}
+	for _, id := range res.Executions {
+		if !gone(t, h, id) {
+			t.Fatalf("member %v left after its flow was trimmed", id)
+		}
+	}
+
+	// an operator: refused while a node runs, then at once
+	g := flowfabric.NewFlow()
+	blocker := g.Add(step{Name: "block", Block: true}, &flowfabric.SubmitOpts{Lane: flowLane})
+	res, err = h.Engine.SubmitFlow(h.Ctx, g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Engine.DeleteFlow(h.Ctx, res.ID); !errors.Is(err, flowfabric.ErrNotTerminal) {
+		t.Fatalf("DeleteFlow of a running flow: %v", err)
+	}
+	if err := h.Engine.Cancel(h.Ctx, res.Of(blocker), "stop"); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitTerminal(res.Of(blocker))
+	if err := h.Engine.Delete(h.Ctx, res.Of(blocker)); !errors.Is(err, flowfabric.ErrInFlow) {
+		t.Fatalf("Delete of a member: %v", err)
+	}
+	if err := h.Engine.DeleteFlow(h.Ctx, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !flowGone() || !gone(t, h, res.Of(blocker)) {
+		t.Fatal("DeleteFlow left the flow or its member")
+	}
+	if err := h.Engine.DeleteFlow(h.Ctx, res.ID); !errors.Is(err, flowfabric.ErrFlowNotFound) {
+		t.Fatalf("second DeleteFlow: %v", err)
+	}
+}

@@ -162,7 +162,7 @@ var (
 	ErrNotActive           = model.ErrNotActive
 	ErrNotTerminal         = model.ErrNotTerminal
 	// ErrInFlow: the execution is a flow member, deleted only with its
-	// flow (Delete).
+	// flow (Delete; DeleteFlow deletes the flow).
 	ErrInFlow              = model.ErrInFlow
 	ErrNotEligible         = model.ErrNotEligible
 	ErrNotReclaimable      = model.ErrNotReclaimable

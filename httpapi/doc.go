@@ -50,6 +50,7 @@
 //	POST /v1/flows/{id}/cancel                    {"policy","reason"}
 //	GET  /v1/flows/{id}/tags                      {"id","tags"}
 //	PATCH /v1/flows/{id}/tags                     {"set","remove"} as for an execution
+//	DELETE /v1/flows/{id}                         (no body needed) a finished flow with all its members
 //	POST /v1/budgets                              {"id"?,"limits":{"tokens":{"hard","soft"}},"reset_every","on_hard_breach"} (201; 200 when it existed)
 //	GET  /v1/budgets/{id}                         usage, limits, breaches, next reset
 //	POST /v1/budgets/{id}/usage                   {"deltas":{...},"dedup_key"} as an operator (409 budget_exceeded on a hard breach)

@@ -79,6 +79,7 @@ var codeStatus = map[model.Code]int{
 	model.CodeFlowSealed:             http.StatusConflict,
 	model.CodeDownstreamStarted:      http.StatusConflict,
 	model.CodeFlowNotSealed:          http.StatusConflict,
+	model.CodeFlowTooLarge:           http.StatusConflict,
 	model.CodeIdempotencyConflict:    http.StatusConflict,
 
 	// A submit hook refused the submission (the host's policy).

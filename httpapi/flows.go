@@ -241,3 +241,30 @@ func (a *api) cancelFlow(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]any{"id": id.String(), "cancelled": out})
 	return nil
 }
+
+// deleteFlow is DELETE /v1/flows/{id}: a finished flow goes with all its
+// members (Engine.DeleteFlow). The body is optional; an id in it must be
+// the path's.
+func (a *api) deleteFlow(w http.ResponseWriter, r *http.Request) error {
+	id, err := flowPathID(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := decodeBody(w, r, a.maxControl, &req, false); err != nil {
+		return err
+	}
+	if req.ID != "" {
+		bodyID, err := model.ParseFlowID(req.ID)
+		if err != nil || bodyID != id {
+			return badRequest("the body's id " + strconv.Quote(req.ID) + " is not the path's " + strconv.Quote(id.String()))
+		}
+	}
+	if err := a.e.DeleteFlow(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id.String()})
+	return nil
+}

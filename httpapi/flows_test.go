@@ -109,6 +109,17 @@ func TestFlowRunsToCompletion(t *testing.T) {
 	// The key with another graph.
 	c.fails(http.StatusConflict, "idempotency_key_conflict", "POST", "/v1/flows",
 		`{"idempotency_key":"build-1","nodes":[{"kind":"other","lane":"flows"}]}`)
+	// Finished: a member goes only with its flow, and the flow goes whole.
+	c.fails(http.StatusConflict, "execution_in_flow", "DELETE", ep(f.Executions[0]), "")
+	c.fails(http.StatusBadRequest, "bad_request", "DELETE", "/v1/flows/"+f.ID, `{"id":"`+model.FlowID(model.UUID{7}).String()+`"}`)
+	if del := ok[map[string]any](c, http.StatusOK, "DELETE", "/v1/flows/"+f.ID, `{"id":"`+f.ID+`"}`); del["id"] != f.ID {
+		t.Fatalf("delete flow: %+v", del)
+	}
+	c.fails(http.StatusNotFound, "flow_not_found", "GET", "/v1/flows/"+f.ID, "")
+	c.fails(http.StatusNotFound, "flow_not_found", "DELETE", "/v1/flows/"+f.ID, "")
+	for _, id := range f.Executions {
+		c.fails(http.StatusNotFound, "execution_not_found", "GET", ep(id), "")
+	}
 }
 
 func TestFlowErrors(t *testing.T) {

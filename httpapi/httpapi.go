@@ -130,6 +130,7 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"POST /v1/flows/{id}/cancel", a.cancelFlow},
 		{"GET /v1/flows/{id}/tags", a.flowTags},
 		{"PATCH /v1/flows/{id}/tags", a.setFlowTags},
+		{"DELETE /v1/flows/{id}", a.deleteFlow},
 		{"POST /v1/budgets", a.createBudget},
 		{"GET /v1/budgets/{id}", a.budget},
 		{"POST /v1/budgets/{id}/usage", a.reportUsage},

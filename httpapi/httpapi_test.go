@@ -429,6 +429,8 @@ func TestNotFoundAndMalformedIDs(t *testing.T) {
 	c.fails(http.StatusBadRequest, "invalid_input", "GET", ep(model.NewExecutionID(h.Engine.Partitions(), u).String()), "")
 	c.fails(http.StatusNotFound, "flow_not_found", "GET", "/v1/flows/"+u.String(), "")
 	c.fails(http.StatusNotFound, "flow_not_found", "POST", "/v1/flows/"+u.String()+"/cancel", `{"policy":"cancel_all"}`)
+	c.fails(http.StatusNotFound, "flow_not_found", "DELETE", "/v1/flows/"+u.String(), "")
+	c.fails(http.StatusBadRequest, "invalid_input", "DELETE", "/v1/flows/nope", "")
 	c.fails(http.StatusBadRequest, "invalid_input", "GET", "/v1/flows/nope", "")
 	c.fails(http.StatusNotFound, "not_found", "GET", "/v1/executions/"+url.PathEscape(s.ID)+"/nothing", "")
 	c.fails(http.StatusNotFound, "not_found", "GET", "/", "")

@@ -35,6 +35,7 @@
 //	admission.go admission on the execution partition: tokens, claim-next candidates, blocked groups, the release outbox
 //	stream.go    attempt output streams: frames, trims, best-effort expiry, summaries, closing
 //	feed.go      event feeds: completions and lease events per partition
+//	retention.go deleting executions and finished flows, and a flow's retention entries
 //
 // A helper that does what a Lua helper does has its name in Go case
 // (check_fenced_op is checkFencedOp) and lives in the file of the same

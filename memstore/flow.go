@@ -248,6 +248,7 @@ func (s *Store) hold(e *execution, now int64, as model.AttemptState) {
 func (s *Store) flowJoin(f *flowRec, e *execution, now int64) {
 	f.members.add(e.id)
 	s.flowOf[e.id] = f.id
+	s.flowOfPeak = max(s.flowOfPeak, len(s.flowOf))
 	f.memberCount++
 	f.graphRevision++
 	f.lastMutationAt = now

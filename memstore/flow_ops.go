@@ -31,6 +31,7 @@ func (s *Store) FlowCreate(ctx context.Context, p *model.FlowCreateParams) (*mod
 			f.tags = maps.Clone(p.Tags)
 		}
 		s.flows[p.Flow] = f
+		s.flowsPeak = max(s.flowsPeak, len(s.flows))
 		s.flowIndex(part, false).Set(p.Flow)
 		return &model.FlowCreateResult{Outcome: model.FlowCreated, Partition: part}, nil
 	})
@@ -174,6 +175,7 @@ func (s *Store) FlowSeal(ctx context.Context, p *model.FlowSealParams) (*model.F
 			}
 		})
 		s.flowLive(f, 0) // a flow whose members have all ended is finished
+		s.flowFinishedRefile(f)
 		return &model.FlowSealResult{Outcome: model.FlowSealedNow, Released: s.tally.released, Skipped: s.tally.skipped}, nil
 	})
 }
@@ -196,7 +198,10 @@ func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*mod
 		f.cancelPolicy, f.cancelReason, f.cancelledAt = p.Policy, p.Reason, now
 		f.lastMutationAt = now
 		res := &model.FlowCancelResult{Cancelled: []model.ExecutionID{}}
-		defer s.flowLive(f, 0) // finished once its members have all ended
+		defer func() {
+			s.flowLive(f, 0) // finished once its members have all ended
+			s.flowFinishedRefile(f)
+		}()
 		if p.Policy == model.CancelFlowOnly {
 			return res, nil
 		}

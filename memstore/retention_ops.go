@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -54,7 +55,7 @@ func (s *Store) ExecutionDelete(ctx context.Context, p *model.ExecutionDeletePar
 			return &model.ExecutionDeleteResult{Outcome: o}, nil
 		}
 		e := s.execs[p.ID]
-		_, inFlow := s.flowOf[p.ID]
+		fid, inFlow := s.flowOf[p.ID]
 		switch {
 		case e == nil && p.Due:
 			return clean(model.DeleteNotFoundCleaned)
@@ -64,14 +65,16 @@ func (s *Store) ExecutionDelete(ctx context.Context, p *model.ExecutionDeletePar
 			return clean(model.DeleteNotTerminalCleaned)
 		case e.lifecyclePhase != model.PhaseTerminal:
 			return nil, model.ErrNotTerminal
-		case inFlow && p.Due:
-			return clean(model.DeleteInFlowCleaned)
-		case inFlow:
+		case inFlow && !p.Due:
 			return nil, model.ErrInFlow
 		}
 		if p.Due {
 			if at, ok := pt.retention.scores[p.ID]; !ok || at > now {
 				return &model.ExecutionDeleteResult{Outcome: model.DeleteNotYetDue}, nil
+			}
+			if inFlow {
+				// the entry stands for its flow: FlowDelete decides
+				return &model.ExecutionDeleteResult{Outcome: model.DeleteInFlow, Flow: fid}, nil
 			}
 		}
 		s.deleteExec(pt, e)
@@ -83,27 +86,57 @@ func (s *Store) ExecutionDelete(ctx context.Context, p *model.ExecutionDeletePar
 	})
 }
 
-// deleteExec removes terminal e and everything it owns from the store:
-// its record (attempts, history, streams, suspension and signals are
-// fields of it), its waitpoints and every index entry.
-func (s *Store) deleteExec(pt *partition, e *execution) {
-	s.countMove(e, e.counted(), 0)
-	s.removeFromLane(e)
-	pt.retention.remove(e.id)
-	pt.all.remove(e.id)
-	pt.wpExpiry.remove(e.id)
-	pt.suspTimeout.remove(e.id)
-	pt.suspended.remove(e.id)
-	for _, w := range e.waitpoints {
-		delete(pt.waitpoints, w.id)
-	}
-	if e.idemKey != "" {
-		ik := idemKey{e.id.Partition(), e.namespace, e.idemKey}
-		if ent, ok := s.idem[ik]; ok && ent.id == e.id {
-			delete(s.idem, ik)
-			s.idemGC.tree.Delete(idemItem{ent.expiresAt, ik})
+// FlowDelete implements model.FlowDeleter: the flow and every member go in
+// one step, each member through deleteExec as ExecutionDelete deletes it.
+func (s *Store) FlowDelete(ctx context.Context, p *model.FlowDeleteParams) (*model.FlowDeleteResult, error) {
+	return withLock(s, ctx, p.Validate(), func() (*model.FlowDeleteResult, error) {
+		now := ms(p.Now)
+		f := s.flows[p.Flow]
+		if f == nil {
+			if p.Due {
+				return &model.FlowDeleteResult{Outcome: model.DeleteNotFoundCleaned}, nil
+			}
+			return nil, model.ErrFlowNotFound
 		}
-	}
-	delete(s.execs, e.id)
-	s.execs = shrink(s.execs, &s.execPeak)
+		if n := f.members.len(); n > model.MaxFlowDeleteMembers {
+			if p.Due {
+				s.flowRefile(f, 0, true)
+				return &model.FlowDeleteResult{Outcome: model.DeleteTooLargeCleaned}, nil
+			}
+			return nil, &model.Error{Code: model.CodeFlowTooLarge, Field: "Flow", Detail: strconv.Itoa(n)}
+		}
+		if live := s.flowUnfinished(f); live != "" {
+			if p.Due {
+				s.flowRefile(f, 0, true)
+				return &model.FlowDeleteResult{Outcome: model.DeleteNotTerminalCleaned}, nil
+			}
+			return nil, &model.Error{Code: model.CodeExecutionNotTerminal, Field: "Flow", Detail: live}
+		}
+		if p.Due {
+			if at, keep := s.flowDue(f); keep || at > now {
+				s.flowRefile(f, at, keep)
+				res := &model.FlowDeleteResult{Outcome: model.DeleteNotYetDue}
+				if !keep {
+					res.DueAt = tm(at)
+				}
+				return res, nil
+			}
+		}
+		res := &model.FlowDeleteResult{Outcome: model.DeleteDeleted}
+		part := s.cfg.FlowPartition(f.id)
+		pt := s.part(part)
+		f.members.each(func(id model.ExecutionID) {
+			if e := s.execs[id]; e != nil {
+				s.deleteExec(pt, e)
+				res.Members = append(res.Members, model.DeletedMember{ID: id, Budgets: cloneBudgets(e.budgets)})
+			}
+			delete(s.flowOf, id)
+		})
+		s.flowIndex(part, false).Delete(f.id)
+		s.flowIndex(part, true).Delete(f.id)
+		delete(s.flows, f.id)
+		s.flows = shrink(s.flows, &s.flowsPeak)
+		s.flowOf = shrink(s.flowOf, &s.flowOfPeak)
+		return res, nil
+	})
 }

@@ -43,6 +43,9 @@ type Store struct {
 	// flowDone holds each partition's finished flows (flows_done).
 	flowDone map[int]*btree.BTreeG[model.FlowID]
 	flowOf   map[model.ExecutionID]model.FlowID
+	// flowsPeak and flowOfPeak are the most entries flows and flowOf held
+	// since they were made (shrink, after FlowDelete).
+	flowsPeak, flowOfPeak int
 	// flowQueue and flowDraining are flowEnded's work list; tally counts
 	// what a flow step released and skipped.
 	flowQueue    []*execution
@@ -85,6 +88,7 @@ var (
 	_ model.FeedStore           = (*Store)(nil)
 	_ model.FeedNotifier        = (*Store)(nil)
 	_ model.RetentionStore      = (*Store)(nil)
+	_ model.FlowDeleter         = (*Store)(nil)
 	_ model.LaneStore           = (*Store)(nil)
 	_ model.IndexRepairer       = (*Store)(nil)
 	_ model.IndexTamperer       = (*Store)(nil)

@@ -94,6 +94,7 @@ const (
 	CodeFlowSealed             Code = "flow_sealed"
 	CodeDownstreamStarted      Code = "downstream_not_held"
 	CodeFlowNotSealed          Code = "flow_not_sealed"
+	CodeFlowTooLarge           Code = "flow_too_large"
 	CodeInvalidToken           Code = "invalid_token"
 	CodeIdempotencyConflict    Code = "idempotency_key_conflict"
 	CodeSubmissionRefused      Code = "submission_refused"
@@ -182,6 +183,7 @@ var codeClass = map[Code]Class{
 	CodeFlowSealed:             ClassTerminal,
 	CodeDownstreamStarted:      ClassTerminal,
 	CodeFlowNotSealed:          ClassTerminal,
+	CodeFlowTooLarge:           ClassTerminal,
 	CodeInvalidToken:           ClassTerminal,
 	CodeIdempotencyConflict:    ClassTerminal,
 	CodeSubmissionRefused:      ClassTerminal,
@@ -373,6 +375,9 @@ var (
 	// ErrFlowNotSealed: the flow is still being built; a running member
 	// can await children only in a sealed flow.
 	ErrFlowNotSealed = &Error{Code: CodeFlowNotSealed}
+	// ErrFlowTooLarge: the flow has more than MaxFlowDeleteMembers
+	// members, more than one step deletes.
+	ErrFlowTooLarge = &Error{Code: CodeFlowTooLarge}
 	// ErrInvalidToken: a waitpoint token was refused (malformed,
 	// tampered, forged, or signed by an unknown or retired key); the
 	// error says no more, on purpose.

@@ -39,6 +39,11 @@ package model
 //     IndexRepair (issue 14); the engine runs scan.IndexReconciler only
 //     with it. IndexTamperer, in the same file, is a test hook that
 //     damages one index entry, for the suites only.
+//   - RetentionStore (retention_ops.go): ExecutionDelete, deleting one
+//     terminal execution (issue 14); FlowDeleter beside it: FlowDelete,
+//     deleting a finished flow with all its members in one step. The
+//     engine's Delete and DeleteFlow and the retention trimmer assert
+//     them.
 //   - WorkNotifier and LeaseNotifier (notify.go, lease_notice.go): push
 //     instead of polling; the engine uses them when present.
 //

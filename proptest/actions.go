@@ -76,6 +76,8 @@ func init() {
 		{"Read", 2, (*machine).actRead},
 		{"ExecutionDelete", 2, (*machine).actDelete},
 		{"RetentionTrim", 3, (*machine).actRetentionTrim},
+		{"FlowDelete", 2, (*machine).actFlowDelete},
+		{"FlowRetire", 1, (*machine).actFlowRetire},
 		{"PartitionDue", 1, (*machine).actPartitionDue},
 		{"FlowCreate", 2, (*machine).actFlowCreate},
 		{"FlowAddMember", 3, (*machine).actFlowAddMember},

@@ -675,7 +675,8 @@ func (m *machine) actFlowOpenRefusals(t *rapid.T) {
 	for i := range ids {
 		u := m.nextUUID(t, "")
 		ids[i] = model.NewExecutionID(m.cfg.FlowPartition(f), u)
-		p := &model.ExecutionCreateParams{ID: ids[i], Namespace: model.DefaultNamespace, Lane: lane, Kind: kinds[0], Flow: f, Now: m.now()}
+		p := &model.ExecutionCreateParams{ID: ids[i], Namespace: model.DefaultNamespace, Lane: lane, Kind: kinds[0], Flow: f,
+			Retention: drawRetention(t), Now: m.now()}
 		if _, err := call(m, t, "ExecutionCreate", p, model.Store.ExecutionCreate); err != nil {
 			m.fatalf(t, "ExecutionCreate into a flow: %v", err)
 		}

@@ -173,6 +173,7 @@ func (m *machine) awaitChild(t *rapid.T, part int, delayed bool) model.AwaitChil
 		Deadline:             m.drawOffset(t, "child_deadline", 15, -5_000, 120_000),
 		Tags:                 drawFrom(t, tagSets, "child_tags"),
 		Payload:              drawFrom(t, payloads, "child_payload"),
+		Retention:            drawRetention(t),
 	}
 	if delayed {
 		c.DelayUntil = m.now().Add(ms(rapid.Int64Range(-1_000, 30_000).Draw(t, "child_delay_ms")))

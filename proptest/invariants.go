@@ -40,6 +40,8 @@ type Checker struct {
 	// deleted are the executions deleted since prev (the machine sets
 	// them before each Check): they are not lost.
 	deleted map[model.ExecutionID]bool
+	// deletedFlows are the flows deleted since prev, likewise.
+	deletedFlows map[model.FlowID]bool
 }
 
 // Check returns the violations of cur on its own and relative to the
@@ -48,7 +50,7 @@ type Checker struct {
 // unknown, and only monotonicity of epochs is checked.
 func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired map[model.ExecutionID]int) []string {
 	v := cur.Violations(known)
-	if prev := c.prev.without(c.deleted); prev != nil {
+	if prev := c.prev.without(c.deleted, c.deletedFlows); prev != nil {
 		v = append(v, StepViolations(prev, cur, acquired)...)
 		v = append(v, flowStepViolations(prev, cur)...)
 		v = append(v, suspendStepViolations(prev, cur, acquired)...)
@@ -64,13 +66,21 @@ func (c *Checker) Check(cur *Observation, known []model.ExecutionID, acquired ma
 	return v
 }
 
-// without returns o less the deleted executions (o itself when there are
-// none), for the checks between two observations.
-func (o *Observation) without(deleted map[model.ExecutionID]bool) *Observation {
-	if o == nil || len(deleted) == 0 {
+// without returns o less the deleted executions and flows (o itself when
+// there are none), for the checks between two observations.
+func (o *Observation) without(deleted map[model.ExecutionID]bool, flows map[model.FlowID]bool) *Observation {
+	if o == nil || len(deleted)+len(flows) == 0 {
 		return o
 	}
 	c := *o
+	if len(flows) > 0 && o.Flows != nil {
+		c.Flows = make(map[model.FlowID]*FlowObservation, len(o.Flows))
+		for id, f := range o.Flows {
+			if !flows[id] {
+				c.Flows[id] = f
+			}
+		}
+	}
 	c.Execs = make(map[model.ExecutionID]*ExecObservation, len(o.Execs))
 	for id, x := range o.Execs {
 		if !deleted[id] {
@@ -284,14 +294,17 @@ func (o *Observation) dueViolations() []string {
 		}
 		// retention holds a terminal execution with a retention for its
 		// outcome, due that long after it ended; a flow member's entry
-		// may have been dropped (its flow decides)
+		// may have been dropped or moved later, to its flow's due time
+		// (its flow decides)
 		keep := s.Retention.For(v.TerminalOutcome)
-		_, listed := due[model.IndexRetention][id]
+		ent, listed := due[model.IndexRetention][id]
 		switch {
 		case v.LifecyclePhase != model.PhaseTerminal || keep == 0:
 			never(model.IndexRetention, "it has no retention running")
-		case s.Flow.IsZero() || listed:
+		case s.Flow.IsZero():
 			expect(model.IndexRetention, s.TerminalAt.Add(keep), "", "retention")
+		case listed && ent.at.Before(s.TerminalAt.Add(keep)):
+			bad("%v: member's retention entry due at %v, before its own retention runs out at %v", id, ent.at, s.TerminalAt.Add(keep))
 		}
 		if _, scanned := o.Due[DueKey{id.Partition(), model.IndexSuspensionTimeout}]; !scanned || x.Suspend == nil {
 			continue

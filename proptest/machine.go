@@ -89,6 +89,8 @@ type machine struct {
 	// gone are the executions deleted in this step (retention.go): the
 	// next observation no longer lists them.
 	gone map[model.ExecutionID]bool
+	// goneFlows are the flows deleted in this step.
+	goneFlows map[model.FlowID]bool
 }
 
 type refExec struct {
@@ -194,6 +196,7 @@ func (m *machine) runStep(t *rapid.T, a *action) {
 	m.calls, m.failed = 0, 0
 	m.renewals = nil
 	m.gone = map[model.ExecutionID]bool{}
+	m.goneFlows = map[model.FlowID]bool{}
 	before := m.obs[0]
 	a.run(m, t)
 	m.observe(t)
@@ -227,7 +230,7 @@ func (m *machine) observe(t *rapid.T) {
 			continue
 		}
 		m.checkers[i].renewals, m.checkers[i].renewalsKnown = m.renewals, true
-		m.checkers[i].deleted = m.gone
+		m.checkers[i].deleted, m.checkers[i].deletedFlows = m.gone, m.goneFlows
 		if v := m.untolerated(t, m.checkers[i].Check(o, known, m.acquired)); len(v) > 0 {
 			m.fatalf(t, "store %s: %d invariant violation(s):\n  %s", storeName(i), len(v), strings.Join(v, "\n  "))
 		}

@@ -153,6 +153,9 @@ var wantOutcomes = []string{
 	"LaneResume invalid_input", "LaneState ok|LaneState ok paused", "LaneState invalid_input",
 	"ExecutionClaimNext ok paused", "ExecutionComplete ok next_paused", "ExecutionClaim lane_paused",
 	"ExecutionGrantAndClaim lane_paused", "ExecutionReclaim lane_paused",
+	// flow delete (retention.go)
+	"ExecutionDelete ok in_flow", "FlowDelete ok deleted", "FlowDelete ok not_yet_due", "FlowDelete ok not_terminal_cleaned",
+	"FlowDelete ok not_found_cleaned", "FlowDelete flow_not_found", "FlowDelete execution_not_terminal", "FlowDelete invalid_input",
 }
 
 // fencedAny is the outcome code of any fenced operation.

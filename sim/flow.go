@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/model"
@@ -102,9 +103,20 @@ type simFlow struct {
 func (w *world) buildFlow() *simFlow {
 	f := flowfabric.NewFlow()
 	o := &flowfabric.SubmitOpts{Lane: "s"}
+	key := ""
+	if w.rng.IntN(3) == 0 {
+		key = fmt.Sprintf("flow%d", w.rng.IntN(1000))
+	}
+	var shape []string
+	// an unkeyed flow (its ids are never made again) may run out its
+	// retention during the run: the trimmer then deletes it whole
+	if key == "" && !w.o.NoRetention && w.rng.IntN(3) == 0 {
+		short := []time.Duration{30 * time.Second, 2 * time.Minute}
+		o.Retention = flowfabric.Retention{Completed: pick(w, short), Failed: pick(w, short), Cancelled: pick(w, short)}
+		shape = append(shape, fmt.Sprintf("keep %v/%v/%v", o.Retention.Completed, o.Retention.Failed, o.Retention.Cancelled))
+	}
 	n := 2 + w.rng.IntN(4)
 	var nodes []*flowfabric.FlowNode
-	var shape []string
 	// a budgeted flow: every node on the budget whose hard breach cancels
 	// the flow's members not started, some nodes spending on it
 	budgeted := !w.o.NoAdmission && w.rng.IntN(4) == 0
@@ -153,11 +165,7 @@ func (w *world) buildFlow() *simFlow {
 		nodes = append(nodes, node)
 		shape = append(shape, fmt.Sprintf("%d:%s<-[%s]%s", i, kind, strings.Join(ups, ","), group))
 	}
-	sf := &simFlow{f: f, shape: strings.Join(shape, " ")}
-	if w.rng.IntN(3) == 0 {
-		sf.key = fmt.Sprintf("flow%d", w.rng.IntN(1000))
-	}
-	return sf
+	return &simFlow{f: f, key: key, shape: strings.Join(shape, " ")}
 }
 
 // submitFlow submits a new random flow through p's engine, or repeats one
@@ -180,6 +188,10 @@ func (w *world) submitFlow(p *process) {
 		}
 		if !slices.Contains(w.flowIDs, res.ID) {
 			w.flowIDs = append(w.flowIDs, res.ID)
+			if sf.key == "" {
+				w.unkeyed[res.ID] = true
+				w.unkeyedList = append(w.unkeyedList, res.ID)
+			}
 		}
 		var names []string
 		for _, id := range res.Executions {

@@ -97,6 +97,10 @@ type Result struct {
 // and those the retention trimmer made.
 type RetentionStats struct {
 	Deleted, Trimmed int
+	// Flows counts the flows deleted whole (by an operator or the
+	// trimmer), FlowsTrimmed those the trimmer deleted; their members
+	// count in Deleted and Trimmed.
+	Flows, FlowsTrimmed int
 }
 
 // Failed reports whether the run broke an invariant.
@@ -196,8 +200,16 @@ type world struct {
 	// the retention workload (sim/retention.go): the execution before a
 	// delete, the deleted executions, the counts
 	preDelete *model.ExecutionSnapshot
-	deleted   map[model.ExecutionID]bool
-	stats     RetentionStats
+	// preFlow is the flow a FlowDelete is about to remove and its
+	// members (sim/retention.go); unkeyed are the flows submitted without
+	// an idempotency key (their ids are never made again, so they may be
+	// deleted).
+	preFlow     *model.FlowSnapshot
+	preMembers  []*model.ExecutionSnapshot
+	unkeyed     map[model.FlowID]bool
+	unkeyedList []model.FlowID
+	deleted     map[model.ExecutionID]bool
+	stats       RetentionStats
 }
 
 // process is one engine process: an engine, its workers and its scanners.
@@ -231,6 +243,7 @@ func Run(o Options) *Result {
 		aliases:   map[model.ExecutionID]string{},
 		isAcked:   map[model.ExecutionID]bool{},
 		inFlow:    map[model.ExecutionID]bool{},
+		unkeyed:   map[model.FlowID]bool{},
 		completes: map[model.ExecutionID]int{},
 		terminal:  map[model.ExecutionID]bool{},
 		deleted:   map[model.ExecutionID]bool{},

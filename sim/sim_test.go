@@ -64,6 +64,8 @@ func TestSeeds(t *testing.T) {
 		str.Add(r.Stream)
 		ret.Deleted += r.Retention.Deleted
 		ret.Trimmed += r.Retention.Trimmed
+		ret.Flows += r.Retention.Flows
+		ret.FlowsTrimmed += r.Retention.FlowsTrimmed
 		if r.Drain > longest {
 			longest, longestSeed = r.Drain, s
 		}

@@ -176,9 +176,18 @@ func (w *world) operator(p *process) {
 	var f func() error
 	n := 7
 	if !w.o.NoRetention {
-		n = 8
+		n = 9
 	}
 	switch w.rng.IntN(n) {
+	case 8:
+		if len(w.unkeyedList) == 0 {
+			return
+		}
+		fid := pick(w, w.unkeyedList)
+		w.spawn(p, func() {
+			w.logf("P%d operator delete flow %v: %s", p.n, fid, errCode(e.DeleteFlow(ctx, fid)))
+		})
+		return
 	case 7:
 		op, f = "delete", func() error { return e.Delete(ctx, id) }
 	case 6:

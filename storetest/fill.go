@@ -62,17 +62,22 @@ func completeOne(ctx context.Context, s model.Store, id model.ExecutionID, lane 
 
 // TrimDue does what the retention trimmer does, to the end: it walks
 // every partition's retention index and deletes each entry due at now
-// (model.RetentionStore, ExecutionDelete with Due), and returns how many
-// executions it deleted.
+// (model.RetentionStore, ExecutionDelete with Due), a flow member's by
+// deleting its flow when that is due (model.FlowDeleter, FlowDelete with
+// Due, when the store has it), and returns how many executions it
+// deleted.
 func TrimDue(ctx context.Context, s model.Store, now time.Time) (int, error) {
 	rs, ok := s.(model.RetentionStore)
 	if !ok {
 		return 0, fmt.Errorf("storetest: %T does not implement model.RetentionStore", s)
 	}
+	fd, _ := s.(model.FlowDeleter)
 	deleted := 0
 	for part := range s.Partitions().WithDefaults().FlowPartitions {
+		var after *model.DueCursor
 		for {
-			r, err := s.IndexScanDue(ctx, &model.IndexScanDueParams{Partition: part, Index: model.IndexRetention, Now: now, Limit: model.MaxPageSize})
+			r, err := s.IndexScanDue(ctx, &model.IndexScanDueParams{Partition: part, Index: model.IndexRetention, Now: now,
+				After: after, Limit: model.MaxPageSize})
 			if err != nil {
 				return deleted, err
 			}
@@ -81,12 +86,25 @@ func TrimDue(ctx context.Context, s model.Store, now time.Time) (int, error) {
 				if err != nil {
 					return deleted, err
 				}
-				if res.Outcome == model.DeleteDeleted {
+				switch {
+				case res.Outcome == model.DeleteDeleted:
 					deleted++
+				case res.Outcome == model.DeleteInFlow && fd != nil:
+					fr, err := fd.FlowDelete(ctx, &model.FlowDeleteParams{Flow: res.Flow, Due: true, Now: now})
+					if err != nil {
+						return deleted, err
+					}
+					deleted += len(fr.Members)
 				}
 			}
 			if !r.More {
 				break
+			}
+			// entries left in place (a member's, without FlowDelete) are passed
+			after = r.LastSeen
+			if after == nil && len(r.Items) > 0 {
+				last := r.Items[len(r.Items)-1]
+				after = &model.DueCursor{DueAt: last.DueAt, ID: last.ID}
 			}
 		}
 	}

@@ -21,7 +21,7 @@ func withRetention(r model.Retention) createOpt {
 }
 
 func testRetention(t *testing.T, newStore NewStoreFunc) {
-	for _, c := range []struct {
+	cases := []struct {
 		name string
 		run  func(*retentionHarness)
 	}{
@@ -35,7 +35,14 @@ func testRetention(t *testing.T, newStore NewStoreFunc) {
 		{"DeleteOwnedRecords", retentionDeleteOwned},
 		{"FlowMemberKept", retentionFlowMember},
 		{"DeleteReportsBudgets", retentionDeleteBudgets},
-	} {
+	}
+	for _, c := range flowRetentionCases { // retention_flow.go
+		cases = append(cases, struct {
+			name string
+			run  func(*retentionHarness)
+		}{c.name, func(h *retentionHarness) { c.run(newFlowRetention(h)) }})
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			h := setup(t, newStore)
@@ -292,8 +299,9 @@ func retentionDeleteOwned(h *retentionHarness) {
 }
 
 // retentionFlowMember: a flow member is deleted only with its flow: an
-// operator delete refuses it, and the scanner's delete drops its entry
-// and keeps it.
+// operator delete refuses it, and the scanner's delete of its due entry
+// names the flow (in_flow) and leaves the entry and the member for
+// FlowDelete (retention_flow.go).
 func retentionFlowMember(h *retentionHarness) {
 	fs, ok := optionalOf[model.FlowStore](h.harness)
 	if !ok {
@@ -310,11 +318,17 @@ func retentionFlowMember(h *retentionHarness) {
 		_, err := h.del(id, false, at(3*time.Second))
 		wantErr(h.t, err, model.ErrInFlow)
 	})
-	res := call(h.del(id, true, at(3*time.Hour))).must(h.t)
-	if res.Outcome != model.DeleteInFlowCleaned {
-		h.t.Fatalf("due delete of a member: %v", res.Outcome)
+	res := call(h.del(id, true, at(time.Hour))).must(h.t)
+	if res.Outcome != model.DeleteNotYetDue {
+		h.t.Fatalf("due delete of a member before its entry is due: %v", res.Outcome)
 	}
-	h.wantIndexes(id, ixAll, ixLane(laneA, "terminal"))
+	h.unchanged(id, func() {
+		res = call(h.del(id, true, at(3*time.Hour))).must(h.t)
+	})
+	if res.Outcome != model.DeleteInFlow || res.Flow != f {
+		h.t.Fatalf("due delete of a member: %+v, want in_flow of %v", res, f)
+	}
+	h.wantIndexes(id, ixAll, ixLane(laneA, "terminal"), ixRetention)
 	if s := h.describe(id); s.State.LifecyclePhase != model.PhaseTerminal {
 		h.t.Fatalf("member after the scanner: %v", s.State)
 	}

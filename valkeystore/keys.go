@@ -82,7 +82,10 @@ import (
 //	I:retention                   ZSET  when a terminal execution's
 //	                                    retention runs out (model.
 //	                                    RetentionStore;
-//	                                    execution_delete.lua)
+//	                                    execution_delete.lua); a flow
+//	                                    member's entry stands for its
+//	                                    flow and may be moved to the
+//	                                    flow's due time (flow_delete.lua)
 //	I:counts                      HASH  "<ns>|<lane>|<state>|<kind>" →
 //	                                    executions in that public state
 //	                                    (model.CountStore; save_exec)
@@ -127,7 +130,9 @@ import (
 //	F:group:<down>  HASH  kind, quorum, on_satisfied (absent: all_of)
 //	X:flow          STRING  a member's flow
 //	I:flows         ZSET (score 0)  the partition's flows, paged with
-//	                      ZRANGEBYLEX
+//	                      ZRANGEBYLEX (I:flows_done its finished ones);
+//	                      flow_delete.lua deletes a finished flow's keys
+//	                      and its members
 //
 // Admission (model.AdmissionStore; lua/lib/admission.lua, budget.lua,
 // quota.lua). On the execution partition:

@@ -91,24 +91,121 @@ func TestDeleteLeavesNoKey(t *testing.T) {
 				}
 			}
 			// and no sorted set, hash or stream of the store mentions it
-			for _, k := range s.scanKeys(t, "") {
-				typ, err := s.client.Do(ctx, s.client.B().Type().Key(k).Build()).ToString()
+			s.wantUnmentioned(t, id.String(), id.UUID().String())
+		})
+	}
+}
+
+// wantUnmentioned fails when a sorted set of s has the member zmember, or
+// a hash has a field or value containing sub.
+func (s *Store) wantUnmentioned(t *testing.T, zmember, sub string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, k := range s.scanKeys(t, "") {
+		typ, err := s.client.Do(ctx, s.client.B().Type().Key(k).Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		switch typ {
+		case "zset":
+			_, err := s.client.Do(ctx, s.client.B().Zscore().Key(k).Member(zmember).Build()).ToFloat64()
+			found = err == nil
+		case "hash":
+			all, err := s.client.Do(ctx, s.client.B().Hgetall().Key(k).Build()).AsStrMap()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for f, v := range all {
+				found = found || strings.Contains(f, sub) || strings.Contains(v, sub)
+			}
+		}
+		if found {
+			t.Errorf("%s (%s) still holds %s", k, typ, zmember)
+		}
+	}
+}
+
+// TestFlowDeleteLeavesNoKey: a finished flow with tags, an AnyOf group
+// and edges, whose members used payloads, tags, attempts, results and
+// lease history, leaves no key of the flow or of a member, and no entry
+// naming them in any sorted set or hash, once FlowDelete deleted it.
+func TestFlowDeleteLeavesNoKey(t *testing.T) {
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			s := newStore(t, b, nil)
+			ctx := context.Background()
+			now := time.UnixMilli(1_700_000_000_000)
+			at := func(d time.Duration) time.Time { return now.Add(d) }
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			seq := byte(0)
+			fresh := func() model.UUID { seq++; return model.NewUUIDv4([16]byte{9, seq}) }
+			f := model.FlowID(model.NewUUIDv4([16]byte{4, 4}))
+			part := s.Partitions().FlowPartition(f)
+			_, err := s.FlowCreate(ctx, &model.FlowCreateParams{Flow: f, Tags: map[string]string{"app.k": "v"}, Now: at(0)})
+			must(err)
+			var ids []model.ExecutionID
+			for i := range 3 {
+				id := model.NewExecutionID(part, fresh())
+				_, err := s.ExecutionCreate(ctx, &model.ExecutionCreateParams{ID: id, Namespace: "ns", Lane: "l", Kind: "k.v",
+					Payload: []byte("payload"), Tags: map[string]string{"app.k": "v"}, IdempotencyKey: "key-" + string(rune('a'+i)),
+					Retention: model.Retention{Completed: time.Hour}, Deadline: at(24 * time.Hour), Now: at(0)})
 				must(err)
-				var found bool
-				switch typ {
-				case "zset":
-					_, err := s.client.Do(ctx, s.client.B().Zscore().Key(k).Member(id.String()).Build()).ToFloat64()
-					found = err == nil
-				case "hash":
-					all, err := s.client.Do(ctx, s.client.B().Hgetall().Key(k).Build()).AsStrMap()
-					must(err)
-					for f, v := range all {
-						found = found || strings.Contains(f, id.UUID().String()) || strings.Contains(v, id.UUID().String())
-					}
+				_, err = s.FlowAddMember(ctx, &model.FlowAddMemberParams{Flow: f, Execution: id, Now: at(0)})
+				must(err)
+				ids = append(ids, id)
+			}
+			_, err = s.EdgeGroupSet(ctx, &model.EdgeGroupSetParams{Flow: f, Downstream: ids[2],
+				Policy: model.EdgeGroupPolicy{Kind: model.GroupAnyOf, OnSatisfied: model.SiblingsLetRun}, Now: at(0)})
+			must(err)
+			for i, up := range ids[:2] {
+				_, err = s.EdgeStage(ctx, &model.EdgeStageParams{Flow: f, Edge: model.EdgeID(fresh()), Upstream: up, Downstream: ids[2],
+					ExpectedGraphRevision: uint64(3 + i), PassResult: true, Now: at(0)})
+				must(err)
+			}
+			_, err = s.FlowSeal(ctx, &model.FlowSealParams{Flow: f, Now: at(time.Second)})
+			must(err)
+			run := func(id model.ExecutionID, when time.Time) {
+				t.Helper()
+				r, err := s.ExecutionGrantAndClaim(ctx, &model.ExecutionGrantAndClaimParams{ID: id, LeaseRequest: model.LeaseRequest{
+					WorkerID: "w", WorkerInstanceID: "w-1", LeaseID: model.LeaseID(fresh()), AttemptID: model.AttemptID(fresh()), LeaseTTL: time.Minute,
+				}, Now: when})
+				must(err)
+				_, err = s.ExecutionComplete(ctx, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Result: []byte("done"), Now: when.Add(time.Second)})
+				must(err)
+			}
+			run(ids[0], at(2*time.Second))
+			run(ids[2], at(4*time.Second))
+			run(ids[1], at(6*time.Second))
+
+			if owned := s.scanKeys(t, f.String()); len(owned) < 8 {
+				t.Fatalf("the flow owns only %d keys before the delete: %q", len(owned), owned)
+			}
+			// the scanner's way: a member's due entry names the flow, which goes
+			r, err := s.ExecutionDelete(ctx, &model.ExecutionDeleteParams{ID: ids[0], Due: true, Now: at(2 * time.Hour)})
+			must(err)
+			if r.Outcome != model.DeleteInFlow || r.Flow != f {
+				t.Fatalf("due delete of a member: %+v", r)
+			}
+			res, err := s.FlowDelete(ctx, &model.FlowDeleteParams{Flow: f, Due: true, Now: at(2 * time.Hour)})
+			must(err)
+			if res.Outcome != model.DeleteDeleted || len(res.Members) != 3 {
+				t.Fatalf("flow delete: %+v", res)
+			}
+			if left := s.scanKeys(t, f.String()); len(left) != 0 {
+				t.Fatalf("flow keys left: %q", left)
+			}
+			s.wantUnmentioned(t, f.String(), f.String())
+			for _, id := range ids {
+				if left := s.scanKeys(t, id.UUID().String()); len(left) != 0 {
+					t.Fatalf("keys of %v left: %q", id, left)
 				}
-				if found {
-					t.Errorf("%s (%s) still holds %v", k, typ, id)
-				}
+				s.wantUnmentioned(t, id.String(), id.UUID().String())
 			}
 		})
 	}

@@ -20,7 +20,7 @@ var luaFiles embed.FS
 // order: a definition may use the definitions above it, in its file or in
 // an earlier one.
 var libTopics = []string{"keys", "record", "front", "state", "fence", "stream", "feed", "attempt", "wait", "admission", "index",
-	"policy", "claim", "recovery", "worker", "create", "flow", "suspend", "budget", "quota"}
+	"policy", "claim", "recovery", "worker", "create", "flow", "suspend", "budget", "quota", "retention"}
 
 // autoArgs are the arguments the store supplies itself (Store.autoArg):
 // a script whose library helpers read one (A_<name>) takes it after its
@@ -474,6 +474,7 @@ var (
 	scriptExecutionDelay = declare("execution_delay")
 
 	scriptExecutionDelete = declare("execution_delete")
+	scriptFlowDelete      = declare("flow_delete")
 
 	scriptExecutionDescribe = declareRead("execution_describe")
 

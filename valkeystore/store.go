@@ -75,6 +75,7 @@ var (
 	_ model.StreamNotifier      = (*Store)(nil)
 	_ model.FeedStore           = (*Store)(nil)
 	_ model.RetentionStore      = (*Store)(nil)
+	_ model.FlowDeleter         = (*Store)(nil)
 	_ model.FeedNotifier        = (*Store)(nil)
 )
 

@@ -31,4 +31,5 @@ if A_policy ~= 'flow_only' then
 end
 flow_live(base, A_flow, -#ended)
 ended = {}
+flow_finished_refile(base) -- a finished flow is due when its members are (lib/retention.lua)
 return { 'cancelled', out }

@@ -36,4 +36,5 @@ for i = 1, #members do
   flow_settle(now)
 end
 flow_live(base, A_flow, 0) -- a flow whose members have all ended is finished
+flow_finished_refile(base) -- ... and due when its members are (lib/retention.lua)
 return { 'status', 'sealed', 'released', kit.tally.released, 'skipped', kit.tally.skipped }

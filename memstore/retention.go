@@ -1,0 +1,91 @@
+package memstore
+
+import "github.com/flowfabric/flowfabric/model"
+
+// Deleting terminal executions and finished flows, and the retention
+// entries a flow's members stand for (valkeystore's lua/lib/retention.lua;
+// the operations are in retention_ops.go).
+
+// deleteExec removes terminal e and everything it owns from the store:
+// its record (attempts, history, streams, suspension and signals are
+// fields of it), its waitpoints and every index entry.
+func (s *Store) deleteExec(pt *partition, e *execution) {
+	s.countMove(e, e.counted(), 0)
+	s.removeFromLane(e)
+	pt.retention.remove(e.id)
+	pt.all.remove(e.id)
+	pt.wpExpiry.remove(e.id)
+	pt.suspTimeout.remove(e.id)
+	pt.suspended.remove(e.id)
+	for _, w := range e.waitpoints {
+		delete(pt.waitpoints, w.id)
+	}
+	if e.idemKey != "" {
+		ik := idemKey{e.id.Partition(), e.namespace, e.idemKey}
+		if ent, ok := s.idem[ik]; ok && ent.id == e.id {
+			delete(s.idem, ik)
+			s.idemGC.tree.Delete(idemItem{ent.expiresAt, ik})
+		}
+	}
+	delete(s.execs, e.id)
+	s.execs = shrink(s.execs, &s.execPeak)
+}
+
+// flowUnfinished names what keeps f from being deleted: "open" when it is
+// neither sealed nor cancelled, else its first member that is not
+// terminal ("": f is finished).
+func (s *Store) flowUnfinished(f *flowRec) string {
+	if !f.sealed && f.state != model.FlowCancelled {
+		return "open"
+	}
+	live := ""
+	f.members.each(func(id model.ExecutionID) {
+		if e := s.execs[id]; live == "" && e != nil && e.lifecyclePhase != model.PhaseTerminal {
+			live = id.String()
+		}
+	})
+	return live
+}
+
+// flowDue is when finished flow f's retention runs out: the latest of its
+// members' terminal times plus their retentions (keep: a member is kept
+// for good, and so is f).
+func (s *Store) flowDue(f *flowRec) (at int64, keep bool) {
+	f.members.each(func(id model.ExecutionID) {
+		e := s.execs[id]
+		if e == nil {
+			return
+		}
+		d := e.keeps().For(e.terminalOutcome)
+		if d == 0 {
+			keep = true
+		}
+		at = max(at, e.terminalAt+d.Milliseconds())
+	})
+	return at, keep
+}
+
+// flowRefile replaces f's members' retention entries by one on its first
+// member, due at (none when keep).
+func (s *Store) flowRefile(f *flowRec, at int64, keep bool) {
+	pt := s.part(s.cfg.FlowPartition(f.id))
+	first, found := model.ExecutionID{}, false
+	f.members.each(func(id model.ExecutionID) {
+		pt.retention.remove(id)
+		if !found {
+			first, found = id, true
+		}
+	})
+	if !keep && found {
+		pt.retention.add(first, at)
+	}
+}
+
+// flowFinishedRefile files finished f's one retention entry (FlowSeal and
+// FlowCancel, which can finish a flow without a member ending).
+func (s *Store) flowFinishedRefile(f *flowRec) {
+	if s.flowUnfinished(f) == "" {
+		at, keep := s.flowDue(f)
+		s.flowRefile(f, at, keep)
+	}
+}
