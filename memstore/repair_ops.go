@@ -142,7 +142,14 @@ func (s *Store) repairOne(pt *partition, slots []slot, id model.ExecutionID, e *
 	}
 	var out []model.IndexRepair
 	seen := make(map[string]bool, len(want))
+	// a flow member's retention entry stands for its flow (FlowDelete
+	// moves and drops it): the flow's to keep, not the record's
+	_, inFlow := s.flowOf[id]
+	inFlow = inFlow && e != nil
 	for _, sl := range all {
+		if inFlow && sl.z == pt.retention {
+			continue
+		}
 		got, has := sl.get(id)
 		x, ok := want[sl.name]
 		seen[sl.name] = ok

@@ -29,7 +29,9 @@ import (
 // of an execution that is in no all_executions, route groups and
 // admission groups.
 // A blocked index's score (the block time) is not checked; a missing
-// blocked entry is filed at the record's last transition time.
+// blocked entry is filed at the record's last transition time. A flow
+// member's retention entry is left alone: it stands for its flow, which
+// FlowDelete moves and drops (see FlowDeleter).
 type IndexRepairer interface {
 	IndexRepair(ctx context.Context, p *IndexRepairParams) (*IndexRepairResult, error)
 }

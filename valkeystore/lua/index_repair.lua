@@ -61,21 +61,26 @@ for _, id in ipairs(ids) do
   if scan_filter_match(e, A_filter_namespace, A_filter_tag_key, A_filter_tag_value) then
     local want = {}
     if e ~= nil then want = expected_indexes(e) end
+    -- a flow member's retention entry stands for its flow (flow_delete.lua
+    -- moves and drops it): the flow's to keep, not the record's
+    local in_flow = e ~= nil and redis.call('EXISTS', e.k.base .. ':flow') == 1
     for _, sl in ipairs(slots) do
-      local got = redis.call('ZSCORE', sl[2], id)
-      local w = want[sl[1]]
-      if got ~= false and w == nil then
-        note(id, sl[1], 'removed', 0, score(got))
-        if not dry then redis.call('ZREM', sl[2], id) end
-      elseif got == false and w ~= nil then
-        note(id, sl[1], 'added', w[1], 0)
-        if not dry then
-          if sl[3] then add_eligible(e) else redis.call('ZADD', sl[2], S(w[1]), id) end
-        end
-      elseif got ~= false and w[2] and score(got) ~= w[1] then
-        note(id, sl[1], 'rescored', w[1], score(got))
-        if not dry then
-          if sl[3] then add_eligible(e) else redis.call('ZADD', sl[2], S(w[1]), id) end
+      if not (in_flow and sl[1] == 'retention') then
+        local got = redis.call('ZSCORE', sl[2], id)
+        local w = want[sl[1]]
+        if got ~= false and w == nil then
+          note(id, sl[1], 'removed', 0, score(got))
+          if not dry then redis.call('ZREM', sl[2], id) end
+        elseif got == false and w ~= nil then
+          note(id, sl[1], 'added', w[1], 0)
+          if not dry then
+            if sl[3] then add_eligible(e) else redis.call('ZADD', sl[2], S(w[1]), id) end
+          end
+        elseif got ~= false and w[2] and score(got) ~= w[1] then
+          note(id, sl[1], 'rescored', w[1], score(got))
+          if not dry then
+            if sl[3] then add_eligible(e) else redis.call('ZADD', sl[2], S(w[1]), id) end
+          end
         end
       end
     end
