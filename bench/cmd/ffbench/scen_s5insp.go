@@ -108,7 +108,7 @@ func inspectorRow(ctx context.Context, name string, s model.Store, probe *server
 	row.CountUs, row.CountCmds, err = measure(20, func() error {
 		c, err := e.Counts(ctx, nil)
 		if err == nil && c.Total != int64(n) {
-			err = fmt.Errorf("Counts total %d, want %d", c.Total, n)
+			err = fmt.Errorf("engine counts total %d, want %d", c.Total, n)
 		}
 		return err
 	})
@@ -120,7 +120,7 @@ func inspectorRow(ctx context.Context, name string, s model.Store, probe *server
 		return func() error {
 			p, err := e.Find(ctx, &o)
 			if err == nil && len(p.IDs) != o.Limit {
-				err = fmt.Errorf("Find %+v listed %d", o, len(p.IDs))
+				err = fmt.Errorf("find %+v listed %d", o, len(p.IDs))
 			}
 			if err == nil {
 				*examined = p.Examined
