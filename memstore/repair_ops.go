@@ -182,7 +182,66 @@ func (s *Store) repairOne(pt *partition, slots []slot, id model.ExecutionID, e *
 			}
 		}
 	}
+	if e != nil {
+		out = append(out, s.repairGroup(e, dry)...)
+	}
 	return out
+}
+
+// group is the blocked group e's record puts it in: its name, the group
+// and whether it is in one (model.RouteGroupIndex).
+func (s *Store) group(e *execution) (string, *zset, bool) {
+	if e.lifecyclePhase != model.PhaseRunnable {
+		return "", nil, false
+	}
+	_, l := s.indexesOf(e)
+	switch e.eligibilityState {
+	case model.BlockedByRoute:
+		csv := e.requiredCaps.CSV()
+		return model.RouteGroupIndex(e.lane, e.namespace, csv), l.routeGroups[routeMember(e.namespace, csv)], true
+	case model.BlockedByBudget:
+		// (blocked with no budget recorded: in no group, as admLeaveGroup)
+		if model.UUID(e.blockedBudget).IsZero() {
+			return "", nil, false
+		}
+		return model.BudgetGroupIndex(e.lane, e.blockedBudget), l.budgetGroups[e.blockedBudget], true
+	case model.BlockedByQuota:
+		if model.UUID(e.quota).IsZero() {
+			return "", nil, false
+		}
+		return model.QuotaGroupIndex(e.lane, e.quota, e.quotaKey), l.quotaGroups[bucketOf(e)], true
+	}
+	return "", nil, false
+}
+
+// repairGroup files e, blocked, in its group when it is missing, as block
+// does (at its last transition time); a stray member is left to the
+// unblock operations, which drop it.
+func (s *Store) repairGroup(e *execution, dry bool) []model.IndexRepair {
+	name, g, ok := s.group(e)
+	if !ok {
+		return nil
+	}
+	if g != nil {
+		if _, has := g.scores[e.id]; has {
+			return nil
+		}
+	}
+	at := e.lastTransitionAt
+	if !dry {
+		_, l := s.indexesOf(e)
+		if e.eligibilityState == model.BlockedByRoute {
+			key := routeMember(e.namespace, e.requiredCaps.CSV())
+			if g == nil {
+				g = newZset()
+				l.routeGroups[key] = g
+			}
+			g.add(e.id, at)
+		} else {
+			l.admJoinGroup(e, e.eligibilityState, e.blockedBudget, at)
+		}
+	}
+	return []model.IndexRepair{{ExecutionID: e.id, Index: name, Action: model.RepairAdded, Score: at}}
 }
 
 // file puts e in sl with score; the eligible index through addEligible,
@@ -212,6 +271,9 @@ func (s *Store) dropEmptyWorkerSet(pt *partition, sl slot) {
 func (s *Store) IndexTamper(ctx context.Context, p *model.IndexTamperParams) error {
 	_, err := withLock(s, ctx, p.Validate(s.cfg), func() (struct{}, error) {
 		pt := s.part(p.ID.Partition())
+		if lane, _, ok := model.SplitGroupIndex(p.Index); ok {
+			return struct{}{}, s.tamperGroup(pt, lane, p)
+		}
 		var sl slot
 		if lane, name, ok := model.SplitLaneIndex(p.Index); ok {
 			l := pt.lanes[lane]
@@ -238,4 +300,29 @@ func (s *Store) IndexTamper(ctx context.Context, p *model.IndexTamperParams) err
 		return struct{}{}, nil
 	})
 	return err
+}
+
+// tamperGroup takes p.ID out of the blocked group p.Index names, leaving
+// the group listed, as index_tamper.lua does.
+func (s *Store) tamperGroup(pt *partition, lane model.LaneID, p *model.IndexTamperParams) error {
+	l := pt.lanes[lane]
+	if l == nil {
+		return model.InvalidField("Index", "unknown_lane")
+	}
+	for key, g := range l.routeGroups {
+		if "lane:"+string(lane)+":route:"+key == p.Index {
+			g.remove(p.ID)
+		}
+	}
+	for b, g := range l.budgetGroups {
+		if model.BudgetGroupIndex(lane, b) == p.Index {
+			g.remove(p.ID)
+		}
+	}
+	for k, g := range l.quotaGroups {
+		if model.QuotaGroupIndex(lane, k.ID, k.Key) == p.Index {
+			g.remove(p.ID)
+		}
+	}
+	return nil
 }

@@ -26,8 +26,9 @@ import (
 // all_executions member whose record is gone is dangling: it is taken out
 // of all_executions and of every index above. Not repaired: an execution
 // missing from all_executions (the walk never meets it), an index entry
-// of an execution that is in no all_executions, route groups and
-// admission groups.
+// of an execution that is in no all_executions, a stray member of a
+// route or admission group (see RouteGroupIndex: a blocked execution
+// missing from its group is repaired).
 // A blocked index's score (the block time) is not checked; a missing
 // blocked entry is filed at the record's last transition time. A flow
 // member's retention entry is left alone: it stands for its flow, which
@@ -253,7 +254,9 @@ type IndexTamperParams struct {
 	ID ExecutionID
 	// Index is named as ExecutionIndexes names it; a lane index names a
 	// lane the partition has. The indexes valkeystore does not store
-	// (lane:<L>:active, worker:<wi>:leases) are refused.
+	// (lane:<L>:active, worker:<wi>:leases) are refused. A blocked group
+	// (RouteGroupIndex, BudgetGroupIndex, QuotaGroupIndex) takes only
+	// RepairRemoved.
 	Index string
 	// Action is RepairAdded (file it with Score), RepairRemoved or
 	// RepairRescored (file it with Score, present or not). The score-less
@@ -282,6 +285,16 @@ func (p *IndexTamperParams) Validate(cfg PartitionConfig) error {
 	}
 	if p.Action < RepairAdded || p.Action > RepairRescored {
 		return invalidField("Action", "unknown")
+	}
+	if lane, _, ok := SplitGroupIndex(p.Index); ok {
+		// a blocked group: only a membership taken away
+		if err := lane.Validate(); err != nil {
+			return prefixField(err, "Index.")
+		}
+		if p.Action != RepairRemoved {
+			return invalidField("Action", "group_removal_only")
+		}
+		return nil
 	}
 	lane, name, ok := SplitLaneIndex(p.Index)
 	switch {
@@ -315,4 +328,50 @@ func SplitLaneIndex(index string) (LaneID, string, bool) {
 		return "", "", false
 	}
 	return LaneID(rest[:i]), rest[i+1:], true
+}
+
+// Blocked groups. A route-blocked execution is in its lane's route group
+// ("lane:<L>:route:<ns>:<csv>", csv its required capabilities), a
+// budget-blocked one in its budget's admission group
+// ("lane:<L>:adm:b:<budget>"), a quota-blocked one in its bucket's
+// ("lane:<L>:adm:q:<quota>:<key>"): the groups the unblock scanners walk.
+// IndexRepair names them so, both stores alike (they are valkeystore's
+// key suffixes). It files a blocked execution missing from its group
+// (and lists the group) at the record's last transition time, through
+// the helper blocking uses; membership only, the score is not checked. It
+// leaves a stray member alone: the unblock operations check the reason
+// under the store's atomicity and drop it.
+
+// RouteGroupIndex names a route group.
+func RouteGroupIndex(lane LaneID, ns Namespace, csv string) string {
+	return "lane:" + string(lane) + ":route:" + string(ns) + ":" + csv
+}
+
+// BudgetGroupIndex names a budget's admission group.
+func BudgetGroupIndex(lane LaneID, b BudgetID) string {
+	return "lane:" + string(lane) + ":adm:b:" + b.String()
+}
+
+// QuotaGroupIndex names a quota bucket's admission group.
+func QuotaGroupIndex(lane LaneID, q QuotaID, key string) string {
+	return "lane:" + string(lane) + ":adm:q:" + q.String() + ":" + key
+}
+
+// SplitGroupIndex splits a group name into its lane and the rest
+// ("route:<ns>:<csv>", "adm:b:<budget>", "adm:q:<quota>:<key>").
+func SplitGroupIndex(index string) (LaneID, string, bool) {
+	rest, ok := strings.CutPrefix(index, "lane:")
+	if !ok {
+		return "", "", false
+	}
+	best := -1
+	for _, m := range []string{":route:", ":adm:b:", ":adm:q:"} {
+		if i := strings.Index(rest, m); i > 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", "", false
+	}
+	return LaneID(rest[:best]), rest[best+1:], true
 }

@@ -14,7 +14,8 @@ import (
 // a partition answers alike on every store and repairs nothing, since no
 // operation leaves an index inconsistent with its record; and a damage
 // done alike to every store through the test hook (model.IndexTamperer)
-// is reported alike and undone.
+// is reported alike and undone, a blocked execution's group membership
+// included.
 
 // repairPass pages IndexRepair over partition part with limit (dry or
 // not) and returns every repair.
@@ -71,6 +72,31 @@ func tamperable() []string {
 	return out
 }
 
+// groupsOf names the blocked group x's record puts it in (a
+// budget-blocked execution's budget is not in the snapshot: any of its
+// budgets, whose group it is not in when it was blocked on another, and
+// then the damage is a no-op alike on every store).
+func groupsOf(x *model.ExecutionSnapshot) []string {
+	if x == nil || x.State.LifecyclePhase != model.PhaseRunnable {
+		return nil
+	}
+	switch x.State.EligibilityState {
+	case model.BlockedByRoute:
+		return []string{model.RouteGroupIndex(x.Lane, x.Namespace, x.RequiredCapabilities.CSV())}
+	case model.BlockedByBudget:
+		var out []string
+		for _, b := range x.Budgets {
+			out = append(out, model.BudgetGroupIndex(x.Lane, b))
+		}
+		return out
+	case model.BlockedByQuota:
+		if !model.UUID(x.Quota).IsZero() {
+			return []string{model.QuotaGroupIndex(x.Lane, x.Quota, x.QuotaKey)}
+		}
+	}
+	return nil
+}
+
 func tamperOn(s model.Store, ctx context.Context, p *model.IndexTamperParams) (struct{}, error) {
 	return struct{}{}, any(s).(model.IndexTamperer).IndexTamper(ctx, p)
 }
@@ -93,6 +119,10 @@ func (m *machine) actTamperRepair(t *rapid.T) {
 	index := drawFrom(t, tamperable(), "tamper_index")
 	action := model.RepairAction(rapid.IntRange(1, 3).Draw(t, "tamper_action"))
 	score := drawFrom(t, []int64{0, 1, m.now().UnixMilli(), model.SuspendedNoTimeoutScore}, "tamper_score")
+	if gs := groupsOf(m.snap(id)); len(gs) > 0 && chance(t, 50, "tamper_group") {
+		// take a blocked execution out of its group
+		index, action = drawFrom(t, gs, "tamper_group_index"), model.RepairRemoved
+	}
 	switch {
 	case known && index == "all_executions" && action == model.RepairRemoved:
 		// the walk would never meet it again: not repaired (see

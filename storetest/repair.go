@@ -25,6 +25,9 @@ func testRepair(t *testing.T, newStore NewStoreFunc) {
 		{"MissingRetention", repairMissingRetention},
 		{"StrayBlocked", repairStrayBlocked},
 		{"StrayOtherLane", repairStrayOtherLane},
+		{"MissingRouteGroup", repairRouteGroup},
+		{"MissingBudgetGroup", func(h *repairHarness) { repairAdmissionGroup(h, model.WaitingForBudget) }},
+		{"MissingQuotaGroup", func(h *repairHarness) { repairAdmissionGroup(h, model.WaitingForQuota) }},
 		{"MissingTerminalAndDeadline", repairTerminalDeadline},
 		{"Suspended", repairSuspended},
 		{"Dangling", repairDangling},
@@ -225,6 +228,64 @@ func repairStrayBlocked(h *repairHarness) {
 	ix := ixLane(laneA, "blocked:operator")
 	h.damaged(id, func() { h.tamper(id, ix, model.RepairAdded, 7) }, at(time.Second),
 		rep(id, ix, model.RepairRemoved, 0, 7))
+}
+
+// repairRouteGroup: a route-blocked execution taken out of its route group
+// is filed in it again (at its block time), after which RouteUnblock with
+// a capable live worker unblocks it; before the repair it does not.
+func repairRouteGroup(h *repairHarness) {
+	if !has[model.Blocker](h.harness) {
+		h.t.Skip("storetest: the store does not block")
+	}
+	id := h.create(at(0), withCaps("gpu"))
+	h.block(id, model.WaitingForCapableWorker, at(time.Second))
+	g := model.RouteGroupIndex(laneA, nsA, "gpu")
+	ms := at(time.Second).UnixMilli()
+	h.tamper(id, g, model.RepairRemoved, 0)
+	unblock := func(now time.Time) []model.ExecutionID {
+		return call(h.s.RouteUnblock(h.ctx, &model.RouteUnblockParams{Partition: h.p0, Namespace: nsA,
+			Live: model.Capabilities{"gpu"}, Limit: 10, Now: now})).must(h.t).Unblocked
+	}
+	wantEqual(h.t, "unblocked while out of its group", []model.ExecutionID(nil), unblock(at(2*time.Second)))
+	want := rep(id, g, model.RepairAdded, ms, 0)
+	wantEqual(h.t, "dry run", []model.IndexRepair{want}, h.dry(at(3*time.Second)))
+	wantEqual(h.t, "dry run again (it wrote nothing)", []model.IndexRepair{want}, h.dry(at(3*time.Second)))
+	h.wantRepairs(at(3*time.Second), want)
+	wantEqual(h.t, "unblocked after the repair", []model.ExecutionID{id}, unblock(at(4*time.Second)))
+	h.wantIndexes(id, ixAll, ixLane(laneA, "eligible"))
+}
+
+// repairAdmissionGroup: an execution blocked on a budget or a quota (r)
+// taken out of its admission group is filed in it again, after which
+// AdmissionUnblock of that budget or bucket unblocks it; before the
+// repair it does not.
+func repairAdmissionGroup(h *repairHarness, r model.BlockingReason) {
+	as, ok := admissionStoreOf(h.harness)
+	if !ok || !has[model.Blocker](h.harness) {
+		h.t.Skip("storetest: the store has no admission")
+	}
+	id := h.create(at(0), blockable(r))
+	h.block(id, r, at(time.Second))
+	p := &model.AdmissionUnblockParams{Partition: h.p0, Limit: 10}
+	g := model.BudgetGroupIndex(laneA, heldBudget)
+	if r == model.WaitingForBudget {
+		p.Budgets = []model.BudgetID{heldBudget}
+	} else {
+		g = model.QuotaGroupIndex(laneA, heldQuota, "")
+		p.Quotas = []model.QuotaUnblock{{QuotaBucket: model.QuotaBucket{ID: heldQuota}}}
+	}
+	h.wantRepairs(at(2 * time.Second))
+	h.tamper(id, g, model.RepairRemoved, 0)
+	unblock := func(now time.Time) []model.ExecutionID {
+		p.Now = now
+		return call(as.AdmissionUnblock(h.ctx, p)).must(h.t).Unblocked
+	}
+	wantEqual(h.t, "unblocked while out of its group", []model.ExecutionID(nil), unblock(at(2*time.Second)))
+	want := rep(id, g, model.RepairAdded, at(time.Second).UnixMilli(), 0)
+	wantEqual(h.t, "dry run", []model.IndexRepair{want}, h.dry(at(3*time.Second)))
+	h.wantRepairs(at(3*time.Second), want)
+	wantEqual(h.t, "unblocked after the repair", []model.ExecutionID{id}, unblock(at(4*time.Second)))
+	h.wantIndexes(id, ixAll, ixLane(laneA, "eligible"))
 }
 
 // repairStrayOtherLane: an entry in another lane's index goes.
@@ -433,6 +494,9 @@ func repairTamperValidation(h *repairHarness) {
 		{ixLane("no-such-lane", "eligible"), "Index", model.RepairAdded},
 		{ixAll, "Action", model.RepairRescored},
 		{ixLease, "Action", 0},
+		{model.RouteGroupIndex(laneA, nsA, "gpu"), "Action", model.RepairAdded},
+		{model.BudgetGroupIndex(laneA, heldBudget), "Action", model.RepairRescored},
+		{model.QuotaGroupIndex("no-such-lane", heldQuota, "k"), "Index", model.RepairRemoved},
 	} {
 		before := h.world(at(time.Second))
 		err := h.tm.IndexTamper(h.ctx, &model.IndexTamperParams{ID: id, Index: c.index, Action: c.a, Score: 1})

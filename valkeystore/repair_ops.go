@@ -66,7 +66,10 @@ func (s *Store) IndexTamper(ctx context.Context, p *model.IndexTamperParams) err
 	if err := p.Validate(s.cfg); err != nil {
 		return err
 	}
-	lane, name, ok := model.SplitLaneIndex(p.Index)
+	lane, name, ok := model.SplitGroupIndex(p.Index)
+	if !ok {
+		lane, name, ok = model.SplitLaneIndex(p.Index)
+	}
 	if !ok {
 		name = p.Index
 	}

@@ -8,7 +8,8 @@
 -- its record: an entry it lacks is filed (the eligible index through
 -- add_eligible, which tells the lane's workers), one it should not have
 -- dropped, one with the wrong score rescored. A member without a record
--- belongs nowhere. With dry = '1' nothing is written. The repairs are
+-- belongs nowhere. A blocked execution missing from its route or
+-- admission group is filed in it (group_gap). With dry = '1' nothing is written. The repairs are
 -- flat (id, index, action, score, old score) quintuples; Go orders them.
 -- KEYS: lanes all lease_expiry attempt_timeout deadline suspended susp_timeout wp_expiry retention
 -- ARGV: after limit dry filter_namespace filter_tag_key filter_tag_value
@@ -51,6 +52,35 @@ local function score(s)
   return tonumber(m) * 10 ^ tonumber(x)
 end
 
+-- group_gap is the blocked group e's record puts it in when it is not a
+-- member: its name (model.RouteGroupIndex, the key's suffix) and a
+-- function that files e as block (lib/claim.lua) does, at score at.
+-- A stray member is left to the unblock scripts, which drop it.
+local function group_gap(e)
+  if e.lifecycle_phase ~= 'runnable' then return nil end
+  local es, key, name, join = e.eligibility_state, nil, nil, nil
+  local prefix = 'lane:' .. e.lane .. ':'
+  if es == 'blocked_by_route' then
+    local csv = e.required_caps
+    key, name = route_key(e.lane, e.ns, csv), prefix .. 'route:' .. e.ns .. ':' .. csv
+    join = function(at)
+      redis.call('ZADD', key, S(at), e.id)
+      redis.call('ZADD', lane_key(e.lane, 'route_groups'), '0', route_member(e.ns, csv))
+    end
+  elseif es == 'blocked_by_budget' and e.blocked_budget ~= '' then
+    key, name = adm_group('key', e.lane, 'b', e.blocked_budget, '', e.id), prefix .. 'adm:b:' .. e.blocked_budget
+    join = function(at) adm_group('join', e.lane, 'b', e.blocked_budget, '', e.id, at) end
+  elseif es == 'blocked_by_quota' and e.quota ~= '' then
+    key = adm_group('key', e.lane, 'q', e.quota, e.quota_key, e.id)
+    name = prefix .. 'adm:q:' .. e.quota .. ':' .. e.quota_key
+    join = function(at) adm_group('join', e.lane, 'q', e.quota, e.quota_key, e.id, at) end
+  else
+    return nil
+  end
+  if redis.call('ZSCORE', key, e.id) ~= false then return nil end
+  return name, join
+end
+
 local out = {}
 local function note(id, name, action, score, old)
   local n = #out
@@ -82,6 +112,13 @@ for _, id in ipairs(ids) do
             if sl[3] then add_eligible(e) else redis.call('ZADD', sl[2], S(w[1]), id) end
           end
         end
+      end
+    end
+    if e ~= nil then
+      local name, join = group_gap(e)
+      if name ~= nil then
+        note(id, name, 'added', e.last_transition_at, 0)
+        if not dry then join(e.last_transition_at) end
       end
     end
   end

@@ -3,7 +3,10 @@
 -- says. lane '' names a partition index by name (as ExecutionIndexes
 -- does), else the lane's index name, refused when the partition has no
 -- such lane. action 'removed' drops the entry; 'added' and 'rescored'
--- file it with score (0 for all_executions and suspended).
+-- file it with score (0 for all_executions and suspended). A blocked
+-- group's name (route:<ns>:<csv>, adm:b:<b>, adm:q:<q>:<key>) takes only
+-- 'removed' (model.IndexTamperParams.Validate), which leaves the group
+-- listed.
 -- KEYS: lanes all lease_expiry attempt_timeout deadline suspended susp_timeout wp_expiry retention
 -- ARGV: id lane name action score
 
