@@ -110,6 +110,25 @@ func hTags(t *rapid.T) map[string]string {
 	return rapid.MapOfN(genOddString, genOddString, 0, 3).Draw(t, "tags")
 }
 
+// hMeta draws metadata: plausible, over the entry or size limits, or odd
+// strings as keys and values.
+func hMeta(t *rapid.T) map[string]string {
+	switch rapid.IntRange(0, 3).Draw(t, "metadata_kind") {
+	case 0:
+		return drawFrom(t, metaSets, "metadata")
+	case 1:
+		n := rapid.IntRange(model.MaxMetadataEntries, model.MaxMetadataEntries+1).Draw(t, "metadata_n")
+		m := make(map[string]string, n)
+		for i := range n {
+			m["k"+strings.Repeat("x", i)] = "v"
+		}
+		return m
+	case 2:
+		return map[string]string{"big": strings.Repeat("v", rapid.IntRange(model.MaxMetadataBytes-8, model.MaxMetadataBytes).Draw(t, "metadata_size"))}
+	}
+	return rapid.MapOfN(genOddString, genOddString, 0, 3).Draw(t, "metadata")
+}
+
 // hTagKeys draws the keys a tag change removes: plausible ones, odd
 // strings, or more than MaxTags.
 func hTagKeys(t *rapid.T) []string {
@@ -232,7 +251,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
 			Kind: hStr(t, "kind", kinds...), Payload: hBytes(t, "payload", model.MaxPayloadBytes),
-			Priority: plausibleOr(t, "priority", genOddInt, 0, 5), Tags: hTags(t),
+			Priority: plausibleOr(t, "priority", genOddInt, 0, 5), Tags: hTags(t), Metadata: hMeta(t),
 			RequiredCapabilities: hCaps(t, "required"), RetryPolicy: hPolicy(t),
 			MaxReclaims: plausibleOr(t, "max_reclaims", genOddInt, 0, 1), MaxReplays: plausibleOr(t, "max_replays", genOddInt, 0, 1),
 			AttemptTimeout: hDuration(t, "attempt_timeout", 0, time.Second), Deadline: m.hTime(t, "deadline"),
@@ -476,7 +495,7 @@ func (m *machine) hostileFlow(t *rapid.T, op int, id model.ExecutionID, now time
 		for i := range rapid.IntRange(0, 3).Draw(t, "children") {
 			c := model.ExecutionCreateParams{ID: m.hID(t), Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
 				Kind: hStr(t, "kind", kinds...), Payload: hBytes(t, "payload", model.MaxPayloadBytes), Tags: hTags(t),
-				RetryPolicy: hPolicy(t), DelayUntil: m.hTime(t, "delay_until")}
+				Metadata: hMeta(t), RetryPolicy: hPolicy(t), DelayUntil: m.hTime(t, "delay_until")}
 			if chance(t, 10, "child_flow") {
 				c.Flow = f
 			}
