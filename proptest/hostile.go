@@ -246,7 +246,7 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 68).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 69).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
@@ -381,6 +381,9 @@ func (m *machine) actHostile(t *rapid.T) {
 			p.Cursor = m.hID(t)
 		}
 		hostile(m, t, "IndexRepair", p, func(p *model.IndexRepairParams) error { return p.Validate(cfg) }, optional(model.IndexRepairer.IndexRepair))
+	case 69:
+		hostile(m, t, "FlowMemberList", &model.FlowMemberListParams{Flow: m.hFlow(t), After: m.hID(t), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)},
+			func(p *model.FlowMemberListParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.FlowMemberList))
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {
