@@ -198,7 +198,11 @@
       const by = c.by_state || {};
       samples.push({ t: Date.now(), by });
       if (samples.length > SAMPLES + 1) samples.shift();
-      if (currentPage === 'lanes') drawCharts();
+      // the lanes page refreshes its table with each sample (unless a
+      // dialog is open over it)
+      if (currentPage === 'lanes' && !document.querySelector('dialog[open]')) {
+        lanesPage(renderSeq).catch((e) => setStatus(e.message));
+      }
       setStatus('updated ' + new Date().toLocaleTimeString());
     } catch (e) {
       setStatus('counts: ' + e.message);
@@ -207,32 +211,33 @@
     }
   }
 
-  // series derives the charted values: per-interval completions and
-  // failures (never negative: a replay or a deletion lowers a count) and
-  // the backlog and active counts as they were.
+  // series derives the charted values: completions and failures per
+  // second between samples (never negative: a replay or a deletion lowers
+  // a count) and the backlog and active counts at each sample.
   function series() {
     const out = { completed: [], failed: [], backlog: [], active: [] };
-    for (let i = 1; i < samples.length; i++) {
-      const a = samples[i - 1].by, b = samples[i].by;
-      const t = samples[i].t;
-      const d = (k) => Math.max(0, (b[k] || 0) - (a[k] || 0));
-      out.completed.push([t, d('completed')]);
-      out.failed.push([t, d('failed') + d('expired')]);
+    samples.forEach((smp, i) => {
+      const b = smp.by, t = smp.t;
       out.backlog.push([t, BACKLOG.reduce((n, k) => n + (b[k] || 0), 0)]);
       out.active.push([t, b.active || 0]);
-    }
+      if (i === 0) return;
+      const a = samples[i - 1].by;
+      const dt = Math.max(0.001, (t - samples[i - 1].t) / 1000);
+      const rate = (...ks) => Math.round(ks.reduce((n, k) => n + Math.max(0, (b[k] || 0) - (a[k] || 0)), 0) / dt * 100) / 100;
+      out.completed.push([t, rate('completed')]);
+      out.failed.push([t, rate('failed', 'expired')]);
+    });
     return out;
   }
 
-  function lineChart(id, lines) {
+  function lineChart(id, lines, from, to) {
     const W = 600, H = 170, L = 40, R = 10, T = 10, B = 20;
     const svg = s('svg', { id, class: 'chart', viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img' });
-    let maxY = 1, minT = Infinity, maxT = -Infinity;
-    for (const l of lines) for (const [t, v] of l.points) {
-      maxY = Math.max(maxY, v); minT = Math.min(minT, t); maxT = Math.max(maxT, t);
-    }
-    if (!isFinite(minT)) { minT = 0; maxT = 1; }
-    if (maxT === minT) maxT = minT + 1;
+    let peak = 0, minT = from, maxT = to;
+    for (const l of lines) for (const [, v] of l.points) peak = Math.max(peak, v);
+    const maxY = Math.max(1, peak);
+    svg.setAttribute('data-peak', peak);
+    if (maxT <= minT) maxT = minT + 1;
     const x = (t) => L + (t - minT) / (maxT - minT) * (W - L - R);
     const y = (v) => T + (1 - v / maxY) * (H - T - B);
     for (let i = 0; i <= 4; i++) {
@@ -247,7 +252,9 @@
     for (const l of lines) {
       if (l.points.length === 0) continue;
       const d = l.points.map(([t, v], i) => (i ? 'L' : 'M') + x(t).toFixed(1) + ' ' + y(v).toFixed(1)).join(' ');
-      svg.append(s('path', { d, fill: 'none', stroke: l.color, 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke', 'data-series': l.name }));
+      svg.append(s('path', { d, fill: 'none', stroke: l.color, 'stroke-width': 2, 'vector-effect': 'non-scaling-stroke', 'data-series': l.key }));
+      const [lt, lv] = l.points[l.points.length - 1];
+      svg.append(s('circle', { cx: x(lt), cy: y(lv), r: 3, fill: l.color }));
     }
     return svg;
   }
@@ -266,17 +273,18 @@
     if (!box) return;
     const sr = series();
     const thr = [
-      { name: 'completed / interval', color: '#2e9b45', points: sr.completed },
-      { name: 'failed / interval', color: '#d0392b', points: sr.failed },
+      { key: 'completed', name: 'completed / s', color: '#2e9b45', points: sr.completed },
+      { key: 'failed', name: 'failed or expired / s', color: '#d0392b', points: sr.failed },
     ];
     const blg = [
-      { name: 'backlog', color: '#2f6fb3', points: sr.backlog },
-      { name: 'active', color: '#8a5cc2', points: sr.active },
+      { key: 'backlog', name: 'backlog', color: '#2f6fb3', points: sr.backlog },
+      { key: 'active', name: 'active', color: '#8a5cc2', points: sr.active },
     ];
+    const from = samples.length ? samples[0].t : 0, to = samples.length ? samples[samples.length - 1].t : 1;
     const note = samples.length < 2 ? h('p', { class: 'muted' }, 'Collecting samples every ' + SAMPLE_MS / 1000 + ' s…') : null;
     box.replaceChildren(
-      h('div', { class: 'panel' }, h('h2', {}, 'Throughput'), note, lineChart('chart-throughput', thr), legend(thr)),
-      h('div', { class: 'panel' }, h('h2', {}, 'Backlog and active'), lineChart('chart-backlog', blg), legend(blg)));
+      h('div', { class: 'panel' }, h('h2', {}, 'Throughput'), note, lineChart('chart-throughput', thr, from, to), legend(thr)),
+      h('div', { class: 'panel' }, h('h2', {}, 'Backlog and active'), lineChart('chart-backlog', blg, from, to), legend(blg)));
   }
 
   // ---- pages -------------------------------------------------------------
@@ -676,8 +684,4 @@
   route();
   sample();
   setInterval(sample, SAMPLE_MS);
-  // the lanes page refreshes its table with the samples
-  setInterval(() => {
-    if (currentPage === 'lanes' && !document.querySelector('dialog[open]')) lanesPage(renderSeq).catch((e) => setStatus(e.message));
-  }, SAMPLE_MS * 2);
 })();
