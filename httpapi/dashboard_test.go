@@ -61,6 +61,12 @@ func TestDashboardAssets(t *testing.T) {
 	if rec := get("/v1/lanes"); rec.Code != http.StatusUnauthorized {
 		t.Errorf("GET /v1/lanes without token: %d", rec.Code)
 	}
+	// nor does a path that only starts like the dashboard's
+	for _, path := range []string{"/ui/../v1/lanes", "/ui/./../v1/counts"} {
+		if rec := get(path); rec.Code != http.StatusUnauthorized {
+			t.Errorf("GET %s without token: %d", path, rec.Code)
+		}
+	}
 	// a write under /ui/ is not exempt
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/ui/", nil))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 
@@ -200,7 +201,9 @@ func exempt(r *http.Request) bool {
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		return false
 	default:
-		return p == "/" || p == "/ui" || strings.HasPrefix(p, "/ui/")
+		// cleaned, so "/ui/../v1/…" is not taken for a dashboard file
+		c := path.Clean(p)
+		return c == "/" || c == "/ui" || strings.HasPrefix(c, "/ui/")
 	}
 }
 
