@@ -185,9 +185,10 @@ func (p *pageErrors) check(t *testing.T) {
 }
 
 // TestDashboard drives the dashboard through its pages: the token
-// prompt, the lanes with their counts and charts, a state and lane
-// filter, one execution's details, a cancel backed out and then
-// confirmed (the store ends it cancelled), and a flow's DAG.
+// prompt, the lanes with their counts and charts, a lane paused and
+// resumed, a state and lane filter, one execution's details, a replay, a
+// cancel backed out and then confirmed (the store ends it cancelled), and
+// a flow's DAG.
 func TestDashboard(t *testing.T) {
 	bin := findBrowser()
 	if bin == "" {
@@ -293,6 +294,29 @@ func TestDashboard(t *testing.T) {
 		shot("01-lanes"),
 	)
 
+	// Pause a lane from its row, with a reason; the engine says it is
+	// paused; resume it.
+	step("pause lane",
+		chromedp.Click(css(`#lanes-table tr[data-lane="billing"] button.lane-pause`)),
+		chromedp.WaitVisible(css("#confirm-ok")),
+		chromedp.SendKeys(css("#confirm-reason"), "paused from the browser test"),
+		chromedp.Click(css("#confirm-ok")),
+		chromedp.WaitVisible(css(`#lanes-table tr[data-lane="billing"] .badge.paused`)),
+		shot("01b-lane-paused"),
+	)
+	if st, err := fx.engine.LaneState(ctx, "billing"); err != nil || !st.Paused || st.Reason != "paused from the browser test" {
+		t.Fatalf("after pause: %+v %v", st, err)
+	}
+	step("resume lane",
+		chromedp.Click(css(`#lanes-table tr[data-lane="billing"] button.lane-resume`)),
+		chromedp.WaitVisible(css("#confirm-ok")),
+		chromedp.Click(css("#confirm-ok")),
+		chromedp.WaitVisible(css(`#lanes-table tr[data-lane="billing"] button.lane-pause`)),
+	)
+	if st, err := fx.engine.LaneState(ctx, "billing"); err != nil || st.Paused {
+		t.Fatalf("after resume: %+v %v", st, err)
+	}
+
 	// Executions filtered by state and lane.
 	step("filter",
 		chromedp.Click(css("#nav-executions")),
@@ -336,6 +360,17 @@ func TestDashboard(t *testing.T) {
 	)
 	if failure := read("failure", chromedp.Text(css(`#exec-fields dd[data-field="failure"]`))); !strings.Contains(failure, "mailbox <full> & unreachable") {
 		t.Errorf("failure shown as %q", failure)
+	}
+
+	// Replay it: confirmed, the engine counts a replay.
+	step("replay",
+		chromedp.Click(css("#act-replay")),
+		chromedp.WaitVisible(css("#confirm-ok")),
+		chromedp.Click(css("#confirm-ok")),
+		until(`(document.querySelector('#exec-fields dd[data-field="replays"]') || {}).textContent?.startsWith('1 of')`),
+	)
+	if s, err := fx.engine.Describe(ctx, fx.failed[0]); err != nil || s.ReplayCount != 1 {
+		t.Fatalf("after replay: %+v %v", s, err)
 	}
 
 	// Cancel: backed out first (nothing happens), then confirmed.
