@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -337,6 +338,33 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("failed email rows %v (%v), want %v", rows, err, fx.failed)
 	}
 
+	// Paging: lane email's nine executions, four to a page, each once.
+	pageIDs := func() []string {
+		sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		ids, err := chromedp.Run(sctx, chromedp.Evaluate[[]string](
+			`[...document.querySelectorAll('#exec-table tbody tr')].map(r => r.dataset.id)`))
+		if err != nil {
+			t.Fatalf("page ids: %v", err)
+		}
+		return ids
+	}
+	onPage := func(n, rows int) chromedp.Action[chromedp.Void] {
+		return until(fmt.Sprintf(`(document.getElementById('page-info') || {}).textContent?.startsWith('page %d ') &&
+			document.querySelectorAll('#exec-table tbody tr').length === %d`, n, rows))
+	}
+	step("page 1", hash("#/executions?lane=email&limit=4"), onPage(1, 4))
+	paged := pageIDs()
+	step("page 2", chromedp.Click(css("#page-next")), onPage(2, 4))
+	paged = append(paged, pageIDs()...)
+	step("page 3", chromedp.Click(css("#page-next")), onPage(3, 1),
+		until(`document.getElementById('page-next').disabled`), shot("02b-executions-page-3"))
+	paged = append(paged, pageIDs()...)
+	step("back to page 2", chromedp.Click(css("#page-prev")), onPage(2, 4))
+	if !sameIDs(paged, append(slices.Clone(fx.completed), fx.failed...)) {
+		t.Errorf("pages listed %v, want lane email's %v and %v", paged, fx.completed, fx.failed)
+	}
+
 	// One execution: fields, attempts, lease history, frames, result.
 	done := fx.completed[0]
 	step("execution",
@@ -443,20 +471,17 @@ func TestDashboard(t *testing.T) {
 	perrs.check(t)
 }
 
+// sameIDs reports whether got lists exactly the ids of want, each once,
+// in any order.
 func sameIDs(got []string, want []flowfabric.ExecutionID) bool {
-	if len(got) != len(want) {
-		return false
+	w := make([]string, len(want))
+	for i, id := range want {
+		w[i] = id.String()
 	}
-	set := map[string]bool{}
-	for _, id := range want {
-		set[id.String()] = true
-	}
-	for _, g := range got {
-		if !set[g] {
-			return false
-		}
-	}
-	return true
+	g := slices.Clone(got)
+	slices.Sort(g)
+	slices.Sort(w)
+	return slices.Equal(g, w)
 }
 
 // jsString quotes s as a JavaScript string literal.

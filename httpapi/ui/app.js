@@ -362,11 +362,12 @@
 
   async function executionsPage(seq, q) {
     const filter = { state: q.get('state') || '', lane: q.get('lane') || '', kind: q.get('kind') || '' };
-    const key = JSON.stringify(filter);
+    const limit = Math.min(200, Math.max(1, parseInt(q.get('limit'), 10) || 25));
+    const key = JSON.stringify([filter, limit]);
     if (execPaging.key !== key) execPaging = { key, cursors: [''], index: 0 };
     const cursor = execPaging.cursors[execPaging.index];
     const [found, ls, counts] = await Promise.all([
-      api('GET', 'v1/executions/search', { params: { ...filter, cursor, limit: 25 } }),
+      api('GET', 'v1/executions/search', { params: { ...filter, cursor, limit } }),
       api('GET', 'v1/lanes'), api('GET', 'v1/counts')]);
     const snaps = await Promise.all((found.ids || []).map((id) =>
       api('GET', execPath(id)).catch((e) => ({ id, state: '', error: e.message }))));
@@ -542,7 +543,7 @@
     const sel = h('select', { id: 'flows-finished', onchange: (ev) => { location.hash = '#/flows' + (ev.target.value === 'true' ? '?finished=true' : ''); } },
       h('option', { value: 'false', selected: !finished }, 'live flows'), h('option', { value: 'true', selected: finished }, 'finished flows'));
     const rows = flows.map((f) => h('tr', { 'data-id': f.id, 'data-state': f.state },
-      h('td', {}, flowLink(f.id)), h('td', {}, f.state), h('td', { class: 'num' }, f.member_count), h('td', { class: 'num' }, f.edge_count),
+      h('td', {}, flowLink(f.id)), h('td', {}, stateBadge(f.state)), h('td', { class: 'num' }, f.member_count), h('td', { class: 'num' }, f.edge_count),
       h('td', {}, Object.entries(f.counts || {}).map(([st, n]) => [stateBadge(st), ' ', n, ' '])),
       h('td', {}, fmtTime(f.created_at))));
     page(seq, 'flows',
@@ -648,7 +649,7 @@
       h('td', {}, execLink(n.id)), h('td', {}, n.kind), h('td', {}, n.lane), h('td', {}, stateBadge(n.state))));
     page(seq, 'flow',
       h('h1', {}, 'Flow ', h('span', { class: 'mono', id: 'flow-id' }, f.id)),
-      fieldList('flow-fields', [['state', f.state], ['members', f.member_count], ['edges', f.edge_count],
+      fieldList('flow-fields', [['state', stateBadge(f.state, 'flow-state')], ['members', f.member_count], ['edges', f.edge_count],
         ['sealed', String(f.sealed)], ['created', fmtTime(f.created_at)],
         ['cancelled', f.cancel_policy ? f.cancel_policy + (f.cancel_reason ? ': ' + f.cancel_reason : '') : ''],
         ['tags', f.tags ? Object.entries(f.tags).map(([k, v]) => k + '=' + v).join(', ') : '']]),
