@@ -66,6 +66,9 @@ type TaskInfo struct {
 	Namespace Namespace
 	Priority  int
 	Tags      map[string]string
+	// Metadata is what the submission carried in SubmitOpts.Metadata (nil:
+	// none). It is the handler's own copy.
+	Metadata  map[string]string
 	CreatedAt time.Time
 	// Payload is the raw payload. It is read-only (the in-memory store
 	// hands out the bytes it keeps): copy it before changing it.
@@ -104,7 +107,7 @@ type TaskInfo struct {
 func newTaskInfo(c *model.ClaimResult, w *Worker, r *running) *TaskInfo {
 	return &TaskInfo{
 		ID: c.ID, Kind: c.Kind, Lane: c.Lane, Namespace: c.Namespace, Priority: c.Priority,
-		Tags: c.Tags, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
+		Tags: c.Tags, Metadata: c.Metadata, CreatedAt: c.CreatedAt, Payload: c.Payload, Attempt: c.AttemptIndex,
 		AttemptType: c.AttemptType, Resumed: c.Resumed, RetryCount: c.RetryCount, MaxRetries: c.MaxRetries,
 		LeaseEpoch: c.Lease.Epoch, w: w, run: r,
 	}

@@ -57,6 +57,14 @@ type SubmitOpts struct {
 	Deadline time.Time
 	// Tags are namespaced labels ("team.owner" = "billing").
 	Tags map[string]string
+	// Metadata (headers) are string key/values carried from the submission
+	// to every attempt's handler (TaskInfo.Metadata) and shown by Describe;
+	// separate from Tags (not indexed, not filterable), they carry context
+	// such as a W3C trace context ("traceparent"). A key is 1..256 bytes of
+	// printable ASCII without spaces, a value valid UTF-8; at most 64
+	// entries and 32 KiB in all (model.ValidateMetadata). The args'
+	// Metadata and the call's are merged, the call's winning per key.
+	Metadata map[string]string
 	// RequiredCapabilities must all be held by the worker that runs it.
 	RequiredCapabilities []string
 	// IdempotencyKey makes a repeated submission with the same key (in the
@@ -116,14 +124,8 @@ func (d SubmitOpts) merge(o *SubmitOpts) SubmitOpts {
 	if !o.Deadline.IsZero() {
 		r.Deadline = o.Deadline
 	}
-	if len(o.Tags) > 0 {
-		t := maps.Clone(r.Tags)
-		if t == nil {
-			t = map[string]string{}
-		}
-		maps.Copy(t, o.Tags)
-		r.Tags = t
-	}
+	r.Tags = overlay(r.Tags, o.Tags)
+	r.Metadata = overlay(r.Metadata, o.Metadata)
 	if o.RequiredCapabilities != nil {
 		r.RequiredCapabilities = o.RequiredCapabilities
 	}
@@ -148,6 +150,20 @@ func (d SubmitOpts) merge(o *SubmitOpts) SubmitOpts {
 	return r
 }
 
+// overlay returns base with over's entries set on it: base itself when
+// over is empty, otherwise a new map (base is the caller's).
+func overlay(base, over map[string]string) map[string]string {
+	if len(over) == 0 {
+		return base
+	}
+	t := maps.Clone(base)
+	if t == nil {
+		t = make(map[string]string, len(over))
+	}
+	maps.Copy(t, over)
+	return t
+}
+
 // Submission is what a SubmitHook sees of one submission: the kind, the
 // payload and the options, all of which it may change (the options are
 // the merged ones: the args' SubmitOpts overlaid with the call's).
@@ -158,7 +174,8 @@ type Submission struct {
 }
 
 // SubmitHook sees a submission before it is validated and stored. It may
-// amend it (add tags, pick a lane, set a retry policy) or refuse it by
+// amend it (add tags or metadata, pick a lane, set a retry policy; the
+// Tags and Metadata maps are the hook's own copies, nil when empty) or refuse it by
 // returning an error, which the submitting call returns wrapped (nothing
 // is stored; for SubmitMany and SubmitFlow, nothing of the batch or the
 // flow): errors.Is matches both the hook's error and ErrSubmissionRefused.
@@ -181,6 +198,8 @@ func (e *Engine) hooked(ctx context.Context, kind Kind, payload []byte, opts Sub
 		return kind, payload, opts, nil
 	}
 	o := opts // a copy the hooks may change: only a submission with hooks allocates it
+	// and the maps too, so a hook may write to them without touching the caller's
+	o.Tags, o.Metadata = maps.Clone(o.Tags), maps.Clone(o.Metadata)
 	s := &Submission{Kind: kind, Payload: payload, Opts: &o}
 	for _, h := range e.cfg.SubmitHooks {
 		if err := h(ctx, s); err != nil {
@@ -360,7 +379,7 @@ func (e *Engine) createParams(kind Kind, payload []byte, o SubmitOpts) (*model.E
 	}
 	p := &model.ExecutionCreateParams{
 		ID: model.NewExecutionID(part, u), Namespace: e.ns, Lane: lane, Kind: kind, Payload: payload,
-		Priority: o.Priority, Tags: o.Tags, RequiredCapabilities: caps, RetryPolicy: retry,
+		Priority: o.Priority, Tags: o.Tags, Metadata: o.Metadata, RequiredCapabilities: caps, RetryPolicy: retry,
 		MaxReclaims: o.MaxReclaims, MaxReplays: o.MaxReplays, AttemptTimeout: o.AttemptTimeout,
 		Deadline: o.Deadline, DelayUntil: runAt, IdempotencyKey: o.IdempotencyKey,
 		IdempotencyTTL: o.IdempotencyTTL, IdempotencyStates: states, Budgets: o.Budgets, Quota: o.Quota,

@@ -32,6 +32,7 @@ type optsJSON struct {
 	AttemptTimeout       string             `json:"attempt_timeout"`
 	Deadline             string             `json:"deadline"`
 	Tags                 map[string]string  `json:"tags"`
+	Metadata             map[string]string  `json:"metadata"`
 	RequiredCapabilities []string           `json:"required_capabilities"`
 	// Budgets and Quota are ids (UUIDs); QuotaKey chooses the bucket.
 	Budgets  []string `json:"budgets"`
@@ -81,7 +82,7 @@ func (p *payloadJSON) bytes(field string) ([]byte, error) {
 func (o *optsJSON) opts(field string) (*flowfabric.SubmitOpts, error) {
 	s := &flowfabric.SubmitOpts{
 		Lane: flowfabric.LaneID(o.Lane), Priority: o.Priority, RetryPolicy: o.RetryPolicy,
-		MaxReclaims: o.MaxReclaims, MaxReplays: o.MaxReplays, Tags: o.Tags,
+		MaxReclaims: o.MaxReclaims, MaxReplays: o.MaxReplays, Tags: o.Tags, Metadata: o.Metadata,
 		RequiredCapabilities: o.RequiredCapabilities,
 	}
 	var err error

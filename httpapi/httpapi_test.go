@@ -121,6 +121,7 @@ type execution struct {
 	State       string            `json:"state"`
 	StateVector map[string]string `json:"state_vector"`
 	Tags        map[string]string `json:"tags"`
+	Metadata    map[string]string `json:"metadata"`
 	Caps        []string          `json:"required_capabilities"`
 	RetryPolicy struct {
 		MaxRetries int    `json:"max_retries"`
@@ -198,7 +199,7 @@ func TestSubmitAndRead(t *testing.T) {
 	h := flowfabrictest.New(t, &flowfabrictest.Options{NoScanners: true})
 	c := newClient(t, h.Engine, nil)
 	body := `{"kind":"send_email","payload":{"to": "ada@example.com"},"lane":"mail","priority":42,
-		"tags":{"team.owner":"growth"},"delay":"90s","retry_policy":{"max_retries":3,"backoff":"fixed","delay_ms":500},
+		"tags":{"team.owner":"growth"},"metadata":{"traceparent":"tp"},"delay":"90s","retry_policy":{"max_retries":3,"backoff":"fixed","delay_ms":500},
 		"attempt_timeout":"1m","deadline":"2026-01-02T00:00:00Z","required_capabilities":["smtp"],
 		"max_reclaims":5,"max_replays":2,"idempotency_key":"welcome:ada","idempotency_ttl":"1h"}`
 	s := ok[submitted](c, http.StatusCreated, "POST", "/v1/executions", body)
@@ -212,7 +213,7 @@ func TestSubmitAndRead(t *testing.T) {
 
 	x := ok[execution](c, http.StatusOK, "GET", ep(s.ID), "")
 	if x.ID != s.ID || x.Kind != "send_email" || x.Lane != "mail" || x.Priority != 42 || x.State != "delayed" ||
-		x.Namespace != "default" || x.Tags["team.owner"] != "growth" || !slices.Equal(x.Caps, []string{"smtp"}) ||
+		x.Namespace != "default" || x.Tags["team.owner"] != "growth" || len(x.Metadata) != 1 || x.Metadata["traceparent"] != "tp" || !slices.Equal(x.Caps, []string{"smtp"}) ||
 		x.RetryPolicy.MaxRetries != 3 || x.RetryPolicy.Backoff != "fixed" || x.AttemptTimeout != "1m0s" ||
 		x.Deadline != "2026-01-02T00:00:00.000Z" || x.Attempts != 0 || x.FlowID != "" || x.Lease != nil {
 		t.Fatalf("describe: %+v", x)
@@ -383,6 +384,7 @@ func TestSubmitErrors(t *testing.T) {
 		{`{"kind":"k","idempotency_ttl":"forever"}`, "invalid_input"},
 		{`{"kind":"k","lane":"no spaces"}`, "invalid_input"},
 		{`{"kind":"k","tags":{"nodot":"v"}}`, "invalid_tag_key"},
+		{`{"kind":"k","metadata":{"no spaces":"v"}}`, "invalid_input"},
 		{`{"kind":"k","required_capabilities":["a,b"]}`, "invalid_capabilities"},
 		{`{"kind":"k","retry_policy":{"max_retries":-1}}`, "invalid_policy"},
 		{`{"kind":"k","retry_policy":{"retries":1}}`, "invalid_policy"},

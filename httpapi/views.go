@@ -45,6 +45,7 @@ type executionView struct {
 	StateVector stateVectorView `json:"state_vector"`
 
 	Tags                 map[string]string `json:"tags,omitempty"`
+	Metadata             map[string]string `json:"metadata,omitempty"`
 	RequiredCapabilities []string          `json:"required_capabilities,omitempty"`
 	RetryPolicy          model.RetryPolicy `json:"retry_policy"`
 	RetryCount           int               `json:"retry_count"`
@@ -147,7 +148,7 @@ func viewExecution(s *flowfabric.Snapshot) executionView {
 			BlockingDetail: s.State.BlockingDetail, TerminalOutcome: s.State.TerminalOutcome.String(),
 			AttemptState: s.State.AttemptState.String(),
 		},
-		Tags: s.Tags, RequiredCapabilities: s.RequiredCapabilities, RetryPolicy: s.RetryPolicy,
+		Tags: s.Tags, Metadata: s.Metadata, RequiredCapabilities: s.RequiredCapabilities, RetryPolicy: s.RetryPolicy,
 		RetryCount: s.RetryCount, MaxReclaims: s.MaxReclaims, ReclaimCount: s.ReclaimCount,
 		MaxReplays: s.MaxReplays, ReplayCount: s.ReplayCount, AttemptTimeout: jsonDuration(s.AttemptTimeout),
 		Deadline: jsonTime(s.Deadline), Attempts: s.TotalAttempts, LeaseEpoch: s.LeaseEpoch,

@@ -114,7 +114,7 @@ func (s *Store) claimResult(e *execution, resumed bool) *model.ClaimResult {
 		AttemptID: a.ID, AttemptIndex: a.Index, AttemptType: a.Type, Resumed: resumed,
 		Namespace: e.namespace, Lane: e.lane, Kind: e.kind, Priority: e.priority,
 		Payload: e.payload, RetryCount: e.retryCount, MaxRetries: e.retry.MaxRetries, CreatedAt: tm(e.createdAt), // read-only, see model.ClaimResult
-		Tags: maps.Clone(e.tags), TimeoutAt: tm(e.timeoutAt),
+		Tags: maps.Clone(e.tags), Metadata: maps.Clone(e.meta), TimeoutAt: tm(e.timeoutAt),
 	}
 	if e.admit {
 		r.Budgets, r.Quota, r.QuotaKey, r.AdmissionToken = cloneBudgets(e.budgets), e.quota, e.quotaKey, e.admissionToken

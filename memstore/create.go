@@ -35,6 +35,9 @@ func (s *Store) newExec(p *model.ExecutionCreateParams, now int64) *execution {
 	if len(p.Tags) > 0 {
 		e.tags = maps.Clone(p.Tags)
 	}
+	if len(p.Metadata) > 0 {
+		e.meta = maps.Clone(p.Metadata)
+	}
 	e.retention = s.internRetention(p.Retention)
 	e.idemKey = p.IdempotencyKey
 	if len(p.Budgets) > 0 || !model.UUID(p.Quota).IsZero() {

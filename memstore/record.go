@@ -69,6 +69,7 @@ type execution struct {
 	payload []byte
 	result  []byte
 	tags    map[string]string
+	meta    map[string]string // metadata (headers); nil when none
 
 	attempts []model.Attempt
 	// streams holds the attempt streams by attempt index (stream.go).
@@ -169,6 +170,7 @@ func (e *execution) snapshot() *model.ExecutionSnapshot {
 		CancelledBy:              e.cancelledBy,
 		LastCapabilityMismatchAt: tm(e.lastCapMismatchAt),
 		Tags:                     maps.Clone(e.tags),
+		Metadata:                 maps.Clone(e.meta),
 		Budgets:                  cloneBudgets(e.budgets),
 		Quota:                    e.quota,
 		QuotaKey:                 e.quotaKey,

@@ -195,6 +195,8 @@ type ClaimResult struct {
 	Payload []byte
 	// Tags is nil when the execution has none.
 	Tags map[string]string
+	// Metadata is nil when the execution has none.
+	Metadata map[string]string
 	// RetryCount is how many retries came before this attempt, and
 	// MaxRetries the retry policy's limit: the attempt is the last one a
 	// failure leaves when RetryCount == MaxRetries.

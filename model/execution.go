@@ -173,6 +173,9 @@ type ExecutionSnapshot struct {
 	Flow FlowID
 
 	Tags map[string]string
+	// Metadata is the execution's metadata (headers), set at create; nil
+	// when it has none.
+	Metadata map[string]string
 
 	// Budgets, Quota and QuotaKey are the execution's admission
 	// attachments (see AdmissionStore); AdmissionToken is the quota

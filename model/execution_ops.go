@@ -30,8 +30,11 @@ type ExecutionCreateParams struct {
 	Kind      Kind
 	Payload   []byte
 	// Priority is clamped to [0, 9000]; higher runs first.
-	Priority             int
-	Tags                 map[string]string
+	Priority int
+	Tags     map[string]string
+	// Metadata (headers) is carried from create to every claim and read
+	// back with describe; nil or empty means none (ValidateMetadata).
+	Metadata             map[string]string
 	RequiredCapabilities Capabilities
 	RetryPolicy          RetryPolicy
 	// MaxReclaims caps crash recoveries (0: DefaultMaxReclaims).
@@ -119,6 +122,9 @@ func (p *ExecutionCreateParams) Validate(cfg PartitionConfig) error {
 		return invalidField("Payload", "too_large")
 	}
 	if err := ValidateTags(p.Tags); err != nil {
+		return err
+	}
+	if err := ValidateMetadata(p.Metadata); err != nil {
 		return err
 	}
 	if _, err := NormalizeCapabilities("RequiredCapabilities", p.RequiredCapabilities); err != nil {

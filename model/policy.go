@@ -27,6 +27,9 @@ const (
 	MaxTags                = 64
 	MaxTagKeyBytes         = 128
 	MaxTagValueBytes       = 4096
+	MaxMetadataEntries     = 64
+	MaxMetadataKeyBytes    = 256
+	MaxMetadataBytes       = 32 << 10 // keys and values of one execution's metadata together
 	MaxCapabilityTokens    = 256
 	MaxCapabilityBytes     = 4096
 	MaxRetries             = 1000
@@ -396,6 +399,58 @@ func ValidateTags(tags map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// ValidateMetadata checks execution metadata (headers): at most
+// MaxMetadataEntries entries; each key 1..MaxMetadataKeyBytes bytes of
+// printable ASCII without spaces (as an HTTP header name, so that a W3C
+// "traceparent" or a "baggage" header carries over unchanged); each value
+// valid UTF-8; keys and values together at most MaxMetadataBytes.
+// Errors name the field "Metadata" and, in the detail, the key.
+func ValidateMetadata(md map[string]string) error {
+	if len(md) > MaxMetadataEntries {
+		return &Error{Code: CodeInvalidInput, Field: "Metadata", Detail: "too_many_entries",
+			Got: strconv.Itoa(len(md)), Want: "at most " + strconv.Itoa(MaxMetadataEntries)}
+	}
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the error names a key: the same one whatever the map order
+	total := 0
+	for _, k := range keys {
+		v := md[k]
+		if !validMetadataKey(k) {
+			d := k
+			if len(d) > 64 || !utf8.ValidString(d) {
+				d = "<invalid>"
+			}
+			return &Error{Code: CodeInvalidInput, Field: "Metadata", Detail: "invalid_key:" + d,
+				Want: "1.." + strconv.Itoa(MaxMetadataKeyBytes) + " bytes of printable ASCII without spaces"}
+		}
+		if !utf8.ValidString(v) {
+			return &Error{Code: CodeInvalidInput, Field: "Metadata", Detail: "value_invalid_utf8:" + k}
+		}
+		total += len(k) + len(v)
+	}
+	if total > MaxMetadataBytes {
+		return &Error{Code: CodeInvalidInput, Field: "Metadata", Detail: "too_large",
+			Got: strconv.Itoa(total) + " bytes", Want: "at most " + strconv.Itoa(MaxMetadataBytes) + " bytes"}
+	}
+	return nil
+}
+
+// validMetadataKey: 1..MaxMetadataKeyBytes bytes of printable ASCII, no space.
+func validMetadataKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxMetadataKeyBytes {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] <= ' ' || k[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // tagKeyWant says what a valid tag key looks like.

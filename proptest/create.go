@@ -16,6 +16,7 @@ var (
 	idemKeys   = []string{"", "", "k1", "k2"}
 	idemTTLs   = []time.Duration{0, time.Second, 5 * time.Second, 30 * time.Second}
 	tagSets    = []map[string]string{nil, {"app.k": "v"}, {"app.k": "v", "ops.team": "x"}}
+	metaSets   = []map[string]string{nil, {}, {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, {"app.k": "m", "x-empty": ""}}
 	payloads   = [][]byte{nil, []byte("payload")}
 	// idemStateSets are IdempotencyStates a keyed create may carry: none
 	// (the key blocks whatever the state), the live states (a unique job
@@ -70,6 +71,7 @@ func (m *machine) actCreate(t *rapid.T) {
 		IdempotencyKey:       drawFrom(t, idemKeys, "idempotency_key"),
 		IdempotencyTTL:       drawFrom(t, idemTTLs, "idempotency_ttl"),
 		Tags:                 drawFrom(t, tagSets, "tags"),
+		Metadata:             drawFrom(t, metaSets, "metadata"),
 		Payload:              drawFrom(t, payloads, "payload"),
 		Retention:            drawRetention(t),
 		Now:                  now,
@@ -94,7 +96,7 @@ func (m *machine) actCreate(t *rapid.T) {
 		p.Flow, p.ID = f, model.NewExecutionID(m.cfg.FlowPartition(f), p.ID.UUID())
 		into = m.flowObs(f)
 	}
-	bad := invalid(t, 15)
+	bad := invalid(t, 16)
 	switch bad {
 	case 0:
 		p.Lane = "bad lane"
@@ -126,6 +128,8 @@ func (m *machine) actCreate(t *rapid.T) {
 		p.Budgets = []model.BudgetID{budgetIDs[0], budgetIDs[0]}
 	case 14:
 		p.IdempotencyKey, p.IdempotencyStates = "", model.PublicStates(model.PublicWaiting)
+	case 15:
+		p.Metadata = map[string]string{"bad key": "x"}
 	}
 	res, err := call(m, t, "ExecutionCreate", p, model.Store.ExecutionCreate)
 	if bad >= 0 {

@@ -172,6 +172,7 @@ func (m *machine) awaitChild(t *rapid.T, part int, delayed bool) model.AwaitChil
 		MaxReplays:           drawFrom(t, smallInts, "child_max_replays"),
 		Deadline:             m.drawOffset(t, "child_deadline", 15, -5_000, 120_000),
 		Tags:                 drawFrom(t, tagSets, "child_tags"),
+		Metadata:             drawFrom(t, metaSets, "child_metadata"),
 		Payload:              drawFrom(t, payloads, "child_payload"),
 		Retention:            drawRetention(t),
 	}

@@ -80,6 +80,7 @@ func Exercise(t *testing.T, newStore NewStoreFunc) {
 		{"Counts", testCounts},
 		{"Lanes", testLanes},
 		{"Tags", testTags},
+		{"Metadata", testMetadata},
 		{"Repair", testRepair},
 	}
 	for _, g := range groups {

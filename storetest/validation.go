@@ -407,6 +407,20 @@ func (f *fixture) createCases() []badInput {
 		}),
 		mk("tag_value_invalid_utf8", "Tags", model.ErrInvalidInput, func(p *P) { p.Tags = map[string]string{"app.v": invalidUTF8} }),
 	)
+	for _, k := range []string{"", "has space", "tab\t", "ctl\x01", "é", "del\x7f", strings.Repeat("k", model.MaxMetadataKeyBytes+1)} {
+		cs = append(cs, mk("metadata_key_"+strconv.Quote(k), "Metadata", model.ErrInvalidInput, func(p *P) { p.Metadata = map[string]string{"ok": "1", k: "v"} }))
+	}
+	manyMeta := map[string]string{}
+	for i := range model.MaxMetadataEntries + 1 {
+		manyMeta["m"+strconv.Itoa(i)] = "v"
+	}
+	cs = append(cs,
+		mk("metadata_too_many", "Metadata", model.ErrInvalidInput, func(p *P) { p.Metadata = manyMeta }),
+		mk("metadata_value_invalid_utf8", "Metadata", model.ErrInvalidInput, func(p *P) { p.Metadata = map[string]string{"v": invalidUTF8} }),
+		mk("metadata_too_large", "Metadata", model.ErrInvalidInput, func(p *P) {
+			p.Metadata = map[string]string{"a": strings.Repeat("v", model.MaxMetadataBytes/2), "b": strings.Repeat("v", model.MaxMetadataBytes/2)}
+		}),
+	)
 	cs = append(cs, capCases(mk, "RequiredCapabilities", func(p *P, c model.Capabilities) { p.RequiredCapabilities = c })...)
 	policies := []struct {
 		name   string

@@ -54,6 +54,9 @@ func claimResult(r *reply) *model.ClaimResult {
 		CreatedAt:    r.time("created_at"),
 		TimeoutAt:    r.time("timeout_at"),
 	}
+	if r.has("meta") { // an execution with metadata
+		res.Metadata = r.strMap("meta")
+	}
 	if r.has("adm_token") { // an execution with budgets or a quota
 		res.Budgets = parseBudgets(r, r.str("budgets"))
 		res.Quota = model.QuotaID(r.uuid("quota"))

@@ -39,7 +39,7 @@ func (s *Store) ExecutionCreate(ctx context.Context, p *model.ExecutionCreatePar
 var createFields = []string{"id", "namespace", "lane", "kind", "payload", "priority", "tags", "required_caps",
 	"retry_max", "retry_backoff", "retry_delay_ms", "retry_initial_ms", "retry_multiplier", "retry_max_delay_ms",
 	"max_reclaims", "max_replays", "attempt_timeout", "deadline", "delay_until", "budgets", "quota", "quota_key",
-	"ret_ok", "ret_failed", "ret_cancelled"}
+	"ret_ok", "ret_failed", "ret_cancelled", "metadata"}
 
 // createArgs are the arguments createFields names for p, defaults
 // applied.
@@ -78,6 +78,7 @@ func createArgs(p *model.ExecutionCreateParams) args {
 		"ret_ok":             p.Retention.Completed,
 		"ret_failed":         p.Retention.Failed,
 		"ret_cancelled":      p.Retention.Cancelled,
+		"metadata":           encodeTags(p.Metadata),
 	}
 }
 
@@ -98,7 +99,7 @@ func netstring(b *strings.Builder, s string) {
 	b.WriteString(s)
 }
 
-// encodeTags writes tags as netstrings "<len>:<bytes>", key then value, in
+// encodeTags writes tags (or metadata) as netstrings "<len>:<bytes>", key then value, in
 // key order.
 func encodeTags(tags map[string]string) string {
 	keys := make([]string, 0, len(tags))

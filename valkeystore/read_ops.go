@@ -19,6 +19,7 @@ func (s *Store) ExecutionDescribe(ctx context.Context, p *model.ExecutionDescrib
 	}
 	res := snapshot(r.obj("core"), r.strMap("tags"))
 	res.Flow = r.flowID("flow")
+	res.Metadata = nilIfEmpty(r.strMap("meta"))
 	return res, r.err()
 }
 

@@ -82,9 +82,10 @@ func cold(f recordField) recordField {
 // operation.
 //
 // v6 changed no field: it marks records counted in I:counts (ExecutionCounts).
-// A record read at an earlier version is not counted until a v6 script
-// saves it, and is not taken off a counter when deleted.
-const recordVersion = 6
+// A record read at a version before v6 is not counted until a script of
+// v6 or later saves it, and is not taken off a counter when deleted; one
+// read at v6 or later is counted (load_exec). v7 appended md (metadata).
+const recordVersion = 7
 
 // recordFields is the layout of X:core. Changing it changes the stored
 // format; see recordVersion.
@@ -150,6 +151,10 @@ var recordFields = []recordField{
 	// for good), read when it ends; a completion's is hot. idem_key is the
 	// idempotency key it was created with, which a delete frees
 	nfield("ret_ok"), cold(nfield("ret_failed")), cold(nfield("ret_cancelled")), cold(sfield("idem_key")),
+	// v7: metadata (headers; model.ExecutionCreateParams.Metadata). md is 1
+	// when X:meta holds some, so that a claim of an execution without
+	// any pays one comparison and no read
+	nfield("md"),
 }
 
 // recordSlot is where a field lives in a decoded record: cold or hot, the
@@ -250,6 +255,23 @@ func recordLuaFor(fields []recordField, version int, past map[int]string, decode
 // pastLayouts holds the layout of X:core at each earlier version this
 // build still reads, in the format of layoutString.
 var pastLayouts = map[int]string{
+	// v7 appended md (a hot number)
+	6: `v6 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+		`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
+		`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
+		`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
+		`retry_delay_ms:nc retry_initial_ms:nc retry_multiplier:sc retry_max_delay_ms:nc ` +
+		`retry_count:n max_reclaims:nc reclaim_count:nc max_replays:nc replay_count:nc ` +
+		`attempt_timeout:n deadline:n timeout_at:n total_attempts:n cur_attempt:n cur_attempt_id:s ` +
+		`pending_type:s pending_reason:sc pending_requested_by:sc pending_prev_index:nc epoch:n ` +
+		`lease_id:s lease_worker_id:s lease_wi:s lease_acquired_at:n lease_expires_at:n ` +
+		`lease_renew_by:n lease_expired_at:n lease_revoked_at:n revoke_reason:sc hist_seq:n ` +
+		`grant_kind:s grant_worker_id:sc grant_wi:sc grant_created_at:nc grant_expires_at:nc ` +
+		`progress_pct:nc progress_msg:sc progress_at:nc last_cap_mismatch_at:nc failure_reason:sc ` +
+		`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
+		`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
+		`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n ` +
+		`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc`,
 	// v6 changed no field (v6 records are counted in I:counts)
 	5: `v5 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 		`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +

@@ -12,7 +12,7 @@ import (
 )
 
 // TestDeleteLeavesNoKey: an execution that used everything an execution
-// can own (payload, tags, two attempts, stream frames, a waitpoint, a
+// can own (payload, tags, metadata, two attempts, stream frames, a waitpoint, a
 // suspension and a signal, a result, lease history, an idempotency key)
 // leaves no key and no entry in any sorted set, hash or stream of its
 // store once deleted. (Keys of the partition, not of the execution,
@@ -42,7 +42,7 @@ func TestDeleteLeavesNoKey(t *testing.T) {
 				return r.Fence()
 			}
 			_, err := s.ExecutionCreate(ctx, &model.ExecutionCreateParams{ID: id, Namespace: "ns", Lane: "l", Kind: "k.v",
-				Payload: []byte("payload"), Tags: map[string]string{"app.k": "v"}, IdempotencyKey: "key-1",
+				Payload: []byte("payload"), Tags: map[string]string{"app.k": "v"}, Metadata: map[string]string{"traceparent": "x"}, IdempotencyKey: "key-1",
 				RetryPolicy: model.RetryPolicy{MaxRetries: 1, Backoff: model.BackoffFixed}, Retention: model.Retention{Completed: time.Hour},
 				Deadline: at(24 * time.Hour), Now: at(0)})
 			must(err)

@@ -19,7 +19,7 @@ import (
 // recordFields fails TestRecordLayoutGolden until recordVersion is bumped
 // and this golden is updated with it (and an upgrade path written: see
 // recordVersion).
-const recordLayoutGolden = `v6 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+const recordLayoutGolden = `v7 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 	`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
 	`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
 	`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
@@ -34,7 +34,7 @@ const recordLayoutGolden = `v6 layout_version:n id:s ns:s lane:s kind:s priority
 	`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
 	`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
 	`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n ` +
-	`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc`
+	`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc md:n`
 
 func recordLayout() string { return layoutString(recordVersion, recordFields) }
 
@@ -55,8 +55,8 @@ func TestRecordLayoutGolden(t *testing.T) {
 	}
 	const hist = `string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)
       .. kind .. '|' .. e.lease_id .. '|' .. e.lease_wi .. '|' .. reason)`
-	if recordVersion != 6 || !strings.Contains(string(lib), hist) {
-		t.Fatalf("the lease history entry of layout v6 changed: bump recordVersion, write the upgrade path, and update this test")
+	if recordVersion != 7 || !strings.Contains(string(lib), hist) {
+		t.Fatalf("the lease history entry of layout v7 changed: bump recordVersion, write the upgrade path, and update this test")
 	}
 	// load_exec reads the version as e[1][1]
 	if sl := recordSlots["layout_version"]; sl != (recordSlot{false, 1, 1}) {
@@ -320,10 +320,10 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 			}
 			return v
 		}
-		if recordVersion != 6 {
+		if recordVersion != 7 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
-		n2, c2 := cutBack(t, get("n"), get("c"), 2, 3, 2, 6)
+		n2, c2 := cutBack(t, get("n"), get("c"), 2, 4, 2, 6)
 		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n2).FieldValue("c", c2).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +343,7 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("[%d,", recordVersion)
-		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0,0]") {
+		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0,0,0]") {
 			t.Fatalf("saved record n = %s, want the current layout", n)
 		}
 		// counted from its first save by this build, never uncounted from
@@ -384,11 +384,11 @@ func TestRecordV3ReadAsCurrent(t *testing.T) {
 			return v
 		}
 		get := func() string { return hget("n") }
-		if recordVersion != 6 {
+		if recordVersion != 7 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
 		want := fmt.Sprintf("[%d,", recordVersion)
-		n3, c3 := cutBack(t, get(), hget("c"), 3, 2, 2, 1)
+		n3, c3 := cutBack(t, get(), hget("c"), 3, 3, 2, 1)
 		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n3).FieldValue("c", c3).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -409,7 +409,7 @@ func TestRecordV3ReadAsCurrent(t *testing.T) {
 		if _, err := s.StreamAppend(bg, frameP(id, r.Fence(), model.StreamDurable, "x", at(time.Second))); err != nil {
 			t.Fatal(err)
 		}
-		if n := get(); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",1,0]") {
+		if n := get(); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",1,0,0]") {
 			t.Fatalf("record n = %s after the first frame, want the current layout with stream_open 1", n)
 		}
 		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
@@ -417,6 +417,57 @@ func TestRecordV3ReadAsCurrent(t *testing.T) {
 		}
 		if res := read(at(2 * time.Second)); !res.Closed || res.ClosedReason != "ended_success" || !res.ClosedAt.Equal(at(2*time.Second)) || res.LastSequence != 1 {
 			t.Fatalf("read after the completion: %+v, want closed (ended_success) at 2s", res)
+		}
+	})
+}
+
+// TestRecordV6ReadAsCurrent stores a record of layout v6 (the current one
+// less md, which v7 appended) as a v6 build wrote it, counted in I:counts
+// as that build counted it: this build reads it without metadata, claims
+// and completes it, and moves its count instead of counting it twice
+// (miniredis and real servers).
+func TestRecordV6ReadAsCurrent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		s := newStoreWith(t, c, nil)
+		var sq seq
+		id := sq.exec(1)
+		if _, err := s.ExecutionCreate(bg, createP(id, t0)); err != nil {
+			t.Fatal(err)
+		}
+		core := s.keys.execKeys(id)["core"]
+		get := func(f string) string {
+			t.Helper()
+			v, err := c.Do(bg, c.B().Hget().Key(core).Field(f).Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if recordVersion != 7 {
+			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
+		}
+		n6, c6 := cutBack(t, get("n"), get("c"), 6, 1, 0, 0)
+		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n6).FieldValue("c", c6).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
+		if err != nil || d.Metadata != nil || d.PublicState != model.PublicWaiting {
+			t.Fatalf("describe of a v6 record: %+v, %v", d, err)
+		}
+		r, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: id, LeaseRequest: sq.req("wi", ttl), Now: at(time.Second)})
+		if err != nil || r.Metadata != nil {
+			t.Fatalf("claim of a v6 record: %+v, %v", r, err)
+		}
+		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if n := get("n"); !strings.HasPrefix(n, fmt.Sprintf("[%d,", recordVersion)) || !strings.HasSuffix(n, ",0]") {
+			t.Fatalf("saved record n = %s, want the current layout", n)
+		}
+		cr, err := s.ExecutionCounts(bg, &model.ExecutionCountsParams{})
+		if err != nil || len(cr.Rows) != 1 || cr.Rows[0].State != model.PublicCompleted || cr.Rows[0].Count != 1 {
+			t.Fatalf("counts after the v6 record completed: %+v, %v (want one completed, counted once)", cr, err)
 		}
 	})
 }

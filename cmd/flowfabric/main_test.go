@@ -252,7 +252,7 @@ func TestCLIServer(t *testing.T) {
 
 func testCLI(t *testing.T, addr string) {
 	f := newFixture(t, addr)
-	completed := f.submit("ok", &flowfabric.SubmitOpts{Tags: map[string]string{"app.team": "a"}})
+	completed := f.submit("ok", &flowfabric.SubmitOpts{Tags: map[string]string{"app.team": "a"}, Metadata: map[string]string{"x-req": "r1"}})
 	failed := f.submit("boom", nil)
 	streamed := f.submit("stream", nil)
 	delayed := f.submit("ok", &flowfabric.SubmitOpts{Delay: time.Hour})
@@ -374,7 +374,7 @@ func testCLI(t *testing.T, addr string) {
 		var v describeView
 		f.runJSON(&v, "describe", completed.String())
 		if v.ID != completed.String() || v.State != "completed" || v.ResultText == nil || *v.ResultText != "done" ||
-			len(v.AttemptList) != 1 || v.AttemptList[0].Status == "" || len(v.LeaseHistory) < 2 || v.Tags["app.team"] != "a" {
+			len(v.AttemptList) != 1 || v.AttemptList[0].Status == "" || len(v.LeaseHistory) < 2 || v.Tags["app.team"] != "a" || v.Metadata["x-req"] != "r1" {
 			t.Fatalf("describe: %+v", v)
 		}
 		f.runJSON(&v, "describe", failed.String())
@@ -382,7 +382,7 @@ func testCLI(t *testing.T, addr string) {
 			t.Fatalf("describe failed: %+v", v)
 		}
 		r := f.run(0, "describe", completed.String())
-		for _, want := range []string{"state:", "completed", "ATTEMPTS", "LEASE HISTORY", `"done"`} {
+		for _, want := range []string{"state:", "completed", "ATTEMPTS", "LEASE HISTORY", `"done"`, "x-req=r1", "app.team=a"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Fatalf("describe table lacks %q: %s", want, r)
 			}

@@ -288,6 +288,7 @@ type describeView struct {
 	TerminalOutcome    string            `json:"terminal_outcome"`
 	Flow               string            `json:"flow,omitempty"`
 	Tags               map[string]string `json:"tags,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
 	Attempts           int               `json:"attempts"`
 	RetryCount         int               `json:"retry_count"`
 	ReplayCount        int               `json:"replay_count"`
@@ -353,7 +354,7 @@ func describeCmd(*flag.FlagSet) func(context.Context, *cli, []string) error {
 			LifecyclePhase: s.State.LifecyclePhase.String(), Ownership: s.State.OwnershipState.String(),
 			Eligibility: s.State.EligibilityState.String(), BlockingReason: s.State.BlockingReason.String(),
 			BlockingDetail: s.State.BlockingDetail, TerminalOutcome: s.State.TerminalOutcome.String(),
-			Tags: s.Tags, Attempts: s.TotalAttempts, RetryCount: s.RetryCount, ReplayCount: s.ReplayCount,
+			Tags: s.Tags, Metadata: s.Metadata, Attempts: s.TotalAttempts, RetryCount: s.RetryCount, ReplayCount: s.ReplayCount,
 			ReclaimCount: s.ReclaimCount, LeaseEpoch: s.LeaseEpoch, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt,
 			TerminalAt: s.TerminalAt, DelayUntil: s.DelayUntil, Deadline: s.Deadline, ProgressPercent: s.ProgressPercent,
 			ProgressMessage: s.ProgressMessage, FailureReason: s.FailureReason, FailureCategory: string(s.FailureCategory),
@@ -420,16 +421,10 @@ func (c *cli) printDescribe(v *describeView) error {
 	kv("blocking detail", v.BlockingDetail)
 	kv("flow", v.Flow)
 	if len(v.Tags) > 0 {
-		keys := make([]string, 0, len(v.Tags))
-		for k := range v.Tags {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var b []string
-		for _, k := range keys {
-			b = append(b, k+"="+v.Tags[k])
-		}
-		kv("tags", strings.Join(b, " "))
+		kv("tags", pairs(v.Tags))
+	}
+	if len(v.Metadata) > 0 {
+		kv("metadata", pairs(v.Metadata))
 	}
 	kv("attempts", fmt.Sprintf("%d (retries %d, replays %d, reclaims %d)", v.Attempts, v.RetryCount, v.ReplayCount, v.ReclaimCount))
 	kv("lease", v.LeaseHolder)
@@ -501,4 +496,18 @@ func quoteShort(s string) string {
 		return strconv.Quote(s[:200]) + fmt.Sprintf("… (%d bytes)", len(s))
 	}
 	return strconv.Quote(s)
+}
+
+// pairs renders m as "k=v" pairs in key order, separated by spaces.
+func pairs(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b := make([]string, len(keys))
+	for i, k := range keys {
+		b[i] = k + "=" + m[k]
+	}
+	return strings.Join(b, " ")
 }

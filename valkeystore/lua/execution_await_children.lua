@@ -23,14 +23,14 @@ local base = flow_base_of(fid)
 local core = redis.call('HMGET', base .. ':core', 'state', 'sealed')
 if core[1] ~= 'open' then return fail('flow_already_terminal', core[1]) end
 if core[2] ~= '1' then return fail('flow_not_sealed') end
-local v, per = netstrings(A_children), 26
+local v, per = netstrings(A_children), 27
 for i = 1, #v, per do
   local pre = 'Children[' .. S((i - 1) / per) .. '].'
   if redis.call('EXISTS', exec_keys_of(v[i]).core) == 1 then
     return fail('invalid_input', 'exists', pre .. 'Create.ID')
   end
-  if redis.call('EXISTS', base .. ':edge:' .. v[i + 25]) == 1 then
-    return fail('dependency_already_exists', v[i + 25], pre .. 'Edge')
+  if redis.call('EXISTS', base .. ':edge:' .. v[i + 26]) == 1 then
+    return fail('dependency_already_exists', v[i + 26], pre .. 'Edge')
   end
 end
 
@@ -59,7 +59,7 @@ for i = 1, #v, per do
   make_runnable(e, now, N(v[i + 18]), 'waiting_for_delay', 'pending_first_attempt')
   flow_join(base, fid, e, now)
   save_exec(e)
-  local edge = v[i + 25]
+  local edge = v[i + 26]
   local rev = redis.call('HINCRBY', base .. ':core', 'graph_revision', 1)
   redis.call('HINCRBY', base .. ':core', 'edge_count', 1)
   redis.call('HSET', base .. ':edge:' .. edge, 'id', edge, 'upstream', e.id, 'downstream', parent,

@@ -4,7 +4,7 @@
 -- active,"), the key's execution blocks the create only while stored and in
 -- one of those public states; otherwise the key moves to the new execution.
 -- KEYS: core payload tags idem lanes all deadline
--- ARGV: now id namespace lane kind payload priority tags required_caps retry_max retry_backoff retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline delay_until budgets quota quota_key ret_ok ret_failed ret_cancelled idem_key idem_ttl idem_states gc_slack flow
+-- ARGV: now id namespace lane kind payload priority tags required_caps retry_max retry_backoff retry_delay_ms retry_initial_ms retry_multiplier retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline delay_until budgets quota quota_key ret_ok ret_failed ret_cancelled metadata idem_key idem_ttl idem_states gc_slack flow
 
 local now = now_ms()
 
@@ -38,7 +38,7 @@ local e = blank_exec(exec_keys(string.sub(K_core, 1, -6)))
 new_exec(e, { A_id, A_namespace, A_lane, A_kind, A_payload, A_priority, A_tags, A_required_caps,
   A_retry_max, A_retry_backoff, A_retry_delay_ms, A_retry_initial_ms, A_retry_multiplier,
   A_retry_max_delay_ms, A_max_reclaims, A_max_replays, A_attempt_timeout, A_deadline, A_delay_until,
-  A_budgets, A_quota, A_quota_key, A_ret_ok, A_ret_failed, A_ret_cancelled }, 1, now)
+  A_budgets, A_quota, A_quota_key, A_ret_ok, A_ret_failed, A_ret_cancelled, A_metadata }, 1, now)
 if fbase == nil then
   make_runnable(e, now, N(A_delay_until), 'waiting_for_delay', 'pending_first_attempt')
 else

@@ -166,6 +166,10 @@ local function claim(e, r, now)
   if adm ~= nil then
     for _, x in ipairs(adm) do t[#t + 1] = x end
   end
+  if e.md ~= 0 then
+    t[#t + 1] = 'meta'
+    t[#t + 1] = redis.call('HGETALL', e.k.base .. ':meta')
+  end
   return t
 end
 

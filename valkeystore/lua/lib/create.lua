@@ -8,9 +8,9 @@
 -- retry_backoff retry_delay_ms retry_initial_ms retry_multiplier
 -- retry_max_delay_ms max_reclaims max_replays attempt_timeout deadline
 -- delay_until budgets quota quota_key ret_ok ret_failed ret_cancelled
--- (delay_until is the caller's; the
--- budgets are a CSV of ids). It writes the payload
--- and tags and the partition's lanes, all and deadline entries; the
+-- metadata (delay_until is the caller's; the
+-- budgets are a CSV of ids; tags and metadata netstrings). It writes the
+-- payload, tags and metadata (X:meta, flagged by e.md) and the partition's lanes, all and deadline entries; the
 -- caller makes e runnable or holds it, then saves it.
 local function new_exec(e, v, o, now)
   e.id, e.ns, e.lane, e.kind = v[o], v[o + 1], v[o + 2], v[o + 3]
@@ -30,6 +30,10 @@ local function new_exec(e, v, o, now)
   if v[o + 4] ~= '' then redis.call('SET', e.k.base .. ':payload', v[o + 4]) end
   local tags = netstrings(v[o + 6])
   if #tags > 0 then redis.call('HSET', e.k.base .. ':tags', unpack(tags)) end
+  if v[o + 25] ~= '' then
+    redis.call('HSET', e.k.base .. ':meta', unpack(netstrings(v[o + 25])))
+    e.md = 1
+  end
   redis.call('ZADD', K_lanes, '0', e.lane)
   redis.call('ZADD', K_all, '0', e.id)
   if e.deadline ~= 0 then redis.call('ZADD', K_deadline, S(e.deadline), e.id) end

@@ -48,7 +48,8 @@ end
 
 -- exec_keys derives the keys a record uses from the execution's base
 -- "<prefix>:exec:<tag>:<id>"; its other keys are base .. ':payload',
--- ':result' and ':tags' (keys.go's execKeys names the same).
+-- ':result', ':tags' and ':meta' (keys.go's execKeys names all but the last,
+-- which only scripts that load the record read).
 local function exec_keys(base)
   return { base = base, core = base .. ':core', history = base .. ':lease:history' }
 end

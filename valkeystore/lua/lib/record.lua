@@ -7,6 +7,7 @@
 -- was used, the cold fields in e.c (record.go). e[3] is the public state
 -- the record is counted under in I:counts (ExecutionCounts), nil when it is
 -- not counted: a new record, or one a build before layout v6 wrote.
+-- e.md is 1 when the execution has metadata (X:meta, lua/lib/create.lua).
 
 local function blank_exec(k)
   local n, s = rec_blank()
@@ -24,7 +25,13 @@ local function load_exec(k)
   local n = cjson.decode(r[1])
   -- e[1][1] is layout_version (record.go): upgrade a past layout, refuse
   -- an unknown one
-  if n[1] ~= REC_VERSION then return rec_upgrade(n, cjson.decode(r[2]), k) end
+  local v = n[1]
+  if v ~= REC_VERSION then
+    local e = rec_upgrade(n, cjson.decode(r[2]), k)
+    -- layout v6 and later records are counted in I:counts (record.go)
+    if v >= 6 then e[3] = public_state(e) end
+    return e
+  end
   local e = { n, cjson.decode(r[2]), k = k }
   e[3] = public_state(e)
   return e

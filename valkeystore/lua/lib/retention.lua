@@ -21,7 +21,7 @@ local function delete_exec(e)
     'suspended', 'suspension_timeout', 'pending_waitpoint_expiry' }) do
     redis.call('ZREM', idx .. name, e.id)
   end
-  local doomed = { e.k.core, base .. ':payload', base .. ':result', base .. ':tags', e.k.history, base .. ':wps',
+  local doomed = { e.k.core, base .. ':payload', base .. ':result', base .. ':tags', base .. ':meta', e.k.history, base .. ':wps',
     base .. ':susp', base .. ':susp:sigs', base .. ':sig', base .. ':sigpay', base .. ':sigseq', base .. ':flow' }
   for i = 0, e.total_attempts - 1 do
     local sk = base .. ':stream:' .. S(i)
