@@ -78,6 +78,12 @@
 //	flowfabric.cancelled                     executions cancelled by their handler, or by an operator while running
 //	flowfabric.lease.lost                    runs whose lease was taken away (attribute flowfabric.reason)
 //
+// These are the outcomes a worker records. What a scanner records instead
+// (an attempt timeout: flowfabric.lease.lost with reason "timed_out" and
+// then a retry or an expired execution; a crashed worker's lease expiry;
+// an execution deadline) and an operator's cancel of an execution no
+// worker runs show in the flowfabric.executions gauge below.
+//
 // Histograms, in seconds:
 //
 //	flowfabric.attempt.duration              a run from its start to its recorded outcome (attribute flowfabric.outcome)

@@ -664,3 +664,29 @@ func TestNoPropagation(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptTimeout: an attempt that outlives its AttemptTimeout loses
+// its lease (reason timed_out, at the timeout's instant); its span ends in
+// Error since nothing the handler did was recorded, and the execution's
+// end, recorded by the timeout scanner, shows in the gauge.
+func TestAttemptTimeout(t *testing.T) {
+	f := newFixture(t)
+	id, _ := f.submit(t, job{Do: "hang"}, &flowfabric.SubmitOpts{AttemptTimeout: 5 * time.Second, RetryPolicy: flowfabric.NoRetries()})
+	f.h.WaitTerminal(id)
+	s := f.attemptSpans(t, id, 1)[0]
+	lost, ok := event(s, "flowfabric.lease_lost")
+	if !ok || attr(lost.Attributes, "flowfabric.reason") != "timed_out" || lost.Time.Sub(s.StartTime()) != 5*time.Second {
+		t.Fatalf("events %v (started %s)", s.Events(), s.StartTime())
+	}
+	if s.Status().Code != codes.Error || attr(s.Attributes(), "flowfabric.outcome") != "not_recorded" {
+		t.Fatalf("status %v, attributes %v", s.Status(), s.Attributes())
+	}
+	ms := f.metrics(t)
+	if n := count(t, ms, otelflowfabric.MetricLeaseLost, with(lk, "flowfabric.reason", "timed_out")); n != 1 {
+		t.Errorf("lease lost %d", n)
+	}
+	// the scanner recorded the end, not the worker: the gauge shows it
+	if n := count(t, ms, otelflowfabric.MetricExecutions, map[string]string{"flowfabric.state": "expired"}); n != 1 {
+		t.Errorf("executions expired %d", n)
+	}
+}
