@@ -98,6 +98,11 @@
 // the cluster, or a dedicated one, should call ObserveEngine, since every
 // engine sharing a store reports the same numbers.
 //
+// For the ends of every execution, however they came about, WatchEnded
+// reads the store's durable completions feed (the store must keep it) and
+// counts flowfabric.executions.ended by lane, kind and flowfabric.outcome;
+// like the gauge, run it in one process per cluster.
+//
 // Durations are read from Options.Clock (the wall clock by default; a
 // test passes the engine's simulated clock), and so are the timestamps of
 // spans and events.

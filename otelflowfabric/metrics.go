@@ -27,6 +27,7 @@ const (
 	MetricQueueWait       = "flowfabric.queue.wait"
 	MetricScannerPass     = "flowfabric.scanner.pass.duration"
 	MetricExecutions      = "flowfabric.executions"
+	MetricEnded           = "flowfabric.executions.ended"
 )
 
 // instruments are the synchronous instruments. Each is a no-op when the
@@ -34,7 +35,7 @@ const (
 type instruments struct {
 	meter                                                     metric.Meter
 	submitted, claimed, completed, retried, failed, cancelled metric.Int64Counter
-	leaseLost                                                 metric.Int64Counter
+	leaseLost, ended                                          metric.Int64Counter
 	attemptDuration, queueWait, scannerPass                   metric.Float64Histogram
 }
 
@@ -70,6 +71,7 @@ func newInstruments(m metric.Meter) instruments {
 		failed:    counter(MetricFailed, "Executions failed for good by this process's workers.", "{execution}"),
 		cancelled: counter(MetricCancelled, "Executions cancelled by their handler, or by an operator while running here.", "{execution}"),
 		leaseLost: counter(MetricLeaseLost, "Runs whose lease was taken away.", "{attempt}"),
+		ended:     counter(MetricEnded, "Executions that became terminal, by outcome (WatchEnded: from the completions feed).", "{execution}"),
 		attemptDuration: hist(MetricAttemptDuration,
 			"A run of a handler, from its start to its recorded outcome.", durationBuckets),
 		queueWait: hist(MetricQueueWait,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/model"
 	"github.com/flowfabric/flowfabric/otelflowfabric"
 )
 
@@ -688,5 +689,72 @@ func TestAttemptTimeout(t *testing.T) {
 	// the scanner recorded the end, not the worker: the gauge shows it
 	if n := count(t, ms, otelflowfabric.MetricExecutions, map[string]string{"flowfabric.state": "expired"}); n != 1 {
 		t.Errorf("executions expired %d", n)
+	}
+}
+
+// TestWatchEnded: the completions feed counts every end by outcome, also
+// those no worker saw (an operator cancelling waiting work); a store
+// without the feed is refused with ErrFeedDisabled.
+func TestWatchEnded(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	inst := otelflowfabric.New(&otelflowfabric.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	h := flowfabrictest.New(t, &flowfabrictest.Options{Feeds: model.Feeds{Completions: true}})
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, flowfabric.WorkFunc(func(ctx context.Context, t *flowfabric.Task[job]) error {
+		if t.Args.Do == "permanent" {
+			return flowfabric.Permanent(errors.New("no"))
+		}
+		return nil
+	}))
+	h.StartWorker(w)
+	head, err := h.Engine.FeedHead(h.Ctx, flowfabric.FeedCompletions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.Ctx)
+	done := make(chan error, 1)
+	untrack := h.Clock.Track() // the watcher waits on the engine's clock
+	go func() {
+		defer untrack()
+		done <- inst.WatchEnded(ctx, h.Engine, &otelflowfabric.WatchOpts{From: &head})
+	}()
+	ended := func(outcome string) int64 {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		ms := map[string]metricdata.Metrics{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				ms[m.Name] = m
+			}
+		}
+		return count(t, ms, otelflowfabric.MetricEnded, map[string]string{"flowfabric.lane": "default",
+			"flowfabric.kind": "otel_job", "flowfabric.outcome": outcome})
+	}
+	for _, j := range []job{{Do: "ok"}, {Do: "ok"}, {Do: "permanent"}} {
+		if _, err := h.Engine.Submit(h.Ctx, j, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later, err := h.Engine.Submit(h.Ctx, job{Do: "ok"}, &flowfabric.SubmitOpts{Delay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Engine.Cancel(h.Ctx, later.ID, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntil(func() bool { return ended("success") == 2 && ended("failed") == 1 && ended("cancelled") == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("WatchEnded: %v", err)
+	}
+
+	plain := flowfabrictest.New(t, nil)
+	if err := inst.WatchEnded(plain.Ctx, plain.Engine, nil); !errors.Is(err, flowfabric.ErrFeedDisabled) {
+		t.Fatalf("without the feed: %v", err)
+	}
+	if err := inst.WatchEnded(plain.Ctx, nil, nil); !errors.Is(err, otelflowfabric.ErrNilEngine) {
+		t.Fatalf("nil engine: %v", err)
 	}
 }
