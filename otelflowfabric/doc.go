@@ -32,7 +32,9 @@
 // a child of the span in the submitting context. Its W3C trace context
 // (the configured propagator's fields) is written into the submission's
 // metadata (SubmitOpts.Metadata; a map the caller passed is copied, never
-// changed) and travels with the execution to every attempt.
+// changed) and travels with the execution to every attempt. With a
+// propagator that carries baggage (propagation.Baggage), the submitter's
+// baggage travels the same way and is in the handler's context.
 //
 // Each run of a handler gets a span of kind consumer named
 // "process <lane>". It starts a new trace and is linked to the submit span
@@ -59,7 +61,9 @@
 // lease was taken away, with its cause), "flowfabric.retry_scheduled" (with
 // flowfabric.retry_at), "flowfabric.failed" (failed for good),
 // "flowfabric.snoozed" (with flowfabric.resume_at), "flowfabric.suspended",
-// "flowfabric.awaiting_children" and "flowfabric.cancelled". A failed
+// "flowfabric.awaiting_children", "flowfabric.cancelled" and
+// "flowfabric.released" (the worker stopped and handed the execution
+// back). A failed
 // attempt has status Error, its error recorded as an exception event and
 // error.type set to its failure category ("panic" for a panic, whose stack
 // is in the recorded error).
