@@ -569,6 +569,29 @@ func (e *Engine) DescribeFlow(ctx context.Context, id FlowID) (*FlowSnapshot, er
 	return s, wrap("describe flow", err)
 }
 
+// FlowMembers returns the ids of a flow's members in id order, reading
+// them a page at a time (ErrFlowNotFound for an unknown flow). It costs
+// the flow's size, whatever else shares its partition.
+func (e *Engine) FlowMembers(ctx context.Context, id FlowID) ([]ExecutionID, error) {
+	fs, err := e.flowStore()
+	if err != nil {
+		return nil, wrap("flow members", err)
+	}
+	var out []ExecutionID
+	var after ExecutionID
+	for {
+		page, err := fs.FlowMemberList(ctx, &model.FlowMemberListParams{Flow: id, After: after, Limit: model.MaxPageSize})
+		if err != nil {
+			return nil, wrap("flow members", err)
+		}
+		out = append(out, page.IDs...)
+		if page.Next.IsZero() {
+			return out, nil
+		}
+		after = page.Next
+	}
+}
+
 // FlowGroup reads the incoming edges of one node's execution: its policy,
 // size, resolved edges and decision.
 func (e *Engine) FlowGroup(ctx context.Context, flow FlowID, id ExecutionID) (*EdgeGroupSnapshot, error) {

@@ -103,6 +103,14 @@ func TestSubmitFlowRunsInOrder(t *testing.T) {
 			t.Fatalf("node %d names flow %v, want %v", i, s.Flow, res.ID)
 		}
 	}
+	members, err := h.Engine.FlowMembers(h.Ctx, res.ID)
+	want := slices.SortedFunc(slices.Values(res.Executions), flowfabric.ExecutionID.Compare)
+	if err != nil || !slices.Equal(members, want) {
+		t.Fatalf("FlowMembers: %v %v, want %v", members, err, want)
+	}
+	if _, err := h.Engine.FlowMembers(h.Ctx, flowfabric.FlowID(model.NewUUIDv4([16]byte{9}))); !errors.Is(err, flowfabric.ErrFlowNotFound) {
+		t.Fatalf("FlowMembers of an unknown flow: %v", err)
+	}
 }
 
 // TestSubmitFlowAnyOfCancelsLosers: an AnyOf node with CancelRemaining

@@ -46,7 +46,9 @@
 //	POST /v1/signals                              {"token","name","source","payload"|"payload_base64","idempotency_key","dedup_ttl"}
 //	                                              deliver a signal; the waitpoint token is the credential (no bearer token)
 //	POST /v1/flows                                submit a flow (201; 200 with "duplicate":true for a repeated key)
+//	GET  /v1/flows?finished=&cursor=&limit=       live (or finished) flows across every partition, described
 //	GET  /v1/flows/{id}                           the flow
+//	GET  /v1/flows/{id}/graph                     its members (id, kind, lane, state) and edges
 //	POST /v1/flows/{id}/cancel                    {"policy","reason"}
 //	GET  /v1/flows/{id}/tags                      {"id","tags"}
 //	PATCH /v1/flows/{id}/tags                     {"set","remove"} as for an execution
@@ -60,6 +62,10 @@
 //	POST /v1/lanes/{lane}/pause                   {"reason"?}: no new attempt starts on the lane, in any process, until resumed
 //	POST /v1/lanes/{lane}/resume                  its waiting work is claimable at once ("was_paused")
 //	GET  /v1/lanes/{lane}                         paused?, since when, why
+//	GET  /v1/lanes                                the namespace's lanes with counts per state, workers, paused
+//	GET  /v1/counts?namespace=&lane=&kind=        executions per public state
+//	GET  /                                        redirects to ui/
+//	GET  /ui/                                     the dashboard (embedded files; see below)
 //
 // # Contract
 //
@@ -83,9 +89,28 @@
 // operator actions at Options.MaxControlBodyBytes (64 KiB); a larger body
 // is refused with 413.
 //
-// With Options.Token set, every route but /healthz and POST /v1/signals requires
-// "Authorization: Bearer <token>" (compared in constant time) and answers
-// 401 otherwise, before any routing, so unknown paths are not revealed.
+// With Options.Token set, every route but /healthz, POST /v1/signals and
+// the dashboard's static files requires "Authorization: Bearer <token>"
+// (compared in constant time) and answers 401 otherwise, before any
+// routing, so unknown paths are not revealed. Options.Authorize, when
+// set, makes that decision instead (the host's own authentication).
+//
+// # Dashboard
+//
+// GET /ui/ serves a single-page dashboard embedded in the package (HTML,
+// JavaScript, CSS and inline SVG; nothing is fetched from another origin,
+// so it works offline): lanes with their counts per state and pause and
+// resume, executions filtered by state, lane and kind with paging, one
+// execution's fields, attempts, lease history, stream frames, payload and
+// result, flows drawn as their DAG with member states, the operator
+// actions cancel, replay and retry now behind a confirmation, and charts
+// of throughput and backlog sampled from GET /v1/counts while the page is
+// open. It reads and acts only through the routes above, with URLs
+// relative to the mount point. Its files need no credential (they hold no
+// data); when the API needs a token the page asks for it once and keeps it
+// in the tab's sessionStorage. Its responses carry a
+// Content-Security-Policy that allows only the page's own origin, and it
+// puts every value from the API into the page as text.
 //
 // Every error is {"error": message, "kind": kind, "retryable": bool}.
 // kind is the engine's error code (model.Code, such as

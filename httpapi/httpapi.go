@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 
@@ -29,8 +30,19 @@ type Options struct {
 	// the body is that route's credential, so a third party can deliver
 	// a signal without an API token) (compared in constant time; 401
 	// otherwise). Empty: no authentication (put the handler behind the
-	// host's own).
+	// host's own). The dashboard's static files (GET /, GET /ui/…) hold
+	// no data and are served without it; the page asks for the token
+	// once, keeps it in the tab's session storage and sends it with
+	// every API call.
 	Token string
+	// Authorize, when set, decides every request Token would guard (all
+	// but /healthz, POST /v1/signals and the dashboard's static files)
+	// and replaces the bearer token check: Token is then ignored. A nil
+	// error lets the request through; an error refuses it with 401
+	// unauthorized and the error's text as the message (so say what is
+	// missing, not why a secret did not match). It runs before routing,
+	// with the body unread, and may be called concurrently.
+	Authorize func(*http.Request) error
 	// MaxBodyBytes caps the body of a submission (POST /v1/executions,
 	// POST /v1/flows) (default 1 MiB). A binary payload sent as
 	// payload_base64 grows by a third on the wire.
@@ -54,6 +66,7 @@ type api struct {
 	e          *flowfabric.Engine
 	token      [sha256.Size]byte
 	auth       bool
+	authorize  func(*http.Request) error
 	maxBody    int64
 	maxControl int64
 	log        *slog.Logger
@@ -89,7 +102,10 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		o.MaxTails = DefaultMaxTails
 	}
 	a.tails = make(chan struct{}, o.MaxTails)
-	if o.Token != "" {
+	switch {
+	case o.Authorize != nil:
+		a.auth, a.authorize = true, o.Authorize
+	case o.Token != "":
 		a.auth, a.token = true, sha256.Sum256([]byte(o.Token))
 	}
 	routes := []struct {
@@ -142,6 +158,10 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 		{"GET /v1/lanes/{lane}", a.lane},
 		{"GET /v1/lanes", a.lanes},
 		{"GET /v1/counts", a.counts},
+		{"GET /v1/flows", a.listFlows},
+		{"GET /v1/flows/{id}/graph", a.flowGraph},
+		{"GET /{$}", a.uiRedirect},
+		{"GET /ui/", a.uiAsset},
 	}
 	for _, rt := range routes {
 		a.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -153,20 +173,55 @@ func New(e *flowfabric.Engine, opts *Options) http.Handler {
 	return a
 }
 
-// ServeHTTP authenticates (every route but /healthz and POST /v1/signals,
-// whose waitpoint token is its credential), then routes; an
-// unknown path or method gets a JSON 404 or 405 like every other error.
+// ServeHTTP authenticates (every route but /healthz, POST /v1/signals,
+// whose waitpoint token is its credential, and the dashboard's static
+// files), then routes; an unknown path or method gets a JSON 404 or 405
+// like every other error.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if a.auth && r.URL.Path != "/healthz" && r.URL.Path != signalPath && !a.authorized(r) {
-		a.writeError(w, r, &httpError{status: http.StatusUnauthorized, kind: kindUnauthorized,
-			msg: "missing or wrong bearer token"})
-		return
+	if a.auth && !exempt(r) {
+		if err := a.check(r); err != nil {
+			a.writeError(w, r, &httpError{status: http.StatusUnauthorized, kind: kindUnauthorized, msg: err.Error()})
+			return
+		}
 	}
 	if _, pattern := a.mux.Handler(r); pattern == "" {
 		a.unrouted(w, r)
 		return
 	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// exempt reports a request that needs no credential: /healthz, a
+// signal (its waitpoint token is the credential) and a read of the
+// dashboard's static files, which hold no data.
+func exempt(r *http.Request) bool {
+	switch p := r.URL.Path; {
+	case p == "/healthz", p == signalPath:
+		return true
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		return false
+	default:
+		// cleaned, so "/ui/../v1/…" is not taken for a dashboard file
+		c := path.Clean(p)
+		return c == "/" || c == "/ui" || strings.HasPrefix(c, "/ui/")
+	}
+}
+
+// check runs Options.Authorize when set, else the bearer token check.
+func (a *api) check(r *http.Request) error {
+	if a.authorize != nil {
+		if err := a.authorize(r); err != nil {
+			if err.Error() == "" {
+				return errors.New("unauthorized")
+			}
+			return err
+		}
+		return nil
+	}
+	if !a.authorized(r) {
+		return errors.New("missing or wrong bearer token")
+	}
+	return nil
 }
 
 // authorized compares the bearer token in constant time: both sides are

@@ -435,7 +435,7 @@ func TestNotFoundAndMalformedIDs(t *testing.T) {
 	c.fails(http.StatusBadRequest, "invalid_input", "DELETE", "/v1/flows/nope", "")
 	c.fails(http.StatusBadRequest, "invalid_input", "GET", "/v1/flows/nope", "")
 	c.fails(http.StatusNotFound, "not_found", "GET", "/v1/executions/"+url.PathEscape(s.ID)+"/nothing", "")
-	c.fails(http.StatusNotFound, "not_found", "GET", "/", "")
+	c.fails(http.StatusNotFound, "not_found", "GET", "/nothing", "") // GET / redirects to the dashboard
 }
 
 func TestOperatorActions(t *testing.T) {

@@ -200,7 +200,8 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 			res.Skipped++
 			continue
 		}
-		if grantLive(e, now) && e.grant.workerID != n.WorkerID {
+		if grantLive(e, now) && (e.grant.workerID != n.WorkerID || e.grant.workerInstanceID != n.WorkerInstanceID) {
+			// a grant is an instance's: another instance of the worker id passes it
 			res.Skipped++
 			continue
 		}

@@ -262,6 +262,33 @@ func (s *Store) FlowList(ctx context.Context, p *model.FlowListParams) (*model.F
 	})
 }
 
+// FlowMemberList implements model.FlowStore.
+func (s *Store) FlowMemberList(ctx context.Context, p *model.FlowMemberListParams) (*model.FlowMemberListResult, error) {
+	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.FlowMemberListResult, error) {
+		f, err := s.flowLoad(p.Flow)
+		if err != nil {
+			return nil, err
+		}
+		res := &model.FlowMemberListResult{}
+		more := false
+		f.members.tree.Ascend(p.After, func(id model.ExecutionID) bool {
+			if !p.After.IsZero() && id == p.After {
+				return true
+			}
+			if len(res.IDs) == p.Limit {
+				more = true
+				return false
+			}
+			res.IDs = append(res.IDs, id)
+			return true
+		})
+		if more {
+			res.Next = res.IDs[len(res.IDs)-1]
+		}
+		return res, nil
+	})
+}
+
 // EdgeDescribe implements model.FlowStore.
 func (s *Store) EdgeDescribe(ctx context.Context, p *model.EdgeDescribeParams) (*model.EdgeSnapshot, error) {
 	return withLock(s, ctx, p.Validate(), func() (*model.EdgeSnapshot, error) {

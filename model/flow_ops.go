@@ -57,6 +57,10 @@ type FlowStore interface {
 
 	FlowDescribe(ctx context.Context, p *FlowDescribeParams) (*FlowSnapshot, error)
 	FlowList(ctx context.Context, p *FlowListParams) (*FlowListResult, error)
+	// FlowMemberList pages a flow's members in id order (ErrFlowNotFound
+	// for an unknown flow): a reader of the whole graph costs the flow's
+	// size, not its partition's.
+	FlowMemberList(ctx context.Context, p *FlowMemberListParams) (*FlowMemberListResult, error)
 	EdgeDescribe(ctx context.Context, p *EdgeDescribeParams) (*EdgeSnapshot, error)
 	EdgeGroupDescribe(ctx context.Context, p *EdgeGroupDescribeParams) (*EdgeGroupSnapshot, error)
 	// EdgeListOutgoing and EdgeListIncoming list an execution's edges
@@ -416,6 +420,40 @@ type FlowListResult struct {
 	IDs []FlowID
 	// Next is the cursor for the next page; zero when this page is the last.
 	Next FlowID
+}
+
+// FlowMemberListParams reads one page of a flow's members, in the order
+// of their ids (every member lives on the flow's partition, so the order
+// of their UUIDs).
+type FlowMemberListParams struct {
+	Flow FlowID
+	// After is an exclusive cursor (zero: from the start), a member id of
+	// the flow's partition.
+	After ExecutionID
+	Limit int // 1–1000
+}
+
+// Validate checks every field.
+func (p *FlowMemberListParams) Validate(cfg PartitionConfig) error {
+	if err := checkFlowID("Flow", p.Flow); err != nil {
+		return err
+	}
+	if !p.After.IsZero() {
+		if err := cfg.CheckExecutionID(p.After); err != nil {
+			return err
+		}
+		if p.After.Partition() != cfg.FlowPartition(p.Flow) {
+			return invalidField("After", "other_partition")
+		}
+	}
+	return checkLimit("Limit", p.Limit)
+}
+
+// FlowMemberListResult is one page of members.
+type FlowMemberListResult struct {
+	IDs []ExecutionID
+	// Next is the cursor for the next page; zero when this page is the last.
+	Next ExecutionID
 }
 
 // CompareFlowIDs orders flow ids as FlowList does.

@@ -307,8 +307,9 @@ func (m *machine) predictClaimNext(p *model.ExecutionClaimNextParams) claimNextO
 		switch {
 		case p.Namespace != "" && s.Namespace != p.Namespace:
 			out.skipped++ // another namespace's: never claimed nor blocked
-		case s.Grant != nil && !s.Grant.ExpiresAt.Before(p.Now) && s.Grant.WorkerID != p.WorkerID:
-			out.skipped++
+		case s.Grant != nil && !s.Grant.ExpiresAt.Before(p.Now) &&
+			(s.Grant.WorkerID != p.WorkerID || s.Grant.WorkerInstanceID != p.WorkerInstanceID):
+			out.skipped++ // another instance's grant, even under the same worker id
 		case s.RequiredCapabilities.SubsetOf(p.Capabilities) && needsAdmission(s):
 			out.admit = s.ID // granted to the claimer, admitted by the caller
 			return out

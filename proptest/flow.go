@@ -116,6 +116,29 @@ func observeFlows(ctx context.Context, s model.Store, o *Observation, page int) 
 		}
 		fo.Groups[id] = g
 	}
+	// FlowMemberList pages exactly the executions that name the flow, in
+	// id order
+	for _, f := range slices.SortedFunc(maps.Keys(o.Flows), model.CompareFlowIDs) {
+		var listed []model.ExecutionID
+		var after model.ExecutionID
+		for pages := 0; ; pages++ {
+			r, err := fs.FlowMemberList(ctx, &model.FlowMemberListParams{Flow: f, After: after, Limit: page})
+			if err != nil {
+				return fmt.Errorf("FlowMemberList(%v after %v): %w", f, after, err)
+			}
+			listed = append(listed, r.IDs...)
+			if r.Next.IsZero() {
+				break
+			}
+			if (!after.IsZero() && r.Next.Compare(after) <= 0) || pages > 100_000 {
+				return fmt.Errorf("FlowMemberList(%v): cursor %v does not advance past %v", f, r.Next, after)
+			}
+			after = r.Next
+		}
+		if !slices.Equal(listed, o.Flows[f].Members) {
+			return fmt.Errorf("FlowMemberList(%v) lists %v; the executions naming the flow are %v", f, listed, o.Flows[f].Members)
+		}
+	}
 	return nil
 }
 

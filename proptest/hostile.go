@@ -110,6 +110,25 @@ func hTags(t *rapid.T) map[string]string {
 	return rapid.MapOfN(genOddString, genOddString, 0, 3).Draw(t, "tags")
 }
 
+// hMeta draws metadata: plausible, over the entry or size limits, or odd
+// strings as keys and values.
+func hMeta(t *rapid.T) map[string]string {
+	switch rapid.IntRange(0, 3).Draw(t, "metadata_kind") {
+	case 0:
+		return drawFrom(t, metaSets, "metadata")
+	case 1:
+		n := rapid.IntRange(model.MaxMetadataEntries, model.MaxMetadataEntries+1).Draw(t, "metadata_n")
+		m := make(map[string]string, n)
+		for i := range n {
+			m["k"+strings.Repeat("x", i)] = "v"
+		}
+		return m
+	case 2:
+		return map[string]string{"big": strings.Repeat("v", rapid.IntRange(model.MaxMetadataBytes-8, model.MaxMetadataBytes).Draw(t, "metadata_size"))}
+	}
+	return rapid.MapOfN(genOddString, genOddString, 0, 3).Draw(t, "metadata")
+}
+
 // hTagKeys draws the keys a tag change removes: plausible ones, odd
 // strings, or more than MaxTags.
 func hTagKeys(t *rapid.T) []string {
@@ -227,12 +246,12 @@ func (m *machine) actHostile(t *rapid.T) {
 		// store's time behind the observations.
 		now = drawFrom(t, []time.Time{{}, time.UnixMilli(0), time.UnixMilli(-1), time.UnixMilli(253402300800000)}, "now")
 	}
-	switch op := rapid.IntRange(0, 68).Draw(t, "hostile_op"); op {
+	switch op := rapid.IntRange(0, 69).Draw(t, "hostile_op"); op {
 	case 0:
 		p := &model.ExecutionCreateParams{
 			ID: id, Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
 			Kind: hStr(t, "kind", kinds...), Payload: hBytes(t, "payload", model.MaxPayloadBytes),
-			Priority: plausibleOr(t, "priority", genOddInt, 0, 5), Tags: hTags(t),
+			Priority: plausibleOr(t, "priority", genOddInt, 0, 5), Tags: hTags(t), Metadata: hMeta(t),
 			RequiredCapabilities: hCaps(t, "required"), RetryPolicy: hPolicy(t),
 			MaxReclaims: plausibleOr(t, "max_reclaims", genOddInt, 0, 1), MaxReplays: plausibleOr(t, "max_replays", genOddInt, 0, 1),
 			AttemptTimeout: hDuration(t, "attempt_timeout", 0, time.Second), Deadline: m.hTime(t, "deadline"),
@@ -362,6 +381,9 @@ func (m *machine) actHostile(t *rapid.T) {
 			p.Cursor = m.hID(t)
 		}
 		hostile(m, t, "IndexRepair", p, func(p *model.IndexRepairParams) error { return p.Validate(cfg) }, optional(model.IndexRepairer.IndexRepair))
+	case 69:
+		hostile(m, t, "FlowMemberList", &model.FlowMemberListParams{Flow: m.hFlow(t), After: m.hID(t), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)},
+			func(p *model.FlowMemberListParams) error { return p.Validate(cfg) }, flowOp(model.FlowStore.FlowMemberList))
 	case 29:
 		p := &model.ExecutionListParams{Partition: plausibleOr(t, "partition", genOddInt, 0, 1, 3), Limit: plausibleOr(t, "limit", genOddInt, 1, 2)}
 		if genBool.Draw(t, "after") {
@@ -476,7 +498,7 @@ func (m *machine) hostileFlow(t *rapid.T, op int, id model.ExecutionID, now time
 		for i := range rapid.IntRange(0, 3).Draw(t, "children") {
 			c := model.ExecutionCreateParams{ID: m.hID(t), Namespace: hStr(t, "namespace", namespaces...), Lane: hStr(t, "lane", lanes...),
 				Kind: hStr(t, "kind", kinds...), Payload: hBytes(t, "payload", model.MaxPayloadBytes), Tags: hTags(t),
-				RetryPolicy: hPolicy(t), DelayUntil: m.hTime(t, "delay_until")}
+				Metadata: hMeta(t), RetryPolicy: hPolicy(t), DelayUntil: m.hTime(t, "delay_until")}
 			if chance(t, 10, "child_flow") {
 				c.Flow = f
 			}

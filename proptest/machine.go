@@ -572,7 +572,7 @@ func (m *machine) drawFence(t *rapid.T, id model.ExecutionID) model.Fence {
 func (m *machine) drawWorker(t *rapid.T, id model.ExecutionID) poolWorker {
 	if s := m.snap(id); s != nil && s.Grant != nil && !chance(t, 30, "other_worker") {
 		for _, w := range workerPool {
-			if w.id == s.Grant.WorkerID {
+			if w.id == s.Grant.WorkerID && w.instance == s.Grant.WorkerInstanceID {
 				return w
 			}
 		}

@@ -69,6 +69,11 @@ func (s *Store) FlowList(ctx context.Context, p *model.FlowListParams) (*model.F
 	return s.flows().FlowList(ctx, p)
 }
 
+// FlowMemberList implements model.FlowStore.
+func (s *Store) FlowMemberList(ctx context.Context, p *model.FlowMemberListParams) (*model.FlowMemberListResult, error) {
+	return s.flows().FlowMemberList(ctx, p)
+}
+
 // EdgeDescribe implements model.FlowStore (not called by the engine).
 func (s *Store) EdgeDescribe(ctx context.Context, p *model.EdgeDescribeParams) (*model.EdgeSnapshot, error) {
 	return s.flows().EdgeDescribe(ctx, p)

@@ -50,6 +50,7 @@ func testAdmission(t *testing.T, newStore NewStoreFunc) {
 		{"QuotaNotFound", quotaNotFound},
 		// the claim path (admission_claim.go)
 		{"ClaimNextAdmit", claimNextAdmit},
+		{"ClaimNextAdmitPerInstance", claimNextAdmitPerInstance},
 		{"ClaimNextGrantTTL", claimNextGrantTTL},
 		{"ClaimNextWalkStops", claimNextWalkStops},
 		{"ClaimNextCapabilitiesFirst", claimNextCapabilitiesFirst},

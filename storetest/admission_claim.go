@@ -12,6 +12,39 @@ import (
 // (ExecutionClaimNextResult, ExecutionClaimParams.AdmissionToken,
 // ClaimResult's admission fields).
 
+// claimNextAdmitPerInstance: a head granted to one instance for
+// admission is passed by another instance of the same worker id, which
+// gets the next head (granted to it in turn); each instance claims its
+// own with its admission token.
+func claimNextAdmitPerInstance(h *admissionHarness) {
+	q := h.capQuota(5, at(0))
+	x := h.create(at(0), withQuota(q, "k"))
+	y := h.create(at(time.Millisecond), withQuota(q, "k"))
+	wA2 := workerRef{ID: wA.ID, Instance: "worker-a-2"}
+	res := h.claimNext(wA, nil, 10, at(time.Second))
+	if res.Admit == nil || res.Admit.ID != x {
+		h.t.Fatalf("wA's claim-next: %+v, want x for admission", res)
+	}
+	res = h.claimNext(wA2, nil, 10, at(time.Second))
+	if res.Admit == nil || res.Admit.ID != y || res.Skipped != 1 {
+		h.t.Fatalf("wA2's claim-next while wA's grant on x lives: %+v, want y for admission, x skipped", res)
+	}
+	if g := h.describe(x).Grant; g == nil || g.WorkerInstanceID != wA.Instance {
+		h.t.Fatalf("x's grant after wA2's claim-next: %+v, want still wA's", g)
+	}
+	for _, c := range []struct {
+		id    model.ExecutionID
+		w     workerRef
+		token string
+	}{{x, wA, "tok-x"}, {y, wA2, "tok-y"}} {
+		req := h.leaseReq(c.w, leaseTTL)
+		cr := call(h.s.ExecutionClaim(h.ctx, &model.ExecutionClaimParams{ID: c.id, AdmissionToken: c.token, LeaseRequest: req, Now: at(2 * time.Second)})).must(h.t)
+		if cr.Lease.WorkerInstanceID != c.w.Instance || cr.AdmissionToken != c.token {
+			h.t.Fatalf("claim of %v by %s: %+v", c.id, c.w.Instance, cr)
+		}
+	}
+}
+
 // claimNextAdmit: claim-next never claims a head with budgets or a quota:
 // it grants it to the claiming worker for DefaultAdmissionGrantTTL and
 // returns it as Admit, with Claimed nil. Another worker's claim-next

@@ -478,6 +478,30 @@ func testClaim(t *testing.T, newStore NewStoreFunc) {
 		}
 	})
 
+	// A grant names a worker instance: another instance with the same
+	// worker id passes it as it passes another worker's. (Every process
+	// left at the default WorkerID shares one id; when an instance could
+	// take another's grant, they all chased the same head, and a claim
+	// with admission ran about one at a time across a fleet: found by the
+	// chaos admission drain, internal/chaos/quota_test.go.)
+	t.Run("ClaimNextGrantsPerInstance", func(t *testing.T) {
+		t.Parallel()
+		h := setup(t, newStore)
+		wA2 := workerRef{ID: wA.ID, Instance: "worker-a-2"}
+		granted := h.create(at(0), withPriority(9))
+		next := h.create(at(0), withPriority(8))
+		h.grant(granted, wA, at(0))
+		res := h.claimNext(wA2, nil, 10, at(time.Second))
+		if res.Claimed == nil || res.Claimed.ID != next || res.Skipped != 1 {
+			t.Fatalf("another instance's grant: %+v", res)
+		}
+		h.wantState(granted, stEligible(model.AttemptPendingFirst))
+		res = h.claimNext(wA, nil, 10, at(time.Second))
+		if res.Claimed == nil || res.Claimed.ID != granted || res.Skipped != 0 {
+			t.Fatalf("the granted instance's claim-next: %+v", res)
+		}
+	})
+
 	// Claim-next only looks at the given lane of the given partition.
 	t.Run("ClaimNextScope", func(t *testing.T) {
 		t.Parallel()

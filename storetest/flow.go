@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func testFlows(t *testing.T, newStore NewStoreFunc) {
 		{"GroupPolicy", flowGroupPolicy},
 		{"EdgeReads", flowEdgeReads},
 		{"List", flowList},
+		{"MemberList", flowMemberList},
 		{"Validation", flowValidation},
 		{"Hold", flowHold},
 		{"Seal", flowSeal},
@@ -505,6 +507,54 @@ func flowList(h *flowHarness) {
 	}
 	if d := cmp.Diff(want, got, cmpOpts...); d != "" {
 		h.t.Fatalf("FlowList (-want +got):\n%s", d)
+	}
+}
+
+// flowMemberList: a flow's members page in id order, whatever order they
+// joined in and whatever other executions share the partition; an
+// unknown flow is not found; a cursor of another partition, or a limit
+// out of range, is refused naming the field.
+func flowMemberList(h *flowHarness) {
+	f := h.newFlow(at(0), nil)
+	var want []model.ExecutionID
+	for range 5 {
+		want = append(want, h.member(f, at(0)))
+		h.create(at(0), inPartition(h.harness, h.cfg.FlowPartition(f))) // a neighbour, not a member
+	}
+	slices.SortFunc(want, model.ExecutionID.Compare)
+	var got []model.ExecutionID
+	var after model.ExecutionID
+	for pages := 0; ; pages++ {
+		page := call(h.fs.FlowMemberList(h.ctx, &model.FlowMemberListParams{Flow: f, After: after, Limit: 2})).must(h.t)
+		got = append(got, page.IDs...)
+		if page.Next.IsZero() {
+			if pages != 2 {
+				h.t.Fatalf("%d pages, want 3", pages+1)
+			}
+			break
+		}
+		after = page.Next
+	}
+	if d := cmp.Diff(want, got, cmpOpts...); d != "" {
+		h.t.Fatalf("FlowMemberList (-want +got):\n%s", d)
+	}
+	empty := h.newFlow(at(0), nil)
+	page := call(h.fs.FlowMemberList(h.ctx, &model.FlowMemberListParams{Flow: empty, Limit: 10})).must(h.t)
+	if len(page.IDs) != 0 || !page.Next.IsZero() {
+		h.t.Fatalf("members of an empty flow: %+v", page)
+	}
+	_, err := h.fs.FlowMemberList(h.ctx, &model.FlowMemberListParams{Flow: h.flowIn(h.p0), Limit: 10})
+	wantErr(h.t, err, model.ErrFlowNotFound)
+	_, err = h.fs.FlowMemberList(h.ctx, &model.FlowMemberListParams{Flow: f, Limit: 0})
+	if e := modelErr(h.t, err, model.ErrValidation); e.Field != "Limit" {
+		h.t.Fatalf("limit 0: %+v", e)
+	}
+	if h.cfg.FlowPartitions > 1 {
+		other := h.create(at(0), inPartition(h.harness, h.p1))
+		_, err = h.fs.FlowMemberList(h.ctx, &model.FlowMemberListParams{Flow: f, After: other, Limit: 10})
+		if e := modelErr(h.t, err, model.ErrValidation); e.Field != "After" {
+			h.t.Fatalf("cursor of another partition: %+v", e)
+		}
 	}
 }
 

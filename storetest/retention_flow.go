@@ -343,10 +343,11 @@ func flowDeleteTooLarge(h *flowRetentionHarness) {
 	if testing.Short() {
 		h.t.Skip("storetest: a flow of MaxFlowDeleteMembers+1 members (-short)")
 	}
-	if raceEnabled {
-		// CI's race run found its 10,001-member cancel past the client's
-		// timeout on miniredis (228 s); the plain go test ./... runs it
-		h.t.Skip("storetest: a flow of MaxFlowDeleteMembers+1 members runs without -race only")
+	if h.interpreted {
+		// on miniredis its 10,001-member cancel took 228 s under -race
+		// (past the client's timeout) and 9 min without on a loaded
+		// machine; the real servers take seconds
+		h.t.Skip("storetest: a flow of MaxFlowDeleteMembers+1 members does not run on an interpreted store (storetest.Interpreted)")
 	}
 	if h.cfg.WithDefaults().FlowPartitions == 1 {
 		h.t.Skip("storetest: a flow of MaxFlowDeleteMembers+1 members runs in the default partitioning only (12-26 s on Valkey)")

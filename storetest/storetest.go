@@ -26,6 +26,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,6 +152,8 @@ type harness struct {
 	// when the store has a single partition.
 	p0, p1 int
 	parts  map[int]bool
+	// interpreted: the store runs its steps slowly (Interpreted)
+	interpreted bool
 }
 
 // setup opens a fresh store for t and registers the invariant check that
@@ -160,6 +163,9 @@ func setup(t *testing.T, newStore NewStoreFunc) *harness {
 	s := complete(t, newStore(t))
 	cfg := s.Partitions().WithDefaults()
 	h := &harness{t: t, s: s, ctx: context.Background(), cfg: cfg, ids: &idGen{}, parts: map[int]bool{}}
+	if _, ok := interpretedTests.LoadAndDelete(t); ok {
+		h.interpreted = true
+	}
 	sum := fnv.New64a()
 	sum.Write([]byte(t.Name()))
 	binary.BigEndian.PutUint64(h.ids.prefix[:], sum.Sum64())
@@ -168,6 +174,23 @@ func setup(t *testing.T, newStore NewStoreFunc) *harness {
 	t.Cleanup(h.checkInvariants)
 	return h
 }
+
+// Interpreted returns a NewStoreFunc for Exercise that builds its stores
+// with newStore and tells the suite they run their atomic steps slowly
+// (valkeystore on miniredis, whose Lua is interpreted in Go): the cases
+// that build very large structures, such as a flow of
+// model.MaxFlowDeleteMembers+1 members, skip on them and run on the
+// other backends.
+func Interpreted(newStore NewStoreFunc) NewStoreFunc {
+	return func(t *testing.T) model.Store {
+		interpretedTests.Store(t, true)
+		return newStore(t)
+	}
+}
+
+// interpretedTests holds the tests whose store Interpreted built, until
+// setup reads it.
+var interpretedTests sync.Map // *testing.T → true
 
 // on returns the harness reporting to t, a subtest of the harness's test
 // that runs on the same store.

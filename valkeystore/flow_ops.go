@@ -201,6 +201,33 @@ func (s *Store) FlowList(ctx context.Context, p *model.FlowListParams) (*model.F
 	return res, r.err()
 }
 
+// FlowMemberList implements model.FlowStore (lua/flow_member_list.lua).
+func (s *Store) FlowMemberList(ctx context.Context, p *model.FlowMemberListParams) (*model.FlowMemberListResult, error) {
+	if err := p.Validate(s.cfg); err != nil {
+		return nil, err
+	}
+	// The members are ids of the flow's partition: their text order is
+	// the UUID order memstore lists in. The cursor is exclusive.
+	after := ""
+	if !p.After.IsZero() {
+		after = "(" + p.After.String()
+	}
+	r, err := s.run(ctx, scriptFlowMemberList, s.keys.flowKeys(s.cfg, p.Flow), args{"after": after, "limit": p.Limit})
+	if err != nil {
+		return nil, err
+	}
+	res := &model.FlowMemberListResult{}
+	for _, id := range r.strs("ids") {
+		eid, perr := model.ParseExecutionID(id)
+		if perr != nil {
+			r.fail("ids: %v", perr)
+		}
+		res.IDs = append(res.IDs, eid)
+	}
+	res.Next = r.execID("next")
+	return res, r.err()
+}
+
 // EdgeDescribe implements model.FlowStore.
 func (s *Store) EdgeDescribe(ctx context.Context, p *model.EdgeDescribeParams) (*model.EdgeSnapshot, error) {
 	if err := p.Validate(); err != nil {

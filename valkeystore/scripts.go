@@ -541,6 +541,7 @@ var (
 	scriptExecutionAwaitChildren = declare("execution_await_children")
 	scriptFlowDescribe           = declareRead("flow_describe")
 	scriptFlowList               = declareRead("flow_list")
+	scriptFlowMemberList         = declareRead("flow_member_list")
 	scriptFlowEdgeDescribe       = declareRead("flow_edge_describe")
 	scriptFlowEdgeGroupDescribe  = declareRead("flow_edge_group_describe")
 	scriptFlowEdgeList           = declareRead("flow_edge_list")

@@ -253,6 +253,28 @@ return redis.call('HMGET', k.core, 'n', 's', 'c')`
 	})
 }
 
+// coreReader returns a reader of the fields of id's X:core.
+func coreReader(t *testing.T, c valkey.Client, s *Store, id model.ExecutionID) func(field string) string {
+	core := s.keys.execKeys(id)["core"]
+	return func(f string) string {
+		t.Helper()
+		v, err := c.Do(bg, c.B().Hget().Key(core).Field(f).Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// writeRecord stores the fields n and c of id's X:core as given.
+func writeRecord(t *testing.T, c valkey.Client, s *Store, id model.ExecutionID, n, cf string) {
+	t.Helper()
+	core := s.keys.execKeys(id)["core"]
+	if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n).FieldValue("c", cf).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // cutBack turns a record of the current layout (hot numbers n, cold
 // fields c) into one of layout version v as a v build wrote it: the
 // fields appended since are dropped from the end of each array (hot
@@ -311,22 +333,12 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 		if _, err := s.ExecutionCreate(bg, createP(id, t0)); err != nil {
 			t.Fatal(err)
 		}
-		core := s.keys.execKeys(id)["core"]
-		get := func(f string) string {
-			t.Helper()
-			v, err := c.Do(bg, c.B().Hget().Key(core).Field(f).Build()).ToString()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
+		get := coreReader(t, c, s, id)
 		if recordVersion != 7 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
 		n2, c2 := cutBack(t, get("n"), get("c"), 2, 4, 2, 6)
-		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n2).FieldValue("c", c2).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, c, s, id, n2, c2)
 		// a v2 build counted nothing (v6 added I:counts)
 		if err := c.Do(bg, c.B().Del().Key(s.keys.idx(id.Partition())+"counts").Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -374,24 +386,14 @@ func TestRecordV3ReadAsCurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		core := s.keys.execKeys(id)["core"]
-		hget := func(f string) string {
-			t.Helper()
-			v, err := c.Do(bg, c.B().Hget().Key(core).Field(f).Build()).ToString()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
+		hget := coreReader(t, c, s, id)
 		get := func() string { return hget("n") }
 		if recordVersion != 7 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
 		want := fmt.Sprintf("[%d,", recordVersion)
 		n3, c3 := cutBack(t, get(), hget("c"), 3, 3, 2, 1)
-		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n3).FieldValue("c", c3).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, c, s, id, n3, c3)
 		read := func(now time.Time) *model.StreamReadResult {
 			t.Helper()
 			res, err := s.StreamRead(bg, &model.StreamReadParams{ID: id, Count: 10, Now: now})
@@ -435,22 +437,12 @@ func TestRecordV6ReadAsCurrent(t *testing.T) {
 		if _, err := s.ExecutionCreate(bg, createP(id, t0)); err != nil {
 			t.Fatal(err)
 		}
-		core := s.keys.execKeys(id)["core"]
-		get := func(f string) string {
-			t.Helper()
-			v, err := c.Do(bg, c.B().Hget().Key(core).Field(f).Build()).ToString()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
+		get := coreReader(t, c, s, id)
 		if recordVersion != 7 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
 		n6, c6 := cutBack(t, get("n"), get("c"), 6, 1, 0, 0)
-		if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n6).FieldValue("c", c6).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, c, s, id, n6, c6)
 		d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
 		if err != nil || d.Metadata != nil || d.PublicState != model.PublicWaiting {
 			t.Fatalf("describe of a v6 record: %+v, %v", d, err)

@@ -120,6 +120,9 @@ func TestWorkerProcess(t *testing.T) {
 	})
 	flowfabric.AddHandler(w, flowfabric.HandlerFunc[job](func(ctx context.Context, task *flowfabric.Task[job]) error {
 		l.log("start", task.ID, task.LeaseEpoch)
+		// "end" as the handler returns, whatever it returns: before the
+		// completion or failure that releases a quota slot
+		defer l.log("end", task.ID, task.LeaseEpoch)
 		if task.Args.Fanout {
 			if !task.Resumed {
 				kid := &flowfabric.SubmitOpts{Lane: flowLane}

@@ -202,11 +202,12 @@ local function unblock(e, now)
 end
 
 -- claim_next claims the best eligible execution of lane that a worker with
--- caps can serve (of namespace ns only, unless ns is ''), walking at most scan_limit heads; a head no live worker
--- (live) can serve moves to blocked:route, one another worker could serve
--- is skipped, and one this worker can serve that needs admission (budgets
--- or a quota) is granted to it until now + r.admit_ttl, replacing the
--- grant it held, and ends the walk. r is the lease request (with
+-- caps can serve (of namespace ns only, unless ns is ''), walking at most
+-- scan_limit heads; a head no live worker (live) can serve moves to
+-- blocked:route, one another worker could serve or another worker
+-- instance holds a live grant on is skipped, and one this worker can
+-- serve that needs admission (budgets or a quota) is granted to it until
+-- now + r.admit_ttl, replacing the grant it held, and ends the walk. r is the lease request (with
 -- admit_ttl). It returns the pairs of ExecutionClaimNext's reply: blocked,
 -- skipped and, when it claimed one, claimed = 1 and claim's pairs (at the
 -- same level: every nested table costs the server more to send), or
@@ -230,7 +231,8 @@ local function claim_next(lane, ns, caps, live, scan_limit, r, now)
       local e = load_exec(exec_keys_of(id))
       if e == nil or check_claimable(e) ~= nil or (ns ~= '' and e.ns ~= ns) then
         skipped = skipped + 1
-      elseif grant_live(e, now) and e.grant_worker_id ~= r.worker_id then
+      elseif grant_live(e, now) and (e.grant_worker_id ~= r.worker_id or e.grant_wi ~= r.wi) then
+        -- a grant is an instance's: another instance of the worker id passes it
         skipped = skipped + 1
       elseif missing_caps(e.required_caps, caps) == '' then
         if e.adm ~= 0 then
