@@ -103,8 +103,17 @@ func (i *Instrumentation) middleware(next flowfabric.WorkFn) flowfabric.WorkFn {
 		ctx = trace.ContextWithSpan(ctx, r.span)
 		// the lease taken away while the handler runs: an event at that
 		// moment (a context ended for another reason records nothing)
-		stop := context.AfterFunc(ctx, func() { i.leaseLost(ctx, r, context.Cause(ctx)) })
-		defer stop()
+		lossDone := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			defer close(lossDone)
+			i.leaseLost(ctx, r, context.Cause(ctx))
+		})
+		defer func() {
+			if !stop() {
+				// it has started: let it record before OnOutcome ends the span
+				<-lossDone
+			}
+		}()
 		return next(ctx, t)
 	}
 }
