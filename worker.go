@@ -71,9 +71,11 @@ type WorkerConfig struct {
 	// once the engine has recorded it (see AttemptOutcome): completed,
 	// failed (as OnError is told), snoozed, suspended, awaiting children,
 	// cancelled, or not recorded (the lease was lost, the worker stopped).
-	// It is called exactly once per run that reached the worker's
-	// middleware, after OnError, on the task's goroutine, so it should
-	// return quickly (tracing, metrics).
+	// It is called exactly once per run of the middleware and handler
+	// (and once for a claimed kind the worker has no handler for, which
+	// fails with category unknown_kind without running any), after
+	// OnError, on the task's goroutine, so it should return quickly
+	// (tracing, metrics).
 	OnOutcome func(ctx context.Context, t *TaskInfo, o *AttemptOutcome)
 }
 
