@@ -64,6 +64,11 @@ type Config struct {
 	// retention trimmer deletes them, for lanes and submissions that do
 	// not say (zero fields: DefaultRetention; see Retention).
 	Retention Retention
+	// OnScannerPass, if set, is told about every pass of every background
+	// scanner this engine runs (and of the periodic-job scheduler), with
+	// its duration and result: a metrics hook (see ScannerPass). It runs
+	// on the scanner's goroutine and must return quickly.
+	OnScannerPass func(ScannerPass)
 }
 
 // DefaultRetryPolicy returns the retry policy an engine applies when
@@ -334,20 +339,12 @@ func New(store Store, cfg *Config) *Engine {
 	}
 	e.runner = scan.NewRunner(scan.RunnerConfig{
 		Clock: c.Clock, Logger: c.Logger,
-		OnPass: func(_ string, res scan.Result, _ error) {
-			if res.Acted > 0 {
-				e.activity()
-			}
-		},
+		OnPass: e.onPass,
 	}, append([]scan.Scanner{sweeper}, scanners...)...)
 	e.periodic = &periodicScheduler{e: e, jobs: make(map[string]*periodicEntry)}
 	e.prunner = scan.NewRunner(scan.RunnerConfig{
 		Clock: c.Clock, Logger: c.Logger,
-		OnPass: func(_ string, res scan.Result, _ error) {
-			if res.Acted > 0 {
-				e.activity()
-			}
-		},
+		OnPass: e.onPass,
 	}, e.periodic)
 	return e
 }

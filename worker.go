@@ -67,6 +67,16 @@ type WorkerConfig struct {
 	// or failed for good. It runs on the task's goroutine after the
 	// outcome is stored, so it should return quickly (alerting, metrics).
 	OnError func(ctx context.Context, t *TaskInfo, e *AttemptError)
+	// OnOutcome, when set, is told what became of every run of a handler
+	// once the engine has recorded it (see AttemptOutcome): completed,
+	// failed (as OnError is told), snoozed, suspended, awaiting children,
+	// cancelled, or not recorded (the lease was lost, the worker stopped).
+	// It is called exactly once per run of the middleware and handler
+	// (and once for a claimed kind the worker has no handler for, which
+	// fails with category unknown_kind without running any), after
+	// OnError, on the task's goroutine, so it should return quickly
+	// (tracing, metrics).
+	OnOutcome func(ctx context.Context, t *TaskInfo, o *AttemptOutcome)
 }
 
 // Worker claims executions and runs their handlers. Create it with
@@ -143,6 +153,7 @@ type taskKey struct {
 
 // running is one task in flight.
 type running struct {
+	ctx       context.Context // the handler's (nil for an execution handed back unrun)
 	claim     *model.ClaimResult
 	fence     model.Fence
 	renewBy   time.Time
@@ -532,7 +543,7 @@ func (w *Worker) runTask(c *model.ClaimResult) (next *model.ClaimResult, quiet b
 	e.hint(e.timeouts, c.ID, c.TimeoutAt)
 	ctx, cancel := context.WithCancelCause(w.taskCtx)
 	defer cancel(nil)
-	r := &running{claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, expiresAt: c.Lease.ExpiresAt, cancel: cancel}
+	r := &running{ctx: ctx, claim: c, fence: c.Fence(), renewBy: c.Lease.RenewBy, expiresAt: c.Lease.ExpiresAt, cancel: cancel}
 	// Checked and registered under one lock: Stop marks the worker stopping
 	// before it looks at what is in flight, so a task is either seen by
 	// Stop or handed back here.
@@ -644,20 +655,24 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 	w.mu.Lock()
 	skip := w.crashed || r.released
 	w.mu.Unlock()
+	ctx := context.WithoutCancel(w.taskCtx)
 	if skip {
-		return nil, false // the process "died", or Stop handed the execution back
+		// the process "died", or Stop handed the execution back
+		w.tellOutcome(ctx, info, &AttemptOutcome{Kind: AttemptNotRecorded, Err: notRecorded(r, ErrWorkerStopped)})
+		return nil, false
 	}
 	e := w.engine
 	id, fence := r.claim.ID, r.fence
-	ctx := context.WithoutCancel(w.taskCtx)
 	if herr == nil && info.resultErr != nil {
 		herr = invalidOutcome(info.resultErr)
 	}
 	dbg := w.log.Enabled(ctx, slog.LevelDebug)
 	withNext := true         // false once the store refused the next-claim request
 	var failed *AttemptError // what OnError is told once the outcome is stored
+	var told AttemptOutcome  // what OnOutcome is told once the outcome is stored
 	op := func(ctx context.Context) error {
 		now := e.clock.Now()
+		told = AttemptOutcome{}
 		if herr == nil {
 			var n *model.NextClaim
 			if withNext {
@@ -687,6 +702,9 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 				// it proves nothing: the worker looks again.
 				quiet = next == nil && res.Next.Admit == nil && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
 			}
+			if err == nil {
+				told.Kind = AttemptCompleted
+			}
 			if err == nil && dbg {
 				w.log.Debug("task completed", "execution", id.String(), "kind", string(info.Kind),
 					"attempt", info.Attempt, "result_bytes", len(info.result))
@@ -700,17 +718,29 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			_, err := e.store.ExecutionDelay(ctx, &model.ExecutionDelayParams{ID: id, Fence: fence, DelayUntil: until, Now: now})
 			if err == nil {
 				e.hint(e.delayed, id, until)
+				told = AttemptOutcome{Kind: AttemptSnoozed, Until: until}
 				if dbg {
 					w.log.Debug("task snoozed", "execution", id.String(), "kind", string(info.Kind), "until", until)
 				}
 			}
 			return err
 		case outcomeAwait:
-			return w.await(ctx, id, fence, info, o.children)
+			err := w.await(ctx, id, fence, info, o.children)
+			if err == nil {
+				told.Kind = AttemptAwaitingChildren
+			}
+			return err
 		case outcomeSuspend:
-			return w.suspend(ctx, id, fence, info, o)
+			err := w.suspend(ctx, id, fence, info, o)
+			if err == nil {
+				told = AttemptOutcome{Kind: AttemptSuspended, Again: info.again}
+			}
+			return err
 		case outcomeCancel:
 			_, err := e.store.ExecutionCancel(ctx, &model.ExecutionCancelParams{ID: id, Fence: fence, Reason: reasonText(o.err), Now: now})
+			if err == nil {
+				told = AttemptOutcome{Kind: AttemptCancelled, Err: o.err}
+			}
 			if err == nil && dbg {
 				w.log.Debug("task cancelled itself", "execution", id.String(), "kind", string(info.Kind), "reason", reasonText(o.err))
 			}
@@ -725,6 +755,7 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			if failed.Retrying {
 				failed.RetryAt = res.DelayUntil
 			}
+			told = AttemptOutcome{Kind: AttemptFailed, Failure: failed}
 		}
 		if err == nil && dbg {
 			args := []any{"execution", id.String(), "kind", string(info.Kind), "attempt", info.Attempt,
@@ -748,6 +779,7 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 			if failed != nil && w.cfg.OnError != nil {
 				w.cfg.OnError(ctx, info, failed)
 			}
+			w.tellOutcome(ctx, info, &told)
 			return next, quiet
 		}
 		var me *model.Error
@@ -777,18 +809,23 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 		if me != nil && !me.Retryable() {
 			level, msg := w.outcomeRefused(r, err)
 			w.log.Log(ctx, level, msg, "execution", id.String(), "err", err)
+			w.tellOutcome(ctx, info, &AttemptOutcome{Kind: AttemptNotRecorded, Err: notRecorded(r, err)})
 			return nil, false
 		}
 		if gone {
-			return nil, false // the lease is gone or handed back: nothing left to record
+			// the lease is gone or handed back: nothing left to record
+			w.tellOutcome(ctx, info, &AttemptOutcome{Kind: AttemptNotRecorded, Err: notRecorded(r, err)})
+			return nil, false
 		}
 		left := expires.Sub(e.clock.Now())
 		if left <= 0 {
 			w.log.Warn("recording task outcome failed until the lease expired; the execution will be recovered",
 				"execution", id.String(), "err", err)
+			w.tellOutcome(ctx, info, &AttemptOutcome{Kind: AttemptNotRecorded, Err: notRecorded(r, err)})
 			return nil, false
 		}
-		if e.clock.Wait(ctx, min(backoff, left), nil) != nil {
+		if werr := e.clock.Wait(ctx, min(backoff, left), nil); werr != nil {
+			w.tellOutcome(ctx, info, &AttemptOutcome{Kind: AttemptNotRecorded, Err: notRecorded(r, werr)})
 			return nil, false
 		}
 		backoff = min(backoff*2, time.Second)

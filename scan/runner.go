@@ -24,8 +24,25 @@ type RunnerConfig struct {
 	// RestartDelay is the pause before a scanner that panicked runs again
 	// (zero: 1s).
 	RestartDelay time.Duration
-	// OnPass, when set, is called after every pass (metrics hook).
-	OnPass func(name string, res Result, err error)
+	// OnPass, when set, is called after every pass (metrics hook), on the
+	// scanner's goroutine: it must return quickly.
+	OnPass func(p Pass)
+}
+
+// Pass is one scanner pass, as RunnerConfig.OnPass is told about it.
+type Pass struct {
+	// Scanner is the scanner's name.
+	Scanner string
+	// Result is what the pass did (zero when it panicked).
+	Result Result
+	// Took is how long the pass ran, on the runner's clock (on a
+	// simulated clock, only the simulated time that passed during it).
+	Took time.Duration
+	// Err is why the pass failed or that it panicked (nil: it did not).
+	Err error
+	// Panicked reports a pass that panicked (Err holds the value and the
+	// stack).
+	Panicked bool
 }
 
 // Runner runs scanners as goroutines. Start is non-blocking; Stop is
@@ -135,9 +152,10 @@ func (r *Runner) loop(ctx context.Context, s Scanner) {
 	log := r.cfg.Logger.With("scanner", s.Name())
 	kick := r.kicks[s.Name()]
 	for ctx.Err() == nil {
+		start := r.cfg.Clock.Now()
 		res, panicked, err := r.passSafely(ctx, s)
 		if r.cfg.OnPass != nil {
-			r.cfg.OnPass(s.Name(), res, err)
+			r.cfg.OnPass(Pass{Scanner: s.Name(), Result: res, Took: r.cfg.Clock.Now().Sub(start), Err: err, Panicked: panicked})
 		}
 		wait := s.Interval()
 		switch {
