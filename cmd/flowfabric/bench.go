@@ -245,10 +245,6 @@ feed:
 func (c *cli) bench(ctx context.Context, bc benchConfig, lane flowfabric.LaneID) (err error) {
 	r := &benchRun{cfg: bc, base: time.Now(), done: make(chan struct{}),
 		latencies: make([]time.Duration, 0, bc.jobs), ids: make([]flowfabric.ExecutionID, 0, bc.jobs)}
-	if !c.g.json {
-		_, _ = fmt.Fprintf(c.stderr, "bench: %d no-op jobs on lane %s, %d workers (%dx1), %d-byte payloads, against %s\n",
-			bc.jobs, lane, bc.workers, bc.workers, bc.payload, c.g.addr)
-	}
 	var workers []*flowfabric.Worker
 	stopWorkers := func() {
 		var wg sync.WaitGroup
@@ -286,6 +282,10 @@ func (c *cli) bench(ctx context.Context, bc benchConfig, lane flowfabric.LaneID)
 		workers = append(workers, w)
 	}
 
+	if !c.g.json {
+		_, _ = fmt.Fprintf(c.stderr, "bench: submitting %d no-op jobs on lane %s, %d workers (%dx1), %d-byte payloads, against %s\n",
+			bc.jobs, lane, bc.workers, bc.workers, bc.payload, c.g.addr)
+	}
 	prog := newProgress(c.stderr, "bench", bc.jobs)
 	// the clock starts with the first submission (base is set before the
 	// workers start, so their handlers read it without a race)
