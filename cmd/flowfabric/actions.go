@@ -223,10 +223,21 @@ func newProgress(w io.Writer, label string, total int) *progress {
 }
 
 func (p *progress) step(ok bool) {
-	p.done++
+	failed := p.failed
 	if !ok {
-		p.failed++
+		failed++
 	}
+	p.advance(p.done+1, failed)
+}
+
+// advance sets the counts (done includes failed) and redraws when the
+// line changed enough: every percent on a terminal, every tenth
+// otherwise, and at the end.
+func (p *progress) advance(done, failed int) {
+	if done == p.done && failed == p.failed {
+		return
+	}
+	p.done, p.failed = done, failed
 	step := 10
 	if p.tty {
 		step = 1

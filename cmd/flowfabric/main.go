@@ -1,14 +1,16 @@
 // Command flowfabric inspects and operates the executions a flowfabric
 // engine keeps on Valkey or Redis: list, count, describe, cancel, replay,
-// retry, delete, signal, pause and resume lanes, tail an attempt's stream
-// and watch completions.
+// retry, delete, signal, pause and resume lanes, tail an attempt's stream,
+// watch completions and run a bench of the engine against the server.
 //
 //	flowfabric [global flags] <command> [flags] [args]
 //
 // The global flags may also follow the command. The tool opens the store
 // and an engine without starting its scanners or any worker: it never
 // claims work and never runs timers; it only reads and performs the
-// operator actions asked for.
+// operator actions asked for. The exception is bench, which runs workers
+// on a lane of its own ("ffbench" by default; it refuses a lane that holds
+// executions or has live workers) and deletes what it created.
 //
 // Output is a human table by default; -json prints one JSON document (JSON
 // lines for tail and watch) for scripts.
@@ -24,7 +26,9 @@
 // A bulk action (cancel, replay, retry, delete with -find) exits 0 only if
 // every execution succeeded.
 //
-// The benchmark is a separate module: cd bench && go run ./cmd/ffbench.
+// bench measures this engine alone (throughput and latency of no-op jobs);
+// the comparison with River and Asynq is a separate module:
+// cd bench && go run ./cmd/ffbench.
 package main
 
 import (
@@ -87,6 +91,10 @@ Actions (several ids, or every match of -find filters with -yes):
   pause     pause a lane: pause <lane> [-reason text]
   resume    resume a lane: resume <lane>
 
+Bench:
+  bench     submit and run no-op jobs on an empty lane, then delete them:
+            throughput and latency (-jobs -workers -payload -lane -keep)
+
 Global flags (also accepted after the command):
 %s
 Exit codes:
@@ -98,7 +106,8 @@ Exit codes:
 With -json every command prints one JSON document on stdout (tail and watch:
 one JSON object per line) and errors as a JSON object on stderr.
 
-The benchmark is a separate module: cd bench && go run ./cmd/ffbench
+bench measures flowfabric alone; the comparison against River and Asynq is
+a separate module: cd bench && go run ./cmd/ffbench
 Run "flowfabric <command> -h" for a command's flags.
 `
 
@@ -168,7 +177,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.quotaParts, "quota-partitions", g.quotaParts, "quota partitions (0: the default)")
 	fs.Var(&g.keys, "waitpoint-key", "a waitpoint signing key `id:secret` (secret as text, or base64:...), repeatable, for signal (env FLOWFABRIC_WAITPOINT_KEYS, comma-separated)")
 	fs.BoolVar(&g.json, "json", g.json, "print JSON for scripts")
-	fs.DurationVar(&g.timeout, "timeout", g.timeout, "bound on the whole command (tail, watch and -find actions: none unless given, each call of a -find action is bounded by 30s; 0: none)")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "bound on the whole command (tail, watch, bench and -find actions: none unless given, each call of a -find action is bounded by 30s; 0: none)")
 }
 
 // usageError is a bad command line: exit code 2.
@@ -254,7 +263,8 @@ type command struct {
 	name    string
 	summary string
 	args    string
-	// follow commands (tail, watch) have no default timeout
+	// follow commands (tail, watch) and long ones (bench) have no
+	// default timeout
 	follow bool
 	flags  func(fs *flag.FlagSet) func(ctx context.Context, c *cli, args []string) error
 }
@@ -274,6 +284,8 @@ func commands() []command {
 		{name: "resume", summary: "resume a paused lane", args: "<lane>", flags: resumeCmd},
 		{name: "tail", summary: "follow an attempt's stream until it closes", args: "<id>", follow: true, flags: tailCmd},
 		{name: "watch", summary: "follow the completions feed", follow: true, flags: watchCmd},
+		{name: "bench", summary: "measure throughput and latency: submit no-op jobs on a lane of their own, run them with workers, then delete them",
+			follow: true, flags: benchCmd},
 	}
 }
 

@@ -660,7 +660,8 @@ func testCLI(t *testing.T, addr string) {
 			Failed    int
 		}
 		r = f.runJSON(&doc, "cancel", "-find", "-lane", "bulk", "-state", "waiting", "-yes", "-reason", "bulk")
-		if doc.Succeeded != 5 || doc.Failed != 0 || len(doc.Results) != 5 || !strings.Contains(r.stderr, "5/5") {
+		if doc.Succeeded != 5 || doc.Failed != 0 || len(doc.Results) != 5 || !strings.Contains(r.stderr, "cancel [==============================] 5/5, 0 failed") ||
+			!strings.Contains(r.stderr, "cancel: 5 done, 0 failed of 5 in ") {
 			t.Fatalf("bulk cancel: %+v %s", doc, r)
 		}
 		for _, id := range ids {
@@ -762,7 +763,7 @@ func TestUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	for _, args := range [][]string{{"lanes"}, {"describe", "{fp:0}:0190a6e0-0000-7000-8000-000000000001", "-json"}} {
+	for _, args := range [][]string{{"lanes"}, {"describe", "{fp:0}:0190a6e0-0000-7000-8000-000000000001", "-json"}, {"bench", "-jobs", "5"}} {
 		cmd := exec.Command(bin, append([]string{"-addr", addr}, args...)...)
 		cmd.Env = cleanEnv()
 		r := runCmd(t, cmd)
@@ -776,4 +777,148 @@ func TestUnreachable(t *testing.T) {
 	if r := runCmd(t, cmd); r.code != 3 || !strings.Contains(r.stderr, addr) {
 		t.Fatalf("FLOWFABRIC_ADDR: %s", r)
 	}
+}
+
+// benchDoc is the part of bench -json the tests read.
+type benchDoc struct {
+	Lane       string  `json:"lane"`
+	Jobs       int     `json:"jobs"`
+	Completed  int     `json:"completed"`
+	JobsPerSec float64 `json:"jobs_per_sec"`
+	SubmitRate float64 `json:"submit_per_sec"`
+	Latency    struct {
+		P50, P90, P99, Max float64
+	} `json:"latency_ms"`
+	Kept    bool `json:"kept"`
+	Deleted int  `json:"deleted"`
+}
+
+func TestBenchMiniredis(t *testing.T) {
+	testBench(t, miniredis.RunT(t).Addr())
+}
+
+func TestBenchServer(t *testing.T) {
+	if _, ok := redisserver.Binary(); !ok {
+		t.Skip("neither valkey-server nor redis-server is on PATH")
+	}
+	testBench(t, redisserver.Start(t, nil).Addr())
+}
+
+func testBench(t *testing.T, addr string) {
+	f := newFixture(t, addr)
+	laneTotal := func(lane string) int64 {
+		t.Helper()
+		var c struct{ Total int64 }
+		f.runJSON(&c, "count", "-lane", lane)
+		return c.Total
+	}
+
+	t.Run("run", func(t *testing.T) {
+		var doc benchDoc
+		r := f.runJSON(&doc, "bench", "-jobs", "200", "-workers", "4")
+		if doc.Jobs != 200 || doc.Completed != 200 || doc.Lane != "ffbench" || doc.JobsPerSec <= 0 || doc.SubmitRate <= 0 ||
+			doc.Latency.P50 > doc.Latency.P90 || doc.Latency.P90 > doc.Latency.P99 || doc.Latency.P99 > doc.Latency.Max ||
+			doc.Latency.Max <= 0 || doc.Kept || doc.Deleted != 200 {
+			t.Fatalf("bench: %+v\n%s", doc, r)
+		}
+		if !strings.Contains(r.stderr, "bench [==============================] 200/200, 0 failed") ||
+			!strings.Contains(r.stderr, "delete: 200 done, 0 failed of 200") {
+			t.Fatalf("bench progress: %s", r)
+		}
+		// the store is left without the bench's executions or workers
+		if n := laneTotal("ffbench"); n != 0 {
+			t.Fatalf("after bench: %d executions on its lane", n)
+		}
+		var lanes struct{ Lanes []laneRow }
+		f.runJSON(&lanes, "lanes")
+		for _, l := range lanes.Lanes {
+			if l.Lane == "ffbench" {
+				t.Fatalf("after bench, lanes lists its lane: %+v", l)
+			}
+		}
+		// the table
+		r = f.run(0, "bench", "-jobs", "20", "-workers", "2", "-payload", "8", "-batch", "7", "-submitters", "1")
+		for _, want := range []string{"throughput", "jobs/s", "latency p99", "20 deleted"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Fatalf("bench table lacks %q: %s", want, r)
+			}
+		}
+	})
+
+	t.Run("keep", func(t *testing.T) {
+		var doc benchDoc
+		f.runJSON(&doc, "bench", "-jobs", "30", "-workers", "2", "-lane", "ffbench-kept", "-keep")
+		if !doc.Kept || doc.Deleted != 0 || doc.Completed != 30 {
+			t.Fatalf("bench -keep: %+v", doc)
+		}
+		if n := laneTotal("ffbench-kept"); n != 30 {
+			t.Fatalf("bench -keep left %d executions, want 30", n)
+		}
+		// a lane holding executions is refused
+		r := f.run(2, "bench", "-jobs", "5", "-lane", "ffbench-kept")
+		if !strings.Contains(r.stderr, "holds 30 executions") {
+			t.Fatalf("bench on a used lane: %s", r)
+		}
+		f.run(0, "delete", "-find", "-lane", "ffbench-kept", "-yes")
+		if n := laneTotal("ffbench-kept"); n != 0 {
+			t.Fatalf("after delete: %d", n)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		// the fixture's worker serves lane "work"
+		r := f.run(2, "bench", "-jobs", "5", "-lane", "work")
+		if !strings.Contains(r.stderr, "live workers") {
+			t.Fatalf("bench on a served lane: %s", r)
+		}
+		f.run(0, "pause", "ffbench-paused")
+		r = f.run(2, "bench", "-jobs", "5", "-lane", "ffbench-paused")
+		if !strings.Contains(r.stderr, "paused") {
+			t.Fatalf("bench on a paused lane: %s", r)
+		}
+		f.run(0, "resume", "ffbench-paused")
+		for _, args := range [][]string{
+			{"-jobs", "0"}, {"-workers", "0"}, {"-payload", "4"}, {"-batch", "0"}, {"-batch", "1001"},
+			{"-submitters", "0"}, {"-lane", "bad lane!"}, {"extra"}, {"-nosuchflag"},
+		} {
+			r := f.run(2, append([]string{"bench"}, args...)...)
+			if !strings.Contains(r.stderr, "usage") && !strings.Contains(r.stderr, "invalid") &&
+				!strings.Contains(r.stderr, "not defined") {
+				t.Fatalf("bench %v: %s", args, r)
+			}
+		}
+		if n := laneTotal("ffbench"); n != 0 {
+			t.Fatalf("a refused bench left %d executions", n)
+		}
+	})
+
+	t.Run("interrupt", func(t *testing.T) {
+		// ctrl-C once the submissions start: exit 1, the lane emptied
+		cmd := f.command("bench", "-jobs", "1000000", "-workers", "2")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stderr)
+		if !sc.Scan() || !strings.Contains(sc.Text(), "bench: submitting 1000000 no-op jobs") {
+			t.Fatalf("bench did not start: %q %v", sc.Text(), sc.Err())
+		}
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		var rest strings.Builder
+		for sc.Scan() { // drain until the process closes stderr
+			rest.WriteString(sc.Text() + "\n")
+		}
+		var ee *exec.ExitError
+		if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(rest.String(), "interrupted") {
+			t.Fatalf("bench after ctrl-C: %v\n%s", err, rest.String())
+		}
+		if n := laneTotal("ffbench"); n != 0 {
+			t.Fatalf("an interrupted bench left %d executions", n)
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/model"
@@ -96,5 +97,33 @@ func TestProgress(t *testing.T) {
 	newProgress(&b, "delete", 0).finish()
 	if got := strings.TrimSpace(b.String()); got != "delete [==============================] 0/0, 0 failed" {
 		t.Fatalf("empty progress: %q", got)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var s []time.Duration
+	for i := 1; i <= 100; i++ {
+		s = append(s, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 50 * time.Millisecond}, {90, 90 * time.Millisecond}, {99, 99 * time.Millisecond}, {100, 100 * time.Millisecond}, {0.1, time.Millisecond}} {
+		if got := percentile(s, c.p); got != c.want {
+			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if got := percentile(nil, 50); got != 0 {
+		t.Errorf("p50 of nothing = %v", got)
+	}
+	l := latencyMS([]time.Duration{3 * time.Millisecond, time.Millisecond, 2 * time.Millisecond})
+	if l.P50 != 2 || l.P90 != 3 || l.P99 != 3 || l.Max != 3 {
+		t.Errorf("latencyMS: %+v", l)
+	}
+	if got := rate(100, 2*time.Second); got != 50 {
+		t.Errorf("rate: %v", got)
+	}
+	if got := rate(100, 0); got != 0 {
+		t.Errorf("rate over no time: %v", got)
 	}
 }
