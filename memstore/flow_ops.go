@@ -243,23 +243,33 @@ func (s *Store) FlowList(ctx context.Context, p *model.FlowListParams) (*model.F
 		if idx == nil {
 			return res, nil
 		}
-		more := false
-		idx.Ascend(p.After, func(id model.FlowID) bool {
-			if !p.After.IsZero() && id == p.After {
-				return true
-			}
-			if len(res.IDs) == p.Limit {
-				more = true
-				return false
-			}
-			res.IDs = append(res.IDs, id)
-			return true
-		})
-		if more {
-			res.Next = res.IDs[len(res.IDs)-1]
-		}
+		res.IDs, res.Next = pageAfter(idx.Ascend, p.After, p.Limit)
 		return res, nil
 	})
+}
+
+// pageAfter reads one page of an ordered set through ascend (a btree's
+// Ascend, which starts at its pivot, inclusive): up to limit items after
+// the exclusive cursor after (zero: from the start), and the last of them
+// as next when more remain (zero otherwise).
+func pageAfter[T comparable](ascend func(pivot T, iter func(T) bool), after T, limit int) (items []T, next T) {
+	var zero T
+	more := false
+	ascend(after, func(x T) bool {
+		if after != zero && x == after {
+			return true
+		}
+		if len(items) == limit {
+			more = true
+			return false
+		}
+		items = append(items, x)
+		return true
+	})
+	if more {
+		next = items[len(items)-1]
+	}
+	return items, next
 }
 
 // FlowMemberList implements model.FlowStore.
@@ -270,21 +280,7 @@ func (s *Store) FlowMemberList(ctx context.Context, p *model.FlowMemberListParam
 			return nil, err
 		}
 		res := &model.FlowMemberListResult{}
-		more := false
-		f.members.tree.Ascend(p.After, func(id model.ExecutionID) bool {
-			if !p.After.IsZero() && id == p.After {
-				return true
-			}
-			if len(res.IDs) == p.Limit {
-				more = true
-				return false
-			}
-			res.IDs = append(res.IDs, id)
-			return true
-		})
-		if more {
-			res.Next = res.IDs[len(res.IDs)-1]
-		}
+		res.IDs, res.Next = pageAfter(f.members.tree.Ascend, p.After, p.Limit)
 		return res, nil
 	})
 }

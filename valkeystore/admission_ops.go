@@ -81,14 +81,7 @@ func (s *Store) AdmissionUnblock(ctx context.Context, p *model.AdmissionUnblockP
 		return nil, err
 	}
 	res := &model.AdmissionUnblockResult{More: r.bool("more")}
-	for _, id := range r.strs("unblocked") {
-		eid, perr := model.ParseExecutionID(id)
-		if perr != nil {
-			r.fail("unblocked: %v", perr)
-			break
-		}
-		res.Unblocked = append(res.Unblocked, eid)
-	}
+	res.Unblocked = append(res.Unblocked, r.execIDs("unblocked")...)
 	return res, r.err()
 }
 

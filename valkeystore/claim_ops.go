@@ -90,13 +90,7 @@ func admissionGrantTTL(d time.Duration) time.Duration {
 // granted admission candidate's, with admit = 1.
 func claimNextResult(r *reply) *model.ExecutionClaimNextResult {
 	res := &model.ExecutionClaimNextResult{Skipped: r.int("skipped"), Paused: r.has("paused")}
-	for _, id := range r.strs("blocked") {
-		eid, perr := model.ParseExecutionID(id)
-		if perr != nil {
-			r.fail("blocked: %v", perr)
-		}
-		res.Blocked = append(res.Blocked, eid)
-	}
+	res.Blocked = append(res.Blocked, r.execIDs("blocked")...)
 	if r.has("claimed") {
 		res.Claimed = claimResult(r)
 	}

@@ -110,13 +110,7 @@ func (s *Store) FlowCancel(ctx context.Context, p *model.FlowCancelParams) (*mod
 		return nil, err
 	}
 	res := &model.FlowCancelResult{Cancelled: []model.ExecutionID{}}
-	for _, id := range r.strs("cancelled") {
-		x, perr := model.ParseExecutionID(id)
-		if perr != nil {
-			r.fail("cancelled: %v", perr)
-		}
-		res.Cancelled = append(res.Cancelled, x)
-	}
+	res.Cancelled = append(res.Cancelled, r.execIDs("cancelled")...)
 	return res, r.err()
 }
 
@@ -217,13 +211,7 @@ func (s *Store) FlowMemberList(ctx context.Context, p *model.FlowMemberListParam
 		return nil, err
 	}
 	res := &model.FlowMemberListResult{}
-	for _, id := range r.strs("ids") {
-		eid, perr := model.ParseExecutionID(id)
-		if perr != nil {
-			r.fail("ids: %v", perr)
-		}
-		res.IDs = append(res.IDs, eid)
-	}
+	res.IDs = append(res.IDs, r.execIDs("ids")...)
 	res.Next = r.execID("next")
 	return res, r.err()
 }

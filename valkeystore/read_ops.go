@@ -47,13 +47,7 @@ func (s *Store) ExecutionList(ctx context.Context, p *model.ExecutionListParams)
 		return nil, err
 	}
 	res := &model.ExecutionListResult{}
-	for _, id := range r.strs("ids") {
-		eid, perr := model.ParseExecutionID(id)
-		if perr != nil {
-			r.fail("ids: %v", perr)
-		}
-		res.IDs = append(res.IDs, eid)
-	}
+	res.IDs = append(res.IDs, r.execIDs("ids")...)
 	res.Next = r.execID("next")
 	res.Examined = r.int("examined")
 	return res, r.err()

@@ -253,6 +253,21 @@ func (r *reply) caps(name string) model.Capabilities {
 	return c
 }
 
+// execIDs reads a field holding a list of execution ids (nil when it is
+// empty); an id that does not parse fails the reply.
+func (r *reply) execIDs(name string) []model.ExecutionID {
+	var out []model.ExecutionID
+	for _, id := range r.strs(name) {
+		eid, err := model.ParseExecutionID(id)
+		if err != nil {
+			r.fail("%s: %v", name, err)
+			break
+		}
+		out = append(out, eid)
+	}
+	return out
+}
+
 func (r *reply) execID(name string) model.ExecutionID {
 	s := r.str(name)
 	if r.root.first != nil || s == "" {

@@ -129,13 +129,7 @@ func (s *Store) RouteUnblock(ctx context.Context, p *model.RouteUnblockParams) (
 		return nil, err
 	}
 	res := &model.RouteUnblockResult{More: r.bool("more")}
-	for _, id := range r.strs("unblocked") {
-		eid, perr := model.ParseExecutionID(id)
-		if perr != nil {
-			r.fail("unblocked: %v", perr)
-		}
-		res.Unblocked = append(res.Unblocked, eid)
-	}
+	res.Unblocked = append(res.Unblocked, r.execIDs("unblocked")...)
 	return res, r.err()
 }
 
