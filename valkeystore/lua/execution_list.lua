@@ -7,15 +7,7 @@
 -- KEYS: lanes all
 -- ARGV: after limit filter_namespace filter_tag_key filter_tag_value filter_lane filter_kind filter_states
 
-local limit = N(A_limit)
-local from = '-'
-if A_after ~= '' then from = A_after end
-local ids = redis.call('ZRANGEBYLEX', K_all, from, '+', 'LIMIT', '0', S(limit + 1))
-local next_id = ''
-if #ids > limit then
-  ids[#ids] = nil
-  next_id = ids[#ids]
-end
+local ids, next_id = lex_page(K_all, A_after, N(A_limit))
 if A_filter_namespace == '' and A_filter_tag_key == '' and A_filter_lane == '' and A_filter_kind == ''
     and A_filter_states == '' then
   return { 'ids', ids, 'next', next_id, 'examined', #ids }

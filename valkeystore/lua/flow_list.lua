@@ -3,13 +3,5 @@
 -- KEYS: flows
 -- ARGV: after limit
 
-local limit = N(A_limit)
-local from = '-'
-if A_after ~= '' then from = A_after end
-local ids = redis.call('ZRANGEBYLEX', K_flows, from, '+', 'LIMIT', '0', S(limit + 1))
-local next_id = ''
-if #ids > limit then
-  ids[#ids] = nil
-  next_id = ids[#ids]
-end
+local ids, next_id = lex_page(K_flows, A_after, N(A_limit))
 return { 'ids', ids, 'next', next_id }

@@ -5,13 +5,5 @@
 -- ARGV: after limit
 
 if redis.call('EXISTS', K_flow_core) == 0 then return fail('flow_not_found') end
-local limit = N(A_limit)
-local from = '-'
-if A_after ~= '' then from = A_after end
-local ids = redis.call('ZRANGEBYLEX', K_members, from, '+', 'LIMIT', '0', S(limit + 1))
-local next_id = ''
-if #ids > limit then
-  ids[#ids] = nil
-  next_id = ids[#ids]
-end
+local ids, next_id = lex_page(K_members, A_after, N(A_limit))
 return { 'ids', ids, 'next', next_id }

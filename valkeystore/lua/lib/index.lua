@@ -14,6 +14,22 @@ local function bless(a, b)
   return la < lb
 end
 
+-- lex_page reads one page of a sorted set whose members all score 0, in
+-- member order: up to limit members from after, a ZRANGEBYLEX start
+-- ("(<member>": after it; "": from the beginning), and the last of them
+-- as the next cursor when more remain ('' otherwise).
+local function lex_page(key, after, limit)
+  local from = '-'
+  if after ~= '' then from = after end
+  local ids = redis.call('ZRANGEBYLEX', key, from, '+', 'LIMIT', '0', S(limit + 1))
+  local next_id = ''
+  if #ids > limit then
+    ids[#ids] = nil
+    next_id = ids[#ids]
+  end
+  return ids, next_id
+end
+
 local function eligible_score(e)
   return -e.priority * 1000000000000 + e.created_at
 end
