@@ -428,14 +428,21 @@ func TestWorkersKilled(t *testing.T) {
 	for range n {
 		before := completedCount(d.read())
 		d.submit(*flagJobs / n)
-		d.progressed(before, 20, 30*time.Second) // kill mid-drain
-		name := names[d.rng.IntN(len(names))]
-		at := time.Now()
-		inst := d.killWorker(name)
-		d.faults = append(d.faults, fault{what: "SIGKILL " + inst, begin: at, end: time.Now(), instance: inst})
-		d.startWorker(name)
+		d.killMidDrain(before, 20, names)
 	}
 	d.finish(time.Minute)
+}
+
+// killMidDrain waits for n completions more than before, then kills one
+// of the named workers with SIGKILL, records the fault and restarts it.
+func (d *drain) killMidDrain(before, n int, names []string) {
+	d.t.Helper()
+	d.progressed(before, n, 30*time.Second)
+	name := names[d.rng.IntN(len(names))]
+	at := time.Now()
+	inst := d.killWorker(name)
+	d.faults = append(d.faults, fault{what: "SIGKILL " + inst, begin: at, end: time.Now(), instance: inst})
+	d.startWorker(name)
 }
 
 // The server (appendfsync always) is killed with SIGKILL mid-drain and

@@ -68,12 +68,7 @@ func TestQuotaWorkersKilled(t *testing.T) {
 	for range n {
 		before := completedCount(d.read())
 		submit(jobs / n)
-		d.progressed(before, 10, 30*time.Second) // kill mid-drain
-		name := names[d.rng.IntN(len(names))]
-		at := time.Now()
-		inst := d.killWorker(name)
-		d.faults = append(d.faults, fault{what: "SIGKILL " + inst, begin: at, end: time.Now(), instance: inst})
-		d.startWorker(name)
+		d.killMidDrain(before, 10, names)
 	}
 	d.finish(time.Minute)
 	if worst, at := maxRunning(d.read(), keyOf, d.faults); worst > quotaCap {
