@@ -190,30 +190,79 @@ const feedRecheck = time.Second
 // last look, so a subscriber re-reads those only (one partition per
 // completion, not all of them); a lost notice (-1) and the recheck timer
 // ask for every partition.
+//
+// With a store whose notices carry the events (model.FeedEventNotifier),
+// a wake watching for events also keeps them, per partition in arrival
+// order, so a subscriber hands out the events that continue its cursor
+// without reading the store; a partition whose notices left a gap, or
+// more events than maxNoticeEvents, is read instead.
 type feedWake struct {
-	sig   *model.Signal
-	mu    sync.Mutex
-	dirty map[int]bool
-	all   bool
+	sig    *model.Signal
+	mu     sync.Mutex
+	dirty  map[int]bool
+	all    bool
+	events map[int][]FeedEvent // nil: the wake does not keep events
 }
 
-func (e *Engine) watchFeed(k FeedKind) (*feedWake, func()) {
+// maxNoticeEvents bounds the events a wake keeps per partition between
+// two looks; beyond it the partition is read.
+const maxNoticeEvents = 1000
+
+// watchFeed watches feed k; with events, the wake keeps the events the
+// notices carry (takeEvents).
+func (e *Engine) watchFeed(k FeedKind, events bool) (*feedWake, func()) {
 	w := &feedWake{sig: e.clock.NewSignal(), dirty: map[int]bool{}, all: true}
+	if n, ok := e.store.(model.FeedEventNotifier); ok && events {
+		w.events = map[int][]FeedEvent{}
+		return w, n.WatchFeedEvents(k, w.noticeEvent)
+	}
 	if n, ok := e.store.(model.FeedNotifier); ok {
 		return w, n.WatchFeed(k, w.notice)
 	}
 	return w, func() {}
 }
 
-func (w *feedWake) notice(p int) {
+func (w *feedWake) notice(p int) { w.noticeEvent(p, nil) }
+
+func (w *feedWake) noticeEvent(p int, ev *FeedEvent) {
 	w.mu.Lock()
-	if p < 0 {
+	switch {
+	case p < 0:
 		w.all = true
-	} else {
+	case ev == nil || w.events == nil || len(w.events[p]) >= maxNoticeEvents:
 		w.dirty[p] = true
+	default:
+		w.events[p] = append(w.events[p], *ev)
 	}
 	w.mu.Unlock()
 	w.sig.Notify()
+}
+
+// takeEvents returns the partitions of parts the notices brought events
+// of, in order, with those events, and forgets them.
+func (w *feedWake) takeEvents(parts []int) ([]int, map[int][]FeedEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.events) == 0 {
+		return nil, nil
+	}
+	var ps []int
+	out := make(map[int][]FeedEvent)
+	for _, p := range parts {
+		if evs := w.events[p]; len(evs) > 0 {
+			ps = append(ps, p)
+			out[p] = evs
+		}
+	}
+	clear(w.events)
+	return ps, out
+}
+
+// readLater asks for partition p to be read at the next look.
+func (w *feedWake) readLater(p int) {
+	w.mu.Lock()
+	w.dirty[p] = true
+	w.mu.Unlock()
 }
 
 // todo returns the partitions of parts to read now and forgets them.
@@ -331,10 +380,31 @@ func (e *Engine) Subscribe(ctx context.Context, opts *SubscribeOpts) iter.Seq2[F
 		if cur == nil {
 			cur = map[int]uint64{}
 		}
-		wake, stop := e.watchFeed(o.Feed)
+		wake, stop := e.watchFeed(o.Feed, true)
 		defer stop()
 		tags := map[ExecutionID]map[string]string{}
 		for {
+			// the events the notices carried that continue the cursor;
+			// any other (a gap: a notice lost; an event read already, or
+			// a feed that was reset) has the partition read below
+			ps, evs := wake.takeEvents(parts)
+			for _, p := range ps {
+				for _, ev := range evs[p] {
+					if ev.Seq != cur[p]+1 {
+						wake.readLater(p)
+						break
+					}
+					cur[p] = ev.Seq
+					ok, err := o.Filter.match(ctx, e, &ev, tags)
+					if err != nil {
+						yield(FeedEvent{}, wrap("subscribe", err))
+						return
+					}
+					if ok && !yield(ev, nil) {
+						return
+					}
+				}
+			}
 			// read the partitions the notices named (all of them at first,
 			// after a lost notice and on the recheck timer), each again
 			// while its pages come full
@@ -439,7 +509,7 @@ func (e *Engine) ReadFeed(ctx context.Context, opts *ReadFeedOpts) (*FeedPage, e
 	var wake *feedWake
 	if o.MaxWait > 0 {
 		var stop func()
-		wake, stop = e.watchFeed(o.Feed)
+		wake, stop = e.watchFeed(o.Feed, false)
 		defer stop()
 		wake.todo(nil) // the first look reads every partition anyway
 	}

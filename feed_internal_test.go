@@ -90,3 +90,35 @@ func FuzzParseFeedCursor(f *testing.F) {
 		}
 	})
 }
+
+// A wake keeping events holds them per partition in arrival order; a
+// notice without its event, one past maxNoticeEvents, or a lost notice
+// asks for a read instead.
+func TestFeedWakeEvents(t *testing.T) {
+	w := &feedWake{dirty: map[int]bool{}, events: map[int][]FeedEvent{}, sig: model.NewSignal()}
+	w.todo(nil) // the first look
+	w.noticeEvent(1, &FeedEvent{Seq: 4})
+	w.noticeEvent(1, &FeedEvent{Seq: 5})
+	w.noticeEvent(3, &FeedEvent{Seq: 9})
+	w.noticeEvent(2, nil)
+	ps, evs := w.takeEvents([]int{0, 1, 2})
+	if !slices.Equal(ps, []int{1}) || len(evs[1]) != 2 || evs[1][0].Seq != 4 || evs[1][1].Seq != 5 {
+		t.Fatalf("events of partition 1 only (3 is not subscribed): %v %v", ps, evs)
+	}
+	if ps, _ := w.takeEvents([]int{0, 1, 2, 3}); len(ps) != 0 {
+		t.Fatalf("taken events are forgotten: %v", ps)
+	}
+	if got := w.todo([]int{0, 1, 2}); !slices.Equal(got, []int{2}) {
+		t.Fatalf("a notice without its event is read: %v", got)
+	}
+	for i := range maxNoticeEvents + 1 {
+		w.noticeEvent(0, &FeedEvent{Seq: uint64(i + 1)})
+	}
+	if got := w.todo([]int{0}); !slices.Equal(got, []int{0}) {
+		t.Fatalf("past maxNoticeEvents the partition is read: %v", got)
+	}
+	w.noticeEvent(-1, nil)
+	if got := w.todo([]int{0, 1}); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("a lost notice reads every partition: %v", got)
+	}
+}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flowfabric/flowfabric"
 	"github.com/flowfabric/flowfabric/flowfabrictest"
+	"github.com/flowfabric/flowfabric/memstore"
 	"github.com/flowfabric/flowfabric/model"
 )
 
@@ -178,5 +181,92 @@ func TestFeedBehind(t *testing.T) {
 	}
 	if len(evs) != 3 || evs[0].Seq != 4 || evs[2].Seq != 6 {
 		t.Fatalf("events after the gap: %+v", evs)
+	}
+}
+
+// feedReadCounter is memstore with its FeedRead calls counted (every
+// other method, notifiers included, is memstore's).
+type feedReadCounter struct {
+	*memstore.Store
+	reads atomic.Int64
+}
+
+func (s *feedReadCounter) FeedRead(ctx context.Context, p *model.FeedReadParams) (*model.FeedReadResult, error) {
+	s.reads.Add(1)
+	return s.Store.FeedRead(ctx, p)
+}
+
+// A subscriber at the head has each completion from the notice that
+// carried it (model.FeedEventNotifier): after its first look it reads the
+// feed again only on the recheck timer, not once per event.
+func TestFeedSubscribeFromNotices(t *testing.T) {
+	var counter *feedReadCounter
+	h := flowfabrictest.New(t, &flowfabrictest.Options{Feeds: model.Feeds{Completions: true},
+		Partitions: model.PartitionConfig{FlowPartitions: 1},
+		WrapStore: func(s *memstore.Store) model.Store {
+			counter = &feedReadCounter{Store: s}
+			return counter
+		}})
+	w := h.NewWorker(nil)
+	flowfabric.AddHandler(w, outcomeHandler())
+	h.StartWorker(w)
+	e := h.Engine
+	head, err := e.FeedHead(h.Ctx, flowfabric.FeedCompletions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	got := make(chan flowfabric.FeedEvent, n)
+	done := h.Clock.Track()
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer done()
+		k := 0
+		for ev, err := range e.Subscribe(h.Ctx, &flowfabric.SubscribeOpts{From: head}) {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got <- ev
+			if k++; k == n {
+				return
+			}
+		}
+	}()
+	// the subscriber's first look reads the one partition once
+	h.RunUntil(func() bool { return counter.reads.Load() >= 1 })
+	var ids []flowfabric.ExecutionID
+	start := h.Clock.Now()
+	for i := range n {
+		r, err := e.Submit(h.Ctx, outcomeJob{Result: fmt.Sprint(i)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+		h.WaitTerminal(r.ID)
+	}
+	var evs []flowfabric.FeedEvent
+	h.RunUntil(func() bool {
+		for {
+			select {
+			case ev := <-got:
+				evs = append(evs, ev)
+			default:
+				return len(evs) == n
+			}
+		}
+	})
+	<-finished
+	for i, ev := range evs {
+		if ev.Execution != ids[i] || ev.Outcome != model.OutcomeSuccess || ev.ResultBytes != 1 {
+			t.Fatalf("event %d: %+v, want the completion of %v", i, ev, ids[i])
+		}
+	}
+	// one read at the first look, and at most one per recheck interval
+	// the simulated clock went through
+	rechecks := int64(h.Clock.Now().Sub(start)/time.Second) + 1
+	if r := counter.reads.Load(); r > 1+rechecks {
+		t.Fatalf("%d FeedRead calls for %d events over %v: the notices' events were not used", r, n, h.Clock.Now().Sub(start))
 	}
 }

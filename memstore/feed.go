@@ -40,7 +40,7 @@ func (s *Store) feedAdd(e *execution, k model.FeedKind, now int64, ev model.Feed
 	ev.Seq, ev.At, ev.Partition = l.last, tm(now), e.id.Partition()
 	ev.Execution, ev.Namespace, ev.Lane, ev.Kind, ev.Flow = e.id, e.namespace, e.lane, e.kind, s.flowOf[e.id]
 	l.events = append(l.events, ev)
-	s.feedOut = append(s.feedOut, feedNote{k, ev.Partition})
+	s.feedOut = append(s.feedOut, feedNote{k, ev})
 	if over := len(l.events) - s.feeds.EffectiveLen(); over > 0 {
 		// drop the oldest; copy when the dropped head outgrows the kept
 		// events so the array does not grow without bound
@@ -107,10 +107,20 @@ func (s *Store) FeedRead(ctx context.Context, p *model.FeedReadParams) (*model.F
 	})
 }
 
-// feedNote is a feed notice queued by a transition (delivered by unlock).
+var _ model.FeedEventNotifier = (*Store)(nil)
+
+// feedNote is a feed notice queued by a transition (delivered by unlock):
+// the event appended.
 type feedNote struct {
-	kind      model.FeedKind
-	partition int
+	kind model.FeedKind
+	ev   model.FeedEvent
+}
+
+// feedWatcher is a WatchFeed (events false: called once per partition and
+// transition) or WatchFeedEvents watcher (once per event).
+type feedWatcher struct {
+	f      func(partition int, ev *model.FeedEvent)
+	events bool
 }
 
 // WatchFeed implements model.FeedNotifier: f is called after every
@@ -118,14 +128,26 @@ type feedNote struct {
 // goroutine of the store call, once the store's lock is released. f must
 // not block and must not call the store.
 func (s *Store) WatchFeed(k model.FeedKind, f func(partition int)) (stop func()) {
+	return s.watchFeed(k, feedWatcher{f: func(p int, _ *model.FeedEvent) { f(p) }})
+}
+
+// WatchFeedEvents implements model.FeedEventNotifier: f is called for
+// every event added to feed k, in order, with a copy of the event, in the
+// goroutine of the store call once the store's lock is released. An
+// in-process notice is never lost.
+func (s *Store) WatchFeedEvents(k model.FeedKind, f func(partition int, ev *model.FeedEvent)) (stop func()) {
+	return s.watchFeed(k, feedWatcher{f: f, events: true})
+}
+
+func (s *Store) watchFeed(k model.FeedKind, w feedWatcher) (stop func()) {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
 	s.watchSeq++
 	id := s.watchSeq
 	if s.feedWatchers[k] == nil {
-		s.feedWatchers[k] = make(map[int]func(int))
+		s.feedWatchers[k] = make(map[int]feedWatcher)
 	}
-	s.feedWatchers[k][id] = f
+	s.feedWatchers[k][id] = w
 	return func() {
 		s.watchMu.Lock()
 		defer s.watchMu.Unlock()
@@ -133,15 +155,14 @@ func (s *Store) WatchFeed(k model.FeedKind, f func(partition int)) (stop func())
 	}
 }
 
-// deliverFeeds calls the feed watchers for the notices a transition queued
-// (one call per feed and partition).
+// deliverFeeds calls the feed watchers for the notices a transition
+// queued: a WatchFeed watcher once per feed and partition, a
+// WatchFeedEvents watcher once per event.
 func (s *Store) deliverFeeds(out []feedNote) {
 	var calls []func()
 	s.watchMu.Lock()
 	for i, n := range out {
-		if slices.Contains(out[:i], n) {
-			continue
-		}
+		first := !slices.ContainsFunc(out[:i], func(o feedNote) bool { return o.kind == n.kind && o.ev.Partition == n.ev.Partition })
 		fs := s.feedWatchers[n.kind]
 		ids := make([]int, 0, len(fs))
 		for id := range fs {
@@ -149,8 +170,14 @@ func (s *Store) deliverFeeds(out []feedNote) {
 		}
 		slices.Sort(ids)
 		for _, id := range ids {
-			f, part := fs[id], n.partition
-			calls = append(calls, func() { f(part) })
+			w, part := fs[id], n.ev.Partition
+			switch {
+			case w.events:
+				ev := n.ev
+				calls = append(calls, func() { w.f(part, &ev) })
+			case first:
+				calls = append(calls, func() { w.f(part, nil) })
+			}
 		}
 	}
 	s.watchMu.Unlock()

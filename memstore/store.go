@@ -73,7 +73,7 @@ type Store struct {
 	// streamWatchers are WatchStream's (stream.go).
 	streamWatchers map[streamWatchKey]map[int]func(*model.Frame)
 	// feedWatchers are WatchFeed's (feed.go).
-	feedWatchers map[model.FeedKind]map[int]func(int)
+	feedWatchers map[model.FeedKind]map[int]feedWatcher
 	watchSeq     int
 }
 
@@ -125,7 +125,7 @@ func New(opts *Options) *Store {
 
 		leaseWatchers:  make(map[model.WorkerInstanceID]map[int]func(model.LeaseNotice)),
 		streamWatchers: make(map[streamWatchKey]map[int]func(*model.Frame)),
-		feedWatchers:   make(map[model.FeedKind]map[int]func(int)),
+		feedWatchers:   make(map[model.FeedKind]map[int]feedWatcher),
 	}
 }
 

@@ -167,3 +167,17 @@ type FeedNotifier interface {
 	// allowed; a notice may be lost. The returned func stops the watch.
 	WatchFeed(k FeedKind, f func(partition int)) (stop func())
 }
+
+// FeedEventNotifier is implemented by stores whose feed notices carry the
+// event that was appended, so a subscriber whose cursor the event
+// continues has it without reading the store (the latency of an event is
+// then one notice, not a notice and a read).
+type FeedEventNotifier interface {
+	// WatchFeedEvents calls f once for every event appended to feed k,
+	// with its partition and the event as FeedRead returns it, in each
+	// partition's order; and with partition -1 and nil when notices may
+	// have been lost (a resubscription): the feed, not the notice, is the
+	// truth. f must not block and must not call the store. The returned
+	// func stops the watch.
+	WatchFeedEvents(k FeedKind, f func(partition int, ev *FeedEvent)) (stop func())
+}

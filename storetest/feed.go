@@ -63,6 +63,7 @@ func testFeeds(t *testing.T, newStore NewStoreFunc) {
 		// notifications
 		{"Watch", both, feedWatchCalls},
 		{"WatchStop", both, feedWatchStop},
+		{"WatchEvents", both, feedWatchEvents},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -959,5 +960,93 @@ func feedWatchStop(h *feedHarness) {
 	case p := <-first.ch:
 		h.t.Fatalf("a stopped watch was called (partition %d)", p)
 	default:
+	}
+}
+
+// feedEventWatch collects one WatchFeedEvents watcher's calls.
+type feedEventWatch struct {
+	mu   sync.Mutex
+	evs  map[int][]model.FeedEvent
+	lost bool // a call with partition -1: notices may have been lost
+	sig  chan struct{}
+}
+
+func newFeedEventWatch() *feedEventWatch {
+	return &feedEventWatch{evs: map[int][]model.FeedEvent{}, sig: make(chan struct{}, 1)}
+}
+
+func (w *feedEventWatch) f(t *testing.T) func(int, *model.FeedEvent) {
+	return func(p int, ev *model.FeedEvent) {
+		w.mu.Lock()
+		switch {
+		case p < 0:
+			w.lost = true
+		case ev == nil:
+			t.Errorf("WatchFeedEvents: partition %d without its event", p)
+		default:
+			w.evs[p] = append(w.evs[p], *ev)
+		}
+		w.mu.Unlock()
+		select {
+		case w.sig <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// feedWatchEvents: a WatchFeedEvents watcher is called once per event
+// appended, in each partition's order, with the event FeedRead returns
+// (field for field), for every kind of event both feeds hold.
+func feedWatchEvents(h *feedHarness) {
+	n, ok := optionalOf[model.FeedEventNotifier](h.harness)
+	if !ok {
+		h.t.Skipf("storetest: %T does not implement the optional model.FeedEventNotifier", h.s)
+	}
+	watches := map[model.FeedKind]*feedEventWatch{}
+	for _, k := range feedKinds {
+		w := newFeedEventWatch()
+		watches[k] = w
+		h.t.Cleanup(n.WatchFeedEvents(k, w.f(h.t)))
+	}
+	// a claim, a renewal, a completion with a result; a failure with a
+	// retry, its reclaim and the final failure; a cancellation in another
+	// partition
+	id, c := h.active(at(0))
+	h.renew(id, c.Fence(), at(time.Second))
+	h.completeWith(id, c.Fence(), "four", at(2*time.Second))
+	retry := model.RetryPolicy{MaxRetries: 1, Backoff: model.BackoffFixed, Delay: time.Second}
+	y, cy := h.active(at(3*time.Second), withRetry(retry))
+	h.fail(y, cy.Fence(), model.FailureTransient, at(4*time.Second))
+	h.promote(y, laneA, at(5*time.Second))
+	cy = h.claim(y, wA, at(5*time.Second))
+	h.fail(y, cy.Fence(), model.FailurePermanent, at(6*time.Second))
+	h.cancelOp(h.create(at(0), inPartition(h.harness, h.p1)), at(7*time.Second))
+
+	ctx, cancel := context.WithTimeout(context.Background(), noticeWait)
+	defer cancel()
+	for _, k := range feedKinds {
+		w := watches[k]
+		for _, p := range []int{h.p0, h.p1} {
+			want := h.events(k, p)
+			for {
+				w.mu.Lock()
+				got, lost := slices.Clone(w.evs[p]), w.lost
+				w.mu.Unlock()
+				if len(got) > len(want) {
+					h.t.Fatalf("feed %s p%d: %d notices for the feed's %d events: %+v", k, p, len(got), len(want), got)
+				}
+				if d := cmp.Diff(want[:len(got)], got, cmpOpts...); d != "" {
+					h.t.Fatalf("feed %s p%d: the notices' events differ from the feed's (-feed +notices):\n%s", k, p, d)
+				}
+				if len(got) == len(want) || lost && len(got) < len(want) {
+					break
+				}
+				select {
+				case <-w.sig:
+				case <-ctx.Done():
+					h.t.Fatalf("feed %s p%d: the notices carried %d of the feed's %d events", k, p, len(got), len(want))
+				}
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -92,37 +93,87 @@ func feedEvent(k model.FeedKind, part int, row []string) (model.FeedEvent, error
 
 // Feed notices.
 //
-// A script that appended to feed k publishes the partition's number on
-// P:feed:<feed> (once per script and feed) in the same atomic step.
-// WatchFeed subscribes to the feed's channel (one subscription per feed
-// and store, shared by its watchers) and calls the watchers with the
-// partition, and with -1 after a resubscription (notices may have been
-// lost meanwhile). The trade-offs are those of the work notifications
-// (notify.go): at most once, only to connected subscribers; the feed, not
-// the notice, is the truth. On a cluster PUBLISH reaches every node, and a
-// feed's partitions live on all of them, so the subscription is not
-// pinned. A feed the store does not keep has no events: watching it
-// subscribes to nothing.
+// Every append to feed k publishes the event on P:feed:<feed> in the same
+// atomic step (lua/lib/feed.lua): "<partition>\n<seq>" then
+// "|<length>:<value>" for each of the entry's values. WatchFeed and
+// WatchFeedEvents subscribe to the feed's channel (one subscription per
+// feed and store, shared by its watchers) and call the watchers with each
+// notice, and with partition -1 after a resubscription (notices may have
+// been lost meanwhile). The trade-offs are those of the work
+// notifications (notify.go): at most once, only to connected subscribers;
+// the feed, not the notice, is the truth. On a cluster PUBLISH reaches
+// every node, and a feed's partitions live on all of them, so the
+// subscription is not pinned. A feed the store does not keep has no
+// events: watching it subscribes to nothing.
+
+// feedNotice is a parsed feed notice: the partition (-1: notices may have
+// been lost) and the event it carries (nil when it could not be decoded).
+type feedNotice struct {
+	partition int
+	ev        *model.FeedEvent
+}
 
 // WatchFeed implements model.FeedNotifier. It returns once the feed's
 // subscription is confirmed (or after a few seconds if the server does
 // not answer, in which case the subscription keeps being retried). f runs
-// on the subscription's reader goroutine.
+// on the subscription's reader goroutine, once per event appended.
 func (s *Store) WatchFeed(k model.FeedKind, f func(partition int)) (stop func()) {
+	return s.WatchFeedEvents(k, func(p int, _ *model.FeedEvent) { f(p) })
+}
+
+// WatchFeedEvents implements model.FeedEventNotifier, as WatchFeed does,
+// passing the event each notice carries.
+func (s *Store) WatchFeedEvents(k model.FeedKind, f func(partition int, ev *model.FeedEvent)) (stop func()) {
 	if !s.feeds.Enabled(k) {
 		return func() {}
 	}
-	return addWatch(s, s.feedWatches, k, f, func() subscription[int] {
-		return subscription[int]{
+	return addWatch(s, s.feedWatches, k, func(n feedNotice) { f(n.partition, n.ev) }, func() subscription[feedNotice] {
+		return subscription[feedNotice]{
 			channel: s.keys.feedChannel(k),
-			parse: func(msg string) (int, bool) {
-				p, err := strconv.Atoi(msg)
-				if err != nil || p < 0 || p >= s.cfg.FlowPartitions {
-					return -1, true
-				}
-				return p, true
+			parse: func(msg string) (feedNotice, bool) {
+				return parseFeedNotice(k, s.cfg.FlowPartitions, msg), true
 			},
-			lost: -1, // events may have been added meanwhile, on any partition
+			lost: feedNotice{partition: -1}, // events may have been added meanwhile, on any partition
 		}
 	})
+}
+
+// parseFeedNotice decodes a notice of feed k; a partition out of range is
+// read as -1 (read every partition), an event that does not decode as
+// none (read the partition).
+func parseFeedNotice(k model.FeedKind, partitions int, msg string) feedNotice {
+	head, body, _ := strings.Cut(msg, "\n")
+	p, err := strconv.Atoi(head)
+	if err != nil || p < 0 || p >= partitions {
+		return feedNotice{partition: -1}
+	}
+	n := feedNotice{partition: p}
+	seq, rest, ok := strings.Cut(body, "|")
+	row := []string{seq}
+	for ok && rest != "" {
+		var l string
+		if l, rest, ok = strings.Cut(rest, ":"); !ok {
+			break
+		}
+		size, err := strconv.Atoi(l)
+		if err != nil || size < 0 || size > len(rest) {
+			ok = false
+			break
+		}
+		row = append(row, rest[:size])
+		rest = rest[size:]
+		if rest != "" {
+			if rest[0] != '|' {
+				ok = false
+				break
+			}
+			rest = rest[1:]
+		}
+	}
+	if ok && len(row) == feedWidth(k) {
+		if ev, err := feedEvent(k, p, row); err == nil {
+			n.ev = &ev
+		}
+	}
+	return n
 }

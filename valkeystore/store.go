@@ -60,9 +60,9 @@ type Store struct {
 	// streamWatches are by partition; the message is "<id>|<attempt>", ""
 	// after a resubscription (stream_ops.go)
 	streamWatches map[int]*watch[string]
-	// feedWatches are by feed; the message is a partition, -1 after a
-	// resubscription (feed_ops.go)
-	feedWatches map[model.FeedKind]*watch[int]
+	// feedWatches are by feed; the message is a partition and the event
+	// appended there, partition -1 after a resubscription (feed_ops.go)
+	feedWatches map[model.FeedKind]*watch[feedNotice]
 }
 
 var (
@@ -125,7 +125,7 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 
 		leaseWatches:  make(map[model.WorkerInstanceID]*watch[model.LeaseNotice]),
 		streamWatches: make(map[int]*watch[string]),
-		feedWatches:   make(map[model.FeedKind]*watch[int]),
+		feedWatches:   make(map[model.FeedKind]*watch[feedNotice]),
 	}, nil
 }
 

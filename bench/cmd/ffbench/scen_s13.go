@@ -239,7 +239,7 @@ const s13Note = "The streams-and-feeds issue calls this scenario S8; S8 (flows) 
 	"from its cursor takes the time when TailStream returns the frame; latency = the time just before AppendFrame → that return; on valkeystore the " +
 	"handler also times a PING on the store's client before each frame, after its own 10–40 ms gap. S1 beside appends: plain S1 and S1 with the " +
 	"appenders, back to back in pairs (order alternating), each on a fresh store; the median pair ratio is reported. The engine's store is the " +
-	"bench's call-counting wrapper, forwarding model.StreamStore and model.StreamNotifier (and model.FeedStore and model.FeedNotifier in the feed " +
+	"bench's call-counting wrapper, forwarding model.StreamStore and model.StreamNotifier (and model.FeedStore, model.FeedNotifier and model.FeedEventNotifier in the feed " +
 	"latency run). Completion-feed latency: a store built with Feeds{Completions: true}; a subscriber loops Engine.Subscribe from Engine.FeedHead in " +
 	"its own goroutine, on a second Engine (not started: no scanners) on the same memstore, or on valkeystore on its own store and valkey-go client " +
 	"against the same server, as another process would; the driver pauses 10–40 ms, submits a no-op job on a spread lane (each job on the partition " +
@@ -1043,10 +1043,24 @@ func (c *feedCountingStore) WatchFeed(k model.FeedKind, f func(partition int)) f
 	return func() {}
 }
 
+// WatchFeedEvents implements model.FeedEventNotifier: with the wrapped
+// store's events when it has them, else its plain notices.
+func (c *feedCountingStore) WatchFeedEvents(k model.FeedKind, f func(partition int, ev *model.FeedEvent)) func() {
+	c.count("WatchFeed")
+	if n, ok := c.Store.(model.FeedEventNotifier); ok {
+		return n.WatchFeedEvents(k, func(p int, ev *model.FeedEvent) {
+			c.count("WatchFeed(notified)")
+			f(p, ev)
+		})
+	}
+	return c.WatchFeed(k, func(p int) { f(p, nil) })
+}
+
 var (
-	_ model.FeedStore    = (*feedCountingStore)(nil)
-	_ model.FeedNotifier = (*feedCountingStore)(nil)
-	_ model.StreamStore  = (*feedCountingStore)(nil)
+	_ model.FeedStore         = (*feedCountingStore)(nil)
+	_ model.FeedNotifier      = (*feedCountingStore)(nil)
+	_ model.FeedEventNotifier = (*feedCountingStore)(nil)
+	_ model.StreamStore       = (*feedCountingStore)(nil)
 )
 
 // s13Valkey opens a valkeystore with feeds on its own client, emptying
