@@ -195,17 +195,19 @@ const feedRecheck = time.Second
 // a wake watching for events also keeps them, per partition in arrival
 // order, so a subscriber hands out the events that continue its cursor
 // without reading the store; a partition whose notices left a gap, or
-// more events than maxNoticeEvents, is read instead.
+// whose events came while the wake already kept maxNoticeEvents, is read
+// instead.
 type feedWake struct {
 	sig    *model.Signal
 	mu     sync.Mutex
 	dirty  map[int]bool
 	all    bool
 	events map[int][]FeedEvent // nil: the wake does not keep events
+	kept   int                 // the events in events
 }
 
-// maxNoticeEvents bounds the events a wake keeps per partition between
-// two looks; beyond it the partition is read.
+// maxNoticeEvents bounds the events a wake keeps between two looks (all
+// partitions together); beyond it their partitions are read.
 const maxNoticeEvents = 1000
 
 // watchFeed watches feed k; with events, the wake keeps the events the
@@ -229,10 +231,11 @@ func (w *feedWake) noticeEvent(p int, ev *FeedEvent) {
 	switch {
 	case p < 0:
 		w.all = true
-	case ev == nil || w.events == nil || len(w.events[p]) >= maxNoticeEvents:
+	case ev == nil || w.events == nil || w.kept >= maxNoticeEvents:
 		w.dirty[p] = true
 	default:
 		w.events[p] = append(w.events[p], *ev)
+		w.kept++
 	}
 	w.mu.Unlock()
 	w.sig.Notify()
@@ -255,6 +258,7 @@ func (w *feedWake) takeEvents(parts []int) ([]int, map[int][]FeedEvent) {
 		}
 	}
 	clear(w.events)
+	w.kept = 0
 	return ps, out
 }
 

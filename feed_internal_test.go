@@ -92,8 +92,8 @@ func FuzzParseFeedCursor(f *testing.F) {
 }
 
 // A wake keeping events holds them per partition in arrival order; a
-// notice without its event, one past maxNoticeEvents, or a lost notice
-// asks for a read instead.
+// notice without its event, one past maxNoticeEvents (all partitions
+// together), or a lost notice asks for a read instead.
 func TestFeedWakeEvents(t *testing.T) {
 	w := &feedWake{dirty: map[int]bool{}, events: map[int][]FeedEvent{}, sig: model.NewSignal()}
 	w.todo(nil) // the first look
@@ -111,11 +111,19 @@ func TestFeedWakeEvents(t *testing.T) {
 	if got := w.todo([]int{0, 1, 2}); !slices.Equal(got, []int{2}) {
 		t.Fatalf("a notice without its event is read: %v", got)
 	}
-	for i := range maxNoticeEvents + 1 {
-		w.noticeEvent(0, &FeedEvent{Seq: uint64(i + 1)})
+	for i := range maxNoticeEvents {
+		w.noticeEvent(i%2, &FeedEvent{Seq: uint64(i/2 + 1)})
 	}
-	if got := w.todo([]int{0}); !slices.Equal(got, []int{0}) {
-		t.Fatalf("past maxNoticeEvents the partition is read: %v", got)
+	w.noticeEvent(3, &FeedEvent{Seq: 1})
+	if got := w.todo([]int{0, 1, 3}); !slices.Equal(got, []int{3}) {
+		t.Fatalf("past maxNoticeEvents (all partitions together) a partition is read: %v", got)
+	}
+	if ps, evs := w.takeEvents([]int{0, 1, 3}); !slices.Equal(ps, []int{0, 1}) || len(evs[0])+len(evs[1]) != maxNoticeEvents {
+		t.Fatalf("the kept events: %v", ps)
+	}
+	w.noticeEvent(3, &FeedEvent{Seq: 2})
+	if ps, _ := w.takeEvents([]int{3}); !slices.Equal(ps, []int{3}) {
+		t.Fatalf("taking the events makes room: %v", ps)
 	}
 	w.noticeEvent(-1, nil)
 	if got := w.todo([]int{0, 1}); !slices.Equal(got, []int{0, 1}) {
