@@ -387,6 +387,17 @@ func (e *Engine) Subscribe(ctx context.Context, opts *SubscribeOpts) iter.Seq2[F
 		wake, stop := e.watchFeed(o.Feed, true)
 		defer stop()
 		tags := map[ExecutionID]map[string]string{}
+		// deliver moves the cursor past ev and yields it if the filter
+		// keeps it; false: the subscription ends
+		deliver := func(p int, ev FeedEvent) bool {
+			cur[p] = ev.Seq
+			ok, err := o.Filter.match(ctx, e, &ev, tags)
+			if err != nil {
+				yield(FeedEvent{}, wrap("subscribe", err))
+				return false
+			}
+			return !ok || yield(ev, nil)
+		}
 		for {
 			// the events the notices carried that continue the cursor;
 			// any other (a gap: a notice lost; an event read already, or
@@ -398,13 +409,7 @@ func (e *Engine) Subscribe(ctx context.Context, opts *SubscribeOpts) iter.Seq2[F
 						wake.readLater(p)
 						break
 					}
-					cur[p] = ev.Seq
-					ok, err := o.Filter.match(ctx, e, &ev, tags)
-					if err != nil {
-						yield(FeedEvent{}, wrap("subscribe", err))
-						return
-					}
-					if ok && !yield(ev, nil) {
+					if !deliver(p, ev) {
 						return
 					}
 				}
@@ -434,13 +439,7 @@ func (e *Engine) Subscribe(ctx context.Context, opts *SubscribeOpts) iter.Seq2[F
 						continue
 					}
 					for _, ev := range r.Events {
-						cur[p] = ev.Seq
-						ok, err := o.Filter.match(ctx, e, &ev, tags)
-						if err != nil {
-							yield(FeedEvent{}, wrap("subscribe", err))
-							return
-						}
-						if ok && !yield(ev, nil) {
+						if !deliver(p, ev) {
 							return
 						}
 					}
