@@ -244,10 +244,17 @@ func TestCLIMiniredis(t *testing.T) {
 }
 
 func TestCLIServer(t *testing.T) {
+	testCLI(t, serverAddr(t))
+}
+
+// serverAddr starts a real server for the test and returns its address,
+// or skips the test when no server binary is on PATH.
+func serverAddr(t *testing.T) string {
+	t.Helper()
 	if _, ok := redisserver.Binary(); !ok {
 		t.Skip("neither valkey-server nor redis-server is on PATH")
 	}
-	testCLI(t, redisserver.Start(t, nil).Addr())
+	return redisserver.Start(t, nil).Addr()
 }
 
 func testCLI(t *testing.T, addr string) {
@@ -798,10 +805,7 @@ func TestBenchMiniredis(t *testing.T) {
 }
 
 func TestBenchServer(t *testing.T) {
-	if _, ok := redisserver.Binary(); !ok {
-		t.Skip("neither valkey-server nor redis-server is on PATH")
-	}
-	testBench(t, redisserver.Start(t, nil).Addr())
+	testBench(t, serverAddr(t))
 }
 
 func testBench(t *testing.T, addr string) {
