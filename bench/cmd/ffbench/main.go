@@ -707,8 +707,8 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 				if fd.PingAfterGap.N > 0 {
 					ping = fmt.Sprintf("PING after idle p50 %.3f ms (%.2f ×)", fd.PingAfterGap.P50, fd.Ratio)
 				}
-				logf("  S13 %s: handler return → completion event p50 %.3f ms p99 %.3f ms (one-partition reader p50 %.3f ms), %s; subscriber FeedRead calls per sample %.1f",
-					row.Store, fd.Latency.P50, fd.Latency.P99, fd.OnePartition.P50, ping, fd.SubscriberCalls["FeedRead"])
+				logf("  S13 %s: handler return → completion event p50 %.3f ms p99 %.3f ms (one-partition reader p50 %.3f ms), %s; per sample the subscriber had %.1f notices and made %.1f FeedRead calls",
+					row.Store, fd.Latency.P50, fd.Latency.P99, fd.OnePartition.P50, ping, fd.SubscriberCalls["WatchFeed(notified)"], fd.SubscriberCalls["FeedRead"])
 			}
 			if ctx.Err() != nil {
 				continue

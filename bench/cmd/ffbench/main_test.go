@@ -162,7 +162,7 @@ func TestQuick(t *testing.T) {
 				}
 				fd := row.Feed
 				if fd.Error != "" || fd.Latency.N != cfg.S13.FeedSamples || fd.OnePartition.N != cfg.S13.FeedSamples || fd.Latency.P50 <= 0 ||
-					fd.SubscriberCalls["FeedRead"] < 1 || (row.Store == "valkey") != (fd.PingAfterGap.N == cfg.S13.FeedSamples && fd.Ratio > 0) {
+					fd.SubscriberCalls["WatchFeed(notified)"] < 1 || (row.Store == "valkey") != (fd.PingAfterGap.N == cfg.S13.FeedSamples && fd.Ratio > 0) {
 					t.Errorf("S13 %s completion feed: %+v", row.Store, fd)
 				}
 				n := 0

@@ -782,8 +782,8 @@ func s13Targets(s *S13Result) []Target {
 				t.Detail = "not measured"
 			default:
 				t.Pass = boolp(fd.Ratio <= 2)
-				t.Detail = fmt.Sprintf("Engine.Subscribe on a second engine and client: p50 %.3f ms, p99 %.3f ms (n=%d); PING after 10–40 ms idle p50 %.3f ms, back to back %.3f ms; the subscriber made %.0f FeedRead calls per completion; a reader of the notified partition only: p50 %.3f ms",
-					fd.Latency.P50, fd.Latency.P99, fd.Latency.N, fd.PingAfterGap.P50, fd.Ping.P50, fd.SubscriberCalls["FeedRead"], fd.OnePartition.P50)
+				t.Detail = fmt.Sprintf("Engine.Subscribe on a second engine and client: p50 %.3f ms, p99 %.3f ms (n=%d); PING after 10–40 ms idle p50 %.3f ms, back to back %.3f ms; per completion the subscriber had %.1f notices and made %.1f FeedRead calls; a reader of the notified partition only: p50 %.3f ms",
+					fd.Latency.P50, fd.Latency.P99, fd.Latency.N, fd.PingAfterGap.P50, fd.Ping.P50, fd.SubscriberCalls["WatchFeed(notified)"], fd.SubscriberCalls["FeedRead"], fd.OnePartition.P50)
 			}
 			ts = append(ts, t)
 		}
