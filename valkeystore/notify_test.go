@@ -134,6 +134,70 @@ func TestCloseStopsWatches(t *testing.T) {
 	stop2()
 }
 
+// TestWatchLingers checks that a subscription outlives its last watcher
+// by watchLinger: a watcher that comes back meanwhile (a reader calling
+// TailStream in a loop) gets the same confirmed subscription and its
+// notices, and one that does not lets it end.
+func TestWatchLingers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, nil)
+		linger := func(d time.Duration) {
+			s.watchMu.Lock()
+			s.watchLinger = d
+			s.watchMu.Unlock()
+		}
+		linger(time.Hour)
+		var sq seq
+		f, ch, _ := notifier()
+		stop := s.WatchWork(lane, f)
+		s.watchMu.Lock()
+		w := s.watches[lane]
+		s.watchMu.Unlock()
+		stop()
+		stop = s.WatchWork(lane, f)
+		s.watchMu.Lock()
+		same := s.watches[lane] == w
+		s.watchMu.Unlock()
+		if !same {
+			t.Fatal("a watcher that came back within watchLinger got a new subscription")
+		}
+		if _, err := s.ExecutionCreate(bg, createP(sq.exec(0), at(0))); err != nil {
+			t.Fatal(err)
+		}
+		waitSignal(t, ch, "create after the watcher came back")
+		stop()
+
+		// a subscription nobody comes back to ends after watchLinger
+		linger(time.Millisecond)
+		stop = s.WatchWork(lane2, f)
+		s.watchMu.Lock()
+		w = s.watches[lane2]
+		s.watchMu.Unlock()
+		stop()
+		select {
+		case <-w.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the subscription did not end after watchLinger")
+		}
+		s.watchMu.Lock()
+		_, left := s.watches[lane2]
+		s.watchMu.Unlock()
+		if left {
+			t.Fatal("an ended subscription is still in the store's watches")
+		}
+		// Close ends the lingering one of lane at once
+		s.watchMu.Lock()
+		w = s.watches[lane]
+		s.watchMu.Unlock()
+		s.Close()
+		select {
+		case <-w.done:
+		default:
+			t.Fatal("Close left a lingering subscription running")
+		}
+	})
+}
+
 // TestWatchWorkSurvivesRestart restarts the server under a watch: the
 // watcher is called once the subscription is back (work may have been
 // published while it was down), and notifications flow again.

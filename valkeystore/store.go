@@ -55,6 +55,9 @@ type Store struct {
 	watches  map[model.LaneID]*watch[int]
 	watchSeq int
 	closed   bool
+	// watchLinger is how long a subscription outlives its last watcher
+	// (watch.go)
+	watchLinger time.Duration
 
 	leaseWatches map[model.WorkerInstanceID]*watch[model.LeaseNotice]
 	// streamWatches are by partition; the message is "<id>|<attempt>", ""
@@ -125,6 +128,7 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 
 		leaseWatches:  make(map[model.WorkerInstanceID]*watch[model.LeaseNotice]),
 		streamWatches: make(map[int]*watch[string]),
+		watchLinger:   watchLinger,
 		feedWatches:   make(map[model.FeedKind]*watch[feedNotice]),
 	}, nil
 }
