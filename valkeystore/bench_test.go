@@ -174,6 +174,14 @@ func (e *costEnv) nextClaim(ttl time.Duration) *model.NextClaim {
 	return &model.NextClaim{Lane: costLane, ScanLimit: 32, LeaseRequest: e.req(ttl)}
 }
 
+var costFrame = bytes.Repeat([]byte("f"), 256)
+
+// frameP is a durable 256 B frame on c's stream.
+func (e *costEnv) frameP(c *model.ClaimResult) *model.StreamAppendParams {
+	return &model.StreamAppendParams{ID: c.ID, Fence: c.Fence(), Mode: model.StreamDurable,
+		Type: "bench.frame", Payload: costFrame, Now: e.now()}
+}
+
 var costOps = []costOp{
 	{"create", func(b *testing.B, e *costEnv, n int) func(int) error {
 		return func(int) error {
@@ -211,6 +219,29 @@ var costOps = []costOp{
 			if err == nil && r.Next.Claimed == nil {
 				err = fmt.Errorf("nothing claimed next")
 			}
+			return err
+		}
+	}},
+	// stream_append: a durable 256 B frame on a stream its attempt opened
+	// already (the tail bench's case); stream_append_first opens it.
+	{"stream_append", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		cs := e.claimN(b, n, time.Hour)
+		for i := range cs {
+			if _, err := e.s.StreamAppend(bg, e.frameP(cs[i])); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return func(i int) error {
+			_, err := e.s.StreamAppend(bg, e.frameP(cs[i]))
+			return err
+		}
+	}},
+	{"stream_append_first", func(b *testing.B, e *costEnv, n int) func(int) error {
+		e.createN(b, n, nil)
+		cs := e.claimN(b, n, time.Hour)
+		return func(i int) error {
+			_, err := e.s.StreamAppend(bg, e.frameP(cs[i]))
 			return err
 		}
 	}},

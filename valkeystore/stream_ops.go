@@ -29,7 +29,9 @@ func (s *Store) StreamAppend(ctx context.Context, p *model.StreamAppendParams) (
 	if p.Summary != nil {
 		base, doc = p.Summary.BaseVersion, p.Summary.Document
 	}
-	r, err := s.run(ctx, scriptStreamAppend, s.keys.execKeys(p.ID), fenceArgs(args{
+	// the one key stream_append declares, not execKeys' fifteen: frames
+	// are appended one call at a time and tails wait on each (S13)
+	r, err := s.run(ctx, scriptStreamAppend, map[string]string{"core": s.keys.execBase(p.ID) + ":core"}, fenceArgs(args{
 		"now": p.Now, "id": p.ID, "mode": string(p.Mode), "type": p.Type, "payload": p.Payload,
 		"encoding": p.Encoding, "correlation": p.CorrelationID, "max_len": p.EffectiveMaxLen(),
 		"ttl": ttl, "base_version": base, "doc": doc, "gc_slack": s.gcSlack,
