@@ -50,7 +50,10 @@ type subscription[M any] struct {
 
 // addWatch registers f on the watch of key in ws, starting its
 // subscription if it is the first, and waits until the subscription is
-// confirmed (or subscribeTimeout passed; it keeps being retried).
+// confirmed (or subscribeTimeout passed; it keeps being retried). The
+// returned stop (idempotent) unregisters f; the subscription ends
+// s.watchLinger after its last watcher stopped, unless one registers
+// meanwhile and takes it over.
 func addWatch[K comparable, M any](s *Store, ws map[K]*watch[M], key K, f func(M), sub func() subscription[M]) (stop func()) {
 	s.watchMu.Lock()
 	if s.closed {
