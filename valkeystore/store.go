@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,6 +182,69 @@ func (s *Store) runEach(ctx context.Context, sc *script, calls []scriptCall) ([]
 		out[i] = r
 	}
 	return out, first
+}
+
+// argv holds a script's arguments in its header's order, set by name with
+// put: what run does with args, without building a map and boxing every
+// value on the heap, for calls made once per frame (StreamAppend).
+type argv struct {
+	sc  *script
+	as  []string
+	set uint64 // bit i: as[i] was put
+}
+
+// argv starts sc's arguments, with its automatic ones filled in.
+func (s *Store) argv(sc *script) *argv {
+	if len(sc.args) > 64 {
+		panic("valkeystore: " + sc.name + ": more than 64 arguments for argv")
+	}
+	a := &argv{sc: sc, as: make([]string, len(sc.args))}
+	for _, n := range sc.added {
+		i := slices.Index(sc.args, n)
+		a.as[i], _ = s.autoArg(n)
+		a.set |= 1 << i
+	}
+	return a
+}
+
+// put sets argument name to v, already formatted as run formats it
+// (argString; numArg and timeArg for numbers and times).
+func (a *argv) put(name, v string) *argv {
+	i := slices.Index(a.sc.args, name)
+	if i < 0 || a.set&(1<<i) != 0 {
+		panic("valkeystore: " + a.sc.name + ": argument " + name + " undeclared or set twice")
+	}
+	a.as[i] = v
+	a.set |= 1 << i
+	return a
+}
+
+// numArg formats an integer argument as argString does.
+func numArg[N int | int64 | uint64](n N) string {
+	if n < 0 {
+		return strconv.FormatInt(int64(n), 10)
+	}
+	return strconv.FormatUint(uint64(n), 10)
+}
+
+// timeArg formats a time argument as argString does (Unix ms, "0" for
+// the zero time).
+func timeArg(t time.Time) string {
+	if t.IsZero() {
+		return "0"
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+// runArgv is run with keys in sc's header order and arguments from argv.
+func (s *Store) runArgv(ctx context.Context, sc *script, keys []string, a *argv) (*reply, error) {
+	if len(keys) != len(sc.keys) || a.set != 1<<len(sc.args)-1 {
+		panic(fmt.Sprintf("valkeystore: %s: %d of %d keys, arguments set %b", sc.name, len(keys), len(sc.keys), a.set))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.decode(sc, sc.lua.Exec(ctx, s.client, keys, a.as))
 }
 
 // scriptCall is one call of runEach: keys and arguments by name, as run

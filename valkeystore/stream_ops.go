@@ -20,6 +20,20 @@ func (s *Store) StreamAppend(ctx context.Context, p *model.StreamAppendParams) (
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
+	keys, a := s.streamAppendInput(p)
+	r, err := s.runArgv(ctx, scriptStreamAppend, keys, a)
+	if err != nil {
+		return nil, err
+	}
+	res := &model.StreamAppendResult{Sequence: r.u64("seq"), Frames: r.int("frames"), SummaryVersion: r.u64("version")}
+	return res, r.err()
+}
+
+// streamAppendInput is stream_append's keys and arguments for p: the one
+// key the script declares (not execKeys' fifteen) and its arguments
+// without a map (argv), as a frame is appended per call and a tail waits
+// on each (S13). TestStreamAppendInput checks it against what run sends.
+func (s *Store) streamAppendInput(p *model.StreamAppendParams) ([]string, *argv) {
 	var ttl int64
 	if p.Mode == model.StreamBestEffort {
 		ttl = p.EffectiveTTL().Milliseconds()
@@ -29,18 +43,12 @@ func (s *Store) StreamAppend(ctx context.Context, p *model.StreamAppendParams) (
 	if p.Summary != nil {
 		base, doc = p.Summary.BaseVersion, p.Summary.Document
 	}
-	// the one key stream_append declares, not execKeys' fifteen: frames
-	// are appended one call at a time and tails wait on each (S13)
-	r, err := s.run(ctx, scriptStreamAppend, map[string]string{"core": s.keys.execBase(p.ID) + ":core"}, fenceArgs(args{
-		"now": p.Now, "id": p.ID, "mode": string(p.Mode), "type": p.Type, "payload": p.Payload,
-		"encoding": p.Encoding, "correlation": p.CorrelationID, "max_len": p.EffectiveMaxLen(),
-		"ttl": ttl, "base_version": base, "doc": doc, "gc_slack": s.gcSlack,
-	}, p.Fence))
-	if err != nil {
-		return nil, err
-	}
-	res := &model.StreamAppendResult{Sequence: r.u64("seq"), Frames: r.int("frames"), SummaryVersion: r.u64("version")}
-	return res, r.err()
+	a := s.argv(scriptStreamAppend).put("now", timeArg(p.Now)).put("id", p.ID.String()).put("mode", string(p.Mode)).
+		put("type", p.Type).put("payload", string(p.Payload)).put("encoding", p.Encoding).
+		put("correlation", p.CorrelationID).put("max_len", numArg(p.EffectiveMaxLen())).put("ttl", numArg(ttl)).
+		put("base_version", numArg(base)).put("doc", string(doc)).put("gc_slack", numArg(s.gcSlack)).
+		put("lease_id", p.Fence.LeaseID.String()).put("epoch", numArg(p.Fence.LeaseEpoch)).put("attempt_id", p.Fence.AttemptID.String())
+	return []string{s.keys.execBase(p.ID) + ":core"}, a
 }
 
 // StreamRead implements model.StreamStore.

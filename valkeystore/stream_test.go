@@ -3,6 +3,7 @@ package valkeystore
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -521,4 +522,57 @@ func TestParseNoticeFrameRefusesGarbage(t *testing.T) {
 			t.Errorf("parseNoticeFrame(%q) = %+v, want refused", body, f)
 		}
 	}
+}
+
+// TestStreamAppendInput checks that StreamAppend's lean arguments (argv,
+// one key) are what run would send for the same call, in every mode, with
+// the store's automatic arguments, and that argv refuses an undeclared or
+// repeated argument and runArgv a missing one.
+func TestStreamAppendInput(t *testing.T) {
+	for _, feeds := range []model.Feeds{{}, {Completions: true, Leases: true}} {
+		s := newStoreWith(t, miniredisClient(t), &Options{Feeds: feeds})
+		var sq seq
+		id := sq.exec(3)
+		fence := model.Fence{LeaseID: model.LeaseID(model.NewUUIDv4([16]byte{1})), LeaseEpoch: 12, AttemptID: model.AttemptID(model.NewUUIDv4([16]byte{2}))}
+		for _, p := range []*model.StreamAppendParams{
+			{ID: id, Fence: fence, Mode: model.StreamDurable, Type: "tok", Payload: []byte("a\x00b"), Encoding: "bin", CorrelationID: "c-1", MaxLen: 7, Now: at(time.Second)},
+			{ID: id, Fence: fence, Mode: model.StreamBestEffort, Type: "tok", Payload: nil, TTL: 3 * time.Second, Now: at(0)},
+			{ID: id, Fence: fence, Mode: model.StreamSummary, Type: "summary", Payload: []byte(`{"a":1}`), Encoding: "json-merge-patch",
+				Summary: &model.SummaryUpdate{BaseVersion: 4, Document: []byte(`{"a":1,"b":2}`)}, Now: time.Time{}},
+		} {
+			var ttl int64
+			if p.Mode == model.StreamBestEffort {
+				ttl = p.EffectiveTTL().Milliseconds()
+			}
+			var base uint64
+			var doc []byte
+			if p.Summary != nil {
+				base, doc = p.Summary.BaseVersion, p.Summary.Document
+			}
+			wantKeys, wantArgs := s.scriptInput(scriptStreamAppend, s.keys.execKeys(p.ID), fenceArgs(args{
+				"now": p.Now, "id": p.ID, "mode": string(p.Mode), "type": p.Type, "payload": p.Payload,
+				"encoding": p.Encoding, "correlation": p.CorrelationID, "max_len": p.EffectiveMaxLen(),
+				"ttl": ttl, "base_version": base, "doc": doc, "gc_slack": s.gcSlack,
+			}, p.Fence))
+			keys, a := s.streamAppendInput(p)
+			if !slices.Equal(keys, wantKeys) || !slices.Equal(a.as, wantArgs) {
+				t.Errorf("feeds %+v, %s: keys %q args %q, run would send %q %q", feeds, p.Mode, keys, a.as, wantKeys, wantArgs)
+			}
+		}
+	}
+	s := newStoreWith(t, miniredisClient(t), nil)
+	mustPanic := func(what string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s: no panic", what)
+			}
+		}()
+		f()
+	}
+	mustPanic("undeclared", func() { s.argv(scriptStreamAppend).put("nope", "1") })
+	mustPanic("twice", func() { s.argv(scriptStreamAppend).put("now", "1").put("now", "2") })
+	mustPanic("missing", func() {
+		_, _ = s.runArgv(bg, scriptStreamAppend, []string{"k"}, s.argv(scriptStreamAppend).put("now", "1"))
+	})
 }
