@@ -27,12 +27,12 @@ type watch[M any] struct {
 }
 
 // watchLinger is how long a subscription outlives its last watcher
-// (Store.watchLinger, which tests shorten). A
-// reader that waits again soon after it stopped (TailStream called in a
-// loop, one Subscribe after another) finds the subscription still in
-// place and confirmed: a new one would cost a connection and a few
-// commands, and its first notice reached the bench's tail about 0.25 ms
-// later than an established subscription's.
+// (Store.watchLinger, which tests shorten). A reader that waits again
+// soon after it stopped (TailStream called in a loop, one Subscribe after
+// another) finds the subscription still in place and confirmed: a new one
+// would cost a connection and a few commands, and its first notice
+// reached the bench's tail about 0.25 ms later than an established
+// subscription's.
 const watchLinger = 2 * time.Second
 
 // subscription says how to keep one channel subscribed.
