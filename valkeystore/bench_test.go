@@ -176,6 +176,25 @@ func (e *costEnv) nextClaim(ttl time.Duration) *model.NextClaim {
 
 var costFrame = bytes.Repeat([]byte("f"), 256)
 
+// appendCase readies n claimed executions, their streams opened by a
+// first frame when open, and returns a durable append on the i-th.
+func (e *costEnv) appendCase(b *testing.B, n int, open bool) func(int) error {
+	e.createN(b, n, nil)
+	cs := e.claimN(b, n, time.Hour)
+	for i := range cs {
+		if !open {
+			break
+		}
+		if _, err := e.s.StreamAppend(bg, e.frameP(cs[i])); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func(i int) error {
+		_, err := e.s.StreamAppend(bg, e.frameP(cs[i]))
+		return err
+	}
+}
+
 // frameP is a durable 256 B frame on c's stream.
 func (e *costEnv) frameP(c *model.ClaimResult) *model.StreamAppendParams {
 	return &model.StreamAppendParams{ID: c.ID, Fence: c.Fence(), Mode: model.StreamDurable,
@@ -224,27 +243,8 @@ var costOps = []costOp{
 	}},
 	// stream_append: a durable 256 B frame on a stream its attempt opened
 	// already (the tail bench's case); stream_append_first opens it.
-	{"stream_append", func(b *testing.B, e *costEnv, n int) func(int) error {
-		e.createN(b, n, nil)
-		cs := e.claimN(b, n, time.Hour)
-		for i := range cs {
-			if _, err := e.s.StreamAppend(bg, e.frameP(cs[i])); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return func(i int) error {
-			_, err := e.s.StreamAppend(bg, e.frameP(cs[i]))
-			return err
-		}
-	}},
-	{"stream_append_first", func(b *testing.B, e *costEnv, n int) func(int) error {
-		e.createN(b, n, nil)
-		cs := e.claimN(b, n, time.Hour)
-		return func(i int) error {
-			_, err := e.s.StreamAppend(bg, e.frameP(cs[i]))
-			return err
-		}
-	}},
+	{"stream_append", func(b *testing.B, e *costEnv, n int) func(int) error { return e.appendCase(b, n, true) }},
+	{"stream_append_first", func(b *testing.B, e *costEnv, n int) func(int) error { return e.appendCase(b, n, false) }},
 	{"renew", func(b *testing.B, e *costEnv, n int) func(int) error {
 		e.createN(b, n, nil)
 		cs := e.claimN(b, n, time.Hour)
