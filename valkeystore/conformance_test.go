@@ -31,7 +31,10 @@ var (
 // TestConformance runs the store conformance suite on every backend:
 // miniredis in-process, a real standalone server and a real 3-master
 // cluster (the real ones skip only when no server binary is on PATH). Each
-// subtest's store has its own key prefix, so subtests share a server; the
+// subtest's store has its own key prefix, so subtests share a server.
+// Default runs the scripts as functions on the real servers (the default
+// there), OnePartition with EVALSHA, so both ways are covered on
+// standalone and cluster; miniredis has only EVALSHA. The
 // Feeds group's tests build theirs with the feeds they ask for
 // (storetest.WithFeeds).
 func TestConformance(t *testing.T) {
@@ -51,7 +54,7 @@ func TestConformance(t *testing.T) {
 			})
 			t.Run("OnePartition", func(t *testing.T) {
 				storetest.Exercise(t, mark(storetest.WithFeeds(func(t *testing.T, f model.Feeds) model.Store {
-					return newStore(t, b, &Options{Partitions: model.PartitionConfig{FlowPartitions: 1}, Feeds: f})
+					return newStore(t, b, &Options{Partitions: model.PartitionConfig{FlowPartitions: 1}, Feeds: f, ScriptCalls: ScriptCallsEval})
 				})))
 			})
 		})

@@ -2,6 +2,7 @@ package valkeystore
 
 import (
 	"flag"
+	"sync/atomic"
 	"testing"
 
 	"github.com/flowfabric/flowfabric/memstore"
@@ -18,7 +19,9 @@ var diffChecks = flag.Int("valkeystore.diffchecks", 0,
 // indexes, attempts, history, results, listings, due timers, workers,
 // the event feeds each sequence builds both stores with) every
 // 25 steps and at the end of each sequence; memstore is also checked
-// against the invariants after every step. A failure prints the seed;
+// against the invariants after every step. Every other sequence's store
+// runs its scripts with EVALSHA, the others as functions (on a real
+// server). A failure prints the seed;
 // replay it with -rapid.seed or the fail file rapid names.
 func TestDifferentialProperty(t *testing.T) {
 	parts := model.PartitionConfig{FlowPartitions: 4}
@@ -32,12 +35,19 @@ func TestDifferentialProperty(t *testing.T) {
 		if raceEnabled {
 			checks = max(checks/10, 5)
 		}
+		// every other sequence runs its scripts with EVALSHA, the rest as
+		// functions where the server has them
+		var stores atomic.Int64
 		proptest.RunDifferential(t,
 			proptest.WithFeeds(func(_ testing.TB, f model.Feeds) model.Store {
 				return memstore.New(&memstore.Options{Partitions: parts, Feeds: f})
 			}),
 			proptest.WithFeeds(func(st testing.TB, f model.Feeds) model.Store {
-				return newStoreWith(st, client, &Options{Partitions: parts, Feeds: f})
+				calls := ScriptCallsAuto
+				if stores.Add(1)%2 == 0 {
+					calls = ScriptCallsEval
+				}
+				return newStoreWith(st, client, &Options{Partitions: parts, Feeds: f, ScriptCalls: calls})
 			}),
 			proptest.Options{Checks: checks, CompareEvery: 25, LeaseNotices: true})
 	})

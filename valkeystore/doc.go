@@ -6,8 +6,8 @@
 // server and on a real cluster.
 //
 // Each Store method validates its params with the model's Validate (nothing
-// is sent for bad input), then runs one Lua script (EVALSHA, falling back to
-// EVAL) whose keys all carry one hash tag: the execution's partition
+// is sent for bad input), then runs one Lua script whose keys all carry one
+// hash tag: the execution's partition
 // "{fp:N}", "{w:<ns>}" for the worker registry, a budget's partition
 // "{b:M}" or a quota policy's "{q:K}" (model.AdmissionStore). keys.go
 // documents the key schema. Scripts live in lua/, one per method, with a library of helpers
@@ -41,8 +41,22 @@
 //     field's array slot (record.go), keeping every line in place.
 //   - line map: each line of the result maps to its source file and line;
 //     sourceError rewrites the positions in a server's error
-//     ("user_script:<n>") to "lua/<file>.lua:<line>" and names the record
-//     field where the server says "field '?'".
+//     ("user_script:<n>", "user_function:<n>") to "lua/<file>.lua:<line>"
+//     and names the record field where the server says "field '?'".
+//
+// How a script runs (Options.ScriptCalls, functions.go): on a server with
+// FUNCTION (Redis ≥ 7, Valkey) every script is a function of one library,
+// ff_<hash of its text> (about 1.1 MB of Lua, 3.3 MB of server memory,
+// loaded in about 40 ms), which the store loads on each node at its first
+// call and again on any node that answers "Function not found" (a flush, a
+// restart without persistence, a new cluster node); the call is then
+// retried once. A function's helpers are defined when the library loads,
+// not on every call, and the call binds what they read (functionChunk).
+// Elsewhere (miniredis) the store runs EVALSHA, falling back to EVAL when
+// the server lacks the script; ScriptCallsEval forces it. Both run the same
+// Lua, and the conformance suite and the differential run both. A
+// deployment of another version loads its own library beside this one;
+// FUNCTION DELETE removes an old one no process runs.
 //
 // The server's cost per call is mostly Lua, not commands, so the scripts
 // are built to do little per call (BenchmarkServerCost measures each
@@ -78,7 +92,8 @@
 // event feeds (model.FeedStore) are opt-in (Options.Feeds): a store
 // without them runs no feed command.
 //
-// Reads run as read-only scripts (EVALSHA_RO), which the client may retry
+// Reads run as read-only scripts (FCALL_RO of a no-writes function, or
+// EVALSHA_RO), which the client may retry
 // after a connection failure; a write that fails on the connection may or
 // may not have run and is the caller's to retry. With miniredis, create the
 // client with DisableCache (miniredis has no client tracking).

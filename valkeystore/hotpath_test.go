@@ -16,7 +16,8 @@ import (
 )
 
 // TestHotPathCommands pins the commands each operation of a job's path runs
-// on a real server (its own, so the counts are exact): a regression here
+// on a real server (its own, so the counts are exact), as a function and
+// with EVALSHA (the same commands inside either): a regression here
 // (a cold-field read, a redundant index write) is a cost on every job.
 // Without feeds (the default) the path runs no feed command. With both,
 // a lease event (claim, renew, the completion's release) adds an XADD, a
@@ -28,27 +29,44 @@ import (
 // reaches zero).
 func TestHotPathCommands(t *testing.T) {
 	hotPath(t, model.Feeds{}, map[string]string{
-		"create":     "evalsha=1 exists=1 hincrby=1 hset=1 publish=1 set=1 zadd=3",
-		"claim_next": "evalsha=1 exists=1 get=1 hgetall=1 hincrby=2 hmget=1 hset=2 rpush=1 zadd=1 zrange=1 zrem=1",
-		"renew":      "evalsha=1 hmget=1 hset=1 zadd=1",
+		"create":     "script=1 exists=1 hincrby=1 hset=1 publish=1 set=1 zadd=3",
+		"claim_next": "script=1 exists=1 get=1 hgetall=1 hincrby=2 hmget=1 hset=2 rpush=1 zadd=1 zrange=1 zrem=1",
+		"renew":      "script=1 hmget=1 hset=1 zadd=1",
 		// A completion reads X:flow once (flow_settle: is the execution a
 		// flow member whose edges it resolves?); a miss for a solo job.
-		"complete":      "evalsha=1 get=1 hincrby=2 hmget=1 hset=2 rpush=1 set=1 zadd=1 zrem=1",
-		"complete_next": "evalsha=1 exists=1 get=2 hgetall=1 hincrby=4 hmget=2 hset=4 rpush=2 set=1 zadd=2 zrange=1 zrem=2",
+		"complete":      "script=1 get=1 hincrby=2 hmget=1 hset=2 rpush=1 set=1 zadd=1 zrem=1",
+		"complete_next": "script=1 exists=1 get=2 hgetall=1 hincrby=4 hmget=2 hset=4 rpush=2 set=1 zadd=2 zrange=1 zrem=2",
 	})
 	hotPath(t, model.Feeds{Completions: true, Leases: true}, map[string]string{
-		"create":        "evalsha=1 exists=1 hincrby=1 hset=1 publish=1 set=1 zadd=3",
-		"claim_next":    "evalsha=1 exists=1 get=2 hgetall=1 hincrby=2 hmget=1 hset=2 publish=1 rpush=1 xadd=1 zadd=1 zrange=1 zrem=1",
-		"renew":         "evalsha=1 get=1 hmget=1 hset=1 publish=1 xadd=1 zadd=1",
-		"complete":      "evalsha=1 get=2 hincrby=2 hmget=1 hset=2 publish=2 rpush=1 set=1 strlen=1 xadd=2 zadd=1 zrem=1",
-		"complete_next": "evalsha=1 exists=1 get=4 hgetall=1 hincrby=4 hmget=2 hset=4 publish=3 rpush=2 set=1 strlen=1 xadd=3 zadd=2 zrange=1 zrem=2",
+		"create":        "script=1 exists=1 hincrby=1 hset=1 publish=1 set=1 zadd=3",
+		"claim_next":    "script=1 exists=1 get=2 hgetall=1 hincrby=2 hmget=1 hset=2 publish=1 rpush=1 xadd=1 zadd=1 zrange=1 zrem=1",
+		"renew":         "script=1 get=1 hmget=1 hset=1 publish=1 xadd=1 zadd=1",
+		"complete":      "script=1 get=2 hincrby=2 hmget=1 hset=2 publish=2 rpush=1 set=1 strlen=1 xadd=2 zadd=1 zrem=1",
+		"complete_next": "script=1 exists=1 get=4 hgetall=1 hincrby=4 hmget=2 hset=4 publish=3 rpush=2 set=1 strlen=1 xadd=3 zadd=2 zrange=1 zrem=2",
 	})
 }
 
+// hotPath checks want (with "script" the script call's command) with
+// scripts run as functions and with EVALSHA.
 func hotPath(t *testing.T, feeds model.Feeds, want map[string]string) {
+	for _, m := range []struct {
+		calls ScriptCalls
+		cmd   string
+	}{{ScriptCallsFunctions, "fcall"}, {ScriptCallsEval, "evalsha"}} {
+		w := make(map[string]string, len(want))
+		for k, v := range want {
+			f := strings.Fields(strings.Replace(v, "script=", m.cmd+"=", 1))
+			slices.Sort(f)
+			w[k] = strings.Join(f, " ")
+		}
+		hotPathWith(t, feeds, m.calls, w)
+	}
+}
+
+func hotPathWith(t *testing.T, feeds model.Feeds, calls ScriptCalls, want map[string]string) {
 	srv := redisserver.Start(t, nil)
 	c := newClient(t, srv.Addr())
-	s := newStoreWith(t, c, &Options{Feeds: feeds})
+	s := newStoreWith(t, c, &Options{Feeds: feeds, ScriptCalls: calls})
 	e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
 	e.createN(t, 8, nil)
 	cs := e.claimN(t, 4, time.Hour)
@@ -94,7 +112,7 @@ func hotPath(t *testing.T, feeds model.Feeds, want map[string]string) {
 			}
 		}
 		if g := strings.Join(got, " "); g != want[tc.name] {
-			t.Errorf("feeds %+v: %s ran %s, want %s", feeds, tc.name, g, want[tc.name])
+			t.Errorf("feeds %+v, script calls %q: %s ran %s, want %s", feeds, calls, tc.name, g, want[tc.name])
 		}
 	}
 }

@@ -391,15 +391,21 @@ func (l *lib) all() string {
 }
 
 // posRE finds a position in the assembled script in a server's error:
-// "user_script:<line>" (Redis, Valkey) or ":<line>" (miniredis), at the
+// "user_script:<line>" (Redis, Valkey; "user_function:<line>" in a
+// function library) or ":<line>" (miniredis), at the
 // start of the message or after a space or "@".
-var posRE = regexp.MustCompile(`(^|[\s@])(?:user_script)?:(\d+)\b`)
+var posRE = regexp.MustCompile(`(^|[\s@])(?:user_script|user_function)?:(\d+)\b`)
 
 // sourceError translates the positions in an error of the server running s
 // to source positions ("lua/lib/claim.lua:<line>"), and names the record
 // fields of the line where the message says "field '?'" (a record field is
 // an array slot once assembled). Other errors are returned as they are.
 func (s *script) sourceError(err error) error {
+	return mapPositions(err, s.lines)
+}
+
+// mapPositions is sourceError with the line map of the text that ran.
+func mapPositions(err error, lines []srcLine) error {
 	if err == nil {
 		return nil
 	}
@@ -408,10 +414,10 @@ func (s *script) sourceError(err error) error {
 	out := posRE.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := posRE.FindStringSubmatch(m)
 		n, _ := strconv.Atoi(sub[2])
-		if n < 1 || n > len(s.lines) {
+		if n < 1 || n > len(lines) {
 			return m
 		}
-		l := s.lines[n-1]
+		l := lines[n-1]
 		if first.file == "" {
 			first = l
 		}

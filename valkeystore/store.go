@@ -39,6 +39,12 @@ type Options struct {
 	// none by default). Every process sharing a server should use the
 	// same: a process without a feed writes no events to it.
 	Feeds model.Feeds
+	// ScriptCalls says how the store runs its scripts: by default
+	// (ScriptCallsAuto) as one function library (FCALL) where the server
+	// has FUNCTION, loaded on the first call, and with EVALSHA elsewhere.
+	// Both run the same Lua; functions skip redefining each script's
+	// helpers on every call.
+	ScriptCalls ScriptCalls
 }
 
 // Store is the model.Store on Valkey or Redis (≥ 7.0), standalone or
@@ -67,6 +73,8 @@ type Store struct {
 	// feedWatches are by feed; the message is a partition and the event
 	// appended there, partition -1 after a resubscription (feed_ops.go)
 	feedWatches map[model.FeedKind]*watch[feedNotice]
+
+	scripts scriptRunner
 }
 
 var (
@@ -118,7 +126,10 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("valkeystore: new: %w", err)
 	}
-	return &Store{
+	if !o.ScriptCalls.valid() {
+		return nil, fmt.Errorf("valkeystore: new: %w", invalidScriptCalls(o.ScriptCalls))
+	}
+	st := &Store{
 		client:   client,
 		cfg:      o.Partitions.WithDefaults(),
 		keys:     keyspace{prefix: o.Prefix},
@@ -131,7 +142,9 @@ func New(client valkey.Client, opts *Options) (*Store, error) {
 		streamWatches: make(map[int]*watch[string]),
 		watchLinger:   watchLinger,
 		feedWatches:   make(map[model.FeedKind]*watch[feedNotice]),
-	}, nil
+	}
+	st.scripts.mode = o.ScriptCalls
+	return st, nil
 }
 
 // Partitions implements model.Store.
@@ -154,7 +167,7 @@ func (s *Store) run(ctx context.Context, sc *script, keys map[string]string, a a
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.decode(sc, sc.lua.Exec(ctx, s.client, ks, as))
+	return s.decode(sc, s.exec(ctx, sc, ks, as))
 }
 
 // runEach executes sc once per element of calls, pipelined (each call is
@@ -174,7 +187,7 @@ func (s *Store) runEach(ctx context.Context, sc *script, calls []scriptCall) ([]
 	}
 	out := make([]*reply, len(calls))
 	var first error
-	for i, res := range sc.lua.ExecMulti(ctx, s.client, multi...) {
+	for i, res := range s.execMulti(ctx, sc, multi) {
 		r, err := s.decode(sc, res)
 		if err != nil && first == nil {
 			first = err
@@ -244,7 +257,7 @@ func (s *Store) runArgv(ctx context.Context, sc *script, keys []string, a *argv)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.decode(sc, sc.lua.Exec(ctx, s.client, keys, a.as))
+	return s.decode(sc, s.exec(ctx, sc, keys, a.as))
 }
 
 // scriptCall is one call of runEach: keys and arguments by name, as run
@@ -286,7 +299,7 @@ func (s *Store) scriptInput(sc *script, keys map[string]string, a args) (ks, as 
 // decode reads the reply of one execution of sc.
 func (s *Store) decode(sc *script, res valkey.ValkeyResult) (*reply, error) {
 	if err := res.Error(); err != nil {
-		return nil, transportError(sc.name, sc.sourceError(err))
+		return nil, transportError(sc.name, s.sourceError(sc, err))
 	}
 	msg, err := res.ToMessage()
 	if err != nil {

@@ -1,0 +1,166 @@
+package valkeystore
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric/internal/redisserver"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// TestFunctionLibrary loads the library on the real backends (Lua's limits
+// of 200 locals per function and 60 upvalues per closure are checked when
+// the server compiles it) and finds one function per script, read-only
+// scripts flagged no-writes.
+func TestFunctionLibrary(t *testing.T) {
+	lib := functions()
+	if !strings.HasPrefix(lib.src, "#!lua name="+lib.name+"\n") {
+		t.Fatalf("the library starts %q", lib.src[:40])
+	}
+	if got := strings.Count(lib.src, "\n"); got != len(lib.lines) {
+		t.Fatalf("the library has %d lines, its line map %d", got, len(lib.lines))
+	}
+	forEachBackend(t, func(t *testing.T, b backend) {
+		if b.name == "miniredis" {
+			t.Skip("miniredis has no FUNCTION")
+		}
+		c := b.client(t)
+		s := newStoreWith(t, c, &Options{ScriptCalls: ScriptCallsFunctions})
+		if err := s.loadFunctions(bg); err != nil {
+			t.Fatal(err)
+		}
+		for addr, n := range c.Nodes() {
+			libs, err := n.Do(bg, n.B().FunctionList().Libraryname(lib.name).Build()).ToArray()
+			if err != nil || len(libs) != 1 {
+				t.Fatalf("%s: function list: %v, %d libraries", addr, err, len(libs))
+			}
+			m, err := libs[0].AsMap()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fv := m["functions"]
+			fns, err := fv.ToArray()
+			if err != nil {
+				t.Fatal(err)
+			}
+			flags := make(map[string]string, len(fns))
+			for _, f := range fns {
+				fm, err := f.AsMap()
+				if err != nil {
+					t.Fatal(err)
+				}
+				nv, fv := fm["name"], fm["flags"]
+				name, _ := nv.ToString()
+				fl, _ := fv.AsStrSlice()
+				flags[name] = strings.Join(fl, ",")
+			}
+			if len(flags) != len(allScripts) {
+				t.Errorf("%s: %d functions, %d scripts", addr, len(flags), len(allScripts))
+			}
+			for _, sc := range allScripts {
+				want := ""
+				if sc.readOnly {
+					want = "no-writes"
+				}
+				if got, ok := flags[lib.fn[sc]]; !ok || got != want {
+					t.Errorf("%s: %s: function %q present %v, flags %q, want %q", addr, sc.name, lib.fn[sc], ok, got, want)
+				}
+			}
+		}
+	})
+}
+
+// TestFunctionsReload: a server that lost the library (FUNCTION FLUSH, a
+// restart without persistence, a new cluster node) gets it again on the
+// next call, which then runs; the call is not failed.
+func TestFunctionsReload(t *testing.T) {
+	// servers of its own: a flush of a shared one would reload the
+	// library under other tests' calls
+	for _, kind := range []string{"standalone", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			var c valkey.Client
+			if kind == "standalone" {
+				c = newClient(t, redisserver.Start(t, nil).Addr())
+			} else {
+				c = newClient(t, redisserver.StartCluster(t, 3).Addrs()...)
+			}
+			functionsReload(t, c)
+		})
+	}
+}
+
+func functionsReload(t *testing.T, c valkey.Client) {
+	s := newStoreWith(t, c, nil)
+	var sq seq
+	ids := []model.ExecutionID{sq.exec(0), sq.exec(1), sq.exec(2)}
+	if _, err := s.ExecutionCreate(bg, createP(ids[0], t0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.scripts.use.Load(); got != useFunctions {
+		t.Fatalf("the store runs scripts by %d, want functions (%d)", got, useFunctions)
+	}
+	flush := func() {
+		for addr, n := range c.Nodes() {
+			if err := n.Do(bg, n.B().FunctionFlush().Build()).Error(); err != nil && !strings.HasPrefix(err.Error(), "READONLY") {
+				t.Fatalf("%s: function flush: %v", addr, err)
+			}
+		}
+	}
+	flush()
+	if _, err := s.ExecutionCreate(bg, createP(ids[1], t0)); err != nil {
+		t.Fatalf("a create after the flush: %v", err)
+	}
+	// a pipelined batch (runEach: one call per partition) reloads too
+	flush()
+	st, err := s.LaneState(bg, &model.LaneStateParams{Lane: "l1"})
+	if err != nil || st.Paused {
+		t.Fatalf("lane state after the flush: %v, %+v", err, st)
+	}
+	if _, err := s.ExecutionCreate(bg, createP(ids[2], t0)); err != nil {
+		t.Fatalf("a create after the batch: %v", err)
+	}
+}
+
+// TestScriptCallsOption: the modes on each backend, and a bad value named.
+func TestScriptCallsOption(t *testing.T) {
+	_, err := New(miniredisClient(t), &Options{ScriptCalls: "fcall"})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Field != "Options.ScriptCalls" || !errors.Is(err, model.ErrInvalidInput) {
+		t.Fatalf("New with ScriptCalls \"fcall\": %v, want a validation error naming Options.ScriptCalls", err)
+	}
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		for _, tc := range []struct {
+			calls ScriptCalls
+			use   int32 // 0: the call fails
+		}{
+			{ScriptCallsAuto, useFunctions},
+			{ScriptCallsEval, useEval},
+			{ScriptCallsFunctions, useFunctions},
+		} {
+			if b.name == "miniredis" && tc.calls != ScriptCallsEval {
+				tc.use = map[ScriptCalls]int32{ScriptCallsAuto: useEval, ScriptCallsFunctions: 0}[tc.calls]
+			}
+			s := newStoreWith(t, c, &Options{ScriptCalls: tc.calls})
+			var sq seq
+			_, err := s.ExecutionCreate(bg, createP(sq.exec(0), t0.Add(time.Second)))
+			if tc.use == 0 {
+				if !errors.Is(err, ErrFunctionsUnsupported) {
+					t.Errorf("%q: create: %v, want ErrFunctionsUnsupported", tc.calls, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%q: create: %v", tc.calls, err)
+			}
+			if got := s.scripts.use.Load(); got != tc.use {
+				t.Errorf("%q: runs scripts by %d, want %d", tc.calls, got, tc.use)
+			}
+		}
+	})
+}
