@@ -43,6 +43,10 @@ import (
 // (what a feed costs each operation).
 var benchFeeds = flag.Bool("valkeystore.benchfeeds", false, "BenchmarkServerCost's stores keep both event feeds")
 
+// benchScriptCalls sets BenchmarkServerCost's Options.ScriptCalls, to
+// compare functions with EVALSHA on one server.
+var benchScriptCalls = flag.String("valkeystore.scriptcalls", "", `BenchmarkServerCost's Options.ScriptCalls ("", "functions" or "eval")`)
+
 // costWorkers is how many goroutines run the operations, as the bench's
 // per-operation measurement does.
 const costWorkers = 16
@@ -370,6 +374,7 @@ func BenchmarkServerCost(b *testing.B) {
 			for _, op := range costOps {
 				b.Run(op.name, func(b *testing.B) {
 					var opts Options
+					opts.ScriptCalls = ScriptCalls(*benchScriptCalls)
 					if *benchFeeds {
 						opts.Feeds = model.Feeds{Completions: true, Leases: true}
 					}
@@ -457,7 +462,7 @@ func readServerStats(b testing.TB, c valkey.Client) serverStats {
 		}
 		st.calls += calls
 		switch name {
-		case "evalsha", "evalsha_ro", "eval", "eval_ro":
+		case "evalsha", "evalsha_ro", "eval", "eval_ro", "fcall", "fcall_ro":
 			st.scriptUsec += usec
 		default:
 			st.innerUsec += usec
@@ -483,4 +488,87 @@ func usedMemory(b testing.TB, c valkey.Client) int64 {
 	}
 	b.Fatal("no used_memory in INFO memory")
 	return 0
+}
+
+// benchScriptCallsLoaded runs BenchmarkScriptCalls' calls from
+// costWorkers goroutines, so the server is busy, as in S1.
+var benchScriptCallsLoaded = flag.Bool("valkeystore.scriptcallsloaded", false, "BenchmarkScriptCalls calls from concurrent goroutines")
+
+// BenchmarkScriptCalls compares the server time of a script run as a
+// function (FCALL) with the same script run by EVALSHA, on one server in
+// one run: two stores, one per way, take turns call by call (which goes
+// first alternates), so both see the same host load. It reports each way's script time per call
+// (INFO commandstats) and their ratio.
+func BenchmarkScriptCalls(b *testing.B) {
+	ops := map[string]bool{"create": true, "claim_next": true, "renew": true, "complete": true, "complete_next": true, "stream_append": true}
+	for _, be := range costBackends() {
+		b.Run(be.name, func(b *testing.B) {
+			c := be.client(b)
+			for _, op := range costOps {
+				if !ops[op.name] {
+					continue
+				}
+				b.Run(op.name, func(b *testing.B) {
+					var fs [2]func(int) error
+					for i, m := range []ScriptCalls{ScriptCallsFunctions, ScriptCallsEval} {
+						s := newStoreWith(b, c, &Options{ScriptCalls: m})
+						e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
+						if err := op.prepare(b, e, 1)(0); err != nil {
+							b.Fatalf("warm-up: %v", err)
+						}
+						fs[i] = op.prepare(b, e, b.N)
+					}
+					before := scriptUsecByCommand(b, c)
+					b.ResetTimer()
+					if *benchScriptCallsLoaded {
+						// costWorkers goroutines keep the server busy, the
+						// two ways interleaved
+						if err := runConcurrently(2*b.N, func(k int) error { return fs[k%2](k / 2) }); err != nil {
+							b.Fatal(err)
+						}
+					} else {
+						for i := range b.N {
+							// which way goes first alternates
+							for j := range fs {
+								if err := fs[(i+j)%2](i); err != nil {
+									b.Fatal(err)
+								}
+							}
+						}
+					}
+					b.StopTimer()
+					after := scriptUsecByCommand(b, c)
+					n := float64(b.N)
+					fc, ev := float64(after["fcall"]-before["fcall"])/n, float64(after["evalsha"]-before["evalsha"])/n
+					b.ReportMetric(fc, "fcall-us/op")
+					b.ReportMetric(ev, "evalsha-us/op")
+					if ev > 0 {
+						b.ReportMetric(fc/ev, "fcall/evalsha")
+					}
+				})
+			}
+		})
+	}
+}
+
+// scriptUsecByCommand reads the server time of each script command
+// (INFO commandstats usec of evalsha, fcall and their _ro forms, the _ro
+// time added to its command's).
+func scriptUsecByCommand(b testing.TB, c valkey.Client) map[string]int64 {
+	out := make(map[string]int64)
+	for _, line := range strings.Split(info(b, c, "commandstats"), "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		name = strings.TrimSuffix(name, "_ro")
+		if !ok || !isCmd || name != "fcall" && name != "evalsha" {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				u, _ := strconv.ParseInt(v, 10, 64)
+				out[name] += u
+			}
+		}
+	}
+	return out
 }
