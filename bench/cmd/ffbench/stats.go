@@ -231,7 +231,7 @@ func (s cmdStats) scripts() int64 {
 	return n
 }
 
-// scriptUsec is the server time of script calls (EVALSHA's time includes
+// scriptUsec is the server time of script calls (a script call's time includes
 // the commands it runs).
 func (s cmdStats) scriptUsec() int64 {
 	var n int64
