@@ -52,8 +52,9 @@
 // restart without persistence, a new cluster node); the call is then
 // retried once. A function's helpers are defined when the library loads,
 // not on every call, and the call binds what they read (functionChunk).
-// Elsewhere (miniredis) the store runs EVALSHA, falling back to EVAL when
-// the server lacks the script; ScriptCallsEval forces it. Both run the same
+// Elsewhere (miniredis, Redis < 7, an ACL that denies the client FUNCTION
+// while the library is missing) the store runs EVALSHA, falling back to
+// EVAL when the server lacks the script; ScriptCallsEval forces it. Both run the same
 // Lua, and the conformance suite and the differential run both. A
 // deployment of another version loads its own library beside this one;
 // FUNCTION DELETE removes an old one no process runs.

@@ -20,7 +20,8 @@ type ScriptCalls string
 
 const (
 	// ScriptCallsAuto runs them as functions (FCALL) where the server has
-	// FUNCTION (Redis ≥ 7, Valkey) and with EVALSHA elsewhere (miniredis).
+	// FUNCTION (Redis ≥ 7, Valkey) and lets the client load a library, and
+	// with EVALSHA elsewhere (miniredis, an ACL without FUNCTION).
 	ScriptCallsAuto ScriptCalls = ""
 	// ScriptCallsFunctions runs them as functions and fails a call when a
 	// server cannot load the library.
@@ -226,7 +227,8 @@ const (
 )
 
 // ErrFunctionsUnsupported is the error of every call of a store with
-// ScriptCallsFunctions on a server without FUNCTION (miniredis, Redis < 7).
+// ScriptCallsFunctions on a server without FUNCTION (miniredis, Redis < 7)
+// or whose ACL denies the client FUNCTION LIST or FUNCTION LOAD.
 var ErrFunctionsUnsupported = errors.New("valkeystore: the server has no FUNCTION command")
 
 // runner returns how s runs scripts (useFunctions or useEval), loading
@@ -288,9 +290,17 @@ func (s *Store) loadFunctions(ctx context.Context) error {
 	return nil
 }
 
+// isUnknownCommand reports an error saying the server will not run FUNCTION
+// for this client: it has no such command (miniredis, Redis < 7), or the
+// client's ACL user may not run it (NOPERM), where EVALSHA may still be
+// allowed.
 func isUnknownCommand(err error) bool {
 	var ve *valkey.ValkeyError
-	return errors.As(err, &ve) && strings.Contains(strings.ToLower(ve.Error()), "unknown command")
+	if !errors.As(err, &ve) {
+		return false
+	}
+	msg := ve.Error()
+	return strings.Contains(strings.ToLower(msg), "unknown command") || strings.HasPrefix(msg, "NOPERM")
 }
 
 // isFunctionNotFound reports the error of an FCALL whose function the node

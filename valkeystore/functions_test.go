@@ -164,3 +164,56 @@ func TestScriptCallsOption(t *testing.T) {
 		}
 	})
 }
+
+// TestFunctionsDeniedByACL: a client whose ACL user may not run FUNCTION
+// runs EVALSHA in auto mode; a store that demands functions fails its
+// calls with ErrFunctionsUnsupported. A library an administrator loaded
+// is used by a user who may list and call functions but not load them.
+func TestFunctionsDeniedByACL(t *testing.T) {
+	srv := redisserver.Start(t, nil)
+	admin := newClient(t, srv.Addr())
+	for _, cmd := range [][]string{
+		{"ACL", "SETUSER", "nofn", "on", ">pw", "~*", "&*", "+@all", "-function"},
+		{"ACL", "SETUSER", "noload", "on", ">pw", "~*", "&*", "+@all", "-function|load", "-function|delete", "-function|flush"},
+	} {
+		if err := admin.Do(bg, admin.B().Arbitrary(cmd...).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := func(name string) valkey.Client {
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{srv.Addr()}, Username: name, Password: "pw", DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	var sq seq
+	nofn := user("nofn")
+	s := newStoreWith(t, nofn, nil)
+	if _, err := s.ExecutionCreate(bg, createP(sq.exec(0), t0)); err != nil {
+		t.Fatalf("auto, FUNCTION denied: %v", err)
+	}
+	if got := s.scripts.use.Load(); got != useEval {
+		t.Errorf("auto, FUNCTION denied: runs scripts by %d, want EVALSHA (%d)", got, useEval)
+	}
+	s = newStoreWith(t, nofn, &Options{ScriptCalls: ScriptCallsFunctions})
+	if _, err := s.ExecutionCreate(bg, createP(sq.exec(1), t0)); !errors.Is(err, ErrFunctionsUnsupported) {
+		t.Errorf("functions, FUNCTION denied: %v, want ErrFunctionsUnsupported", err)
+	}
+
+	// the library is not there yet: a user who may not load it runs EVALSHA
+	noload := user("noload")
+	s = newStoreWith(t, noload, nil)
+	if _, err := s.ExecutionCreate(bg, createP(sq.exec(2), t0)); err != nil || s.scripts.use.Load() != useEval {
+		t.Fatalf("auto, no library, FUNCTION LOAD denied: %v, runs scripts by %d", err, s.scripts.use.Load())
+	}
+	// an administrator loads it; the same user's next store uses it
+	if err := newStoreWith(t, admin, nil).loadFunctions(bg); err != nil {
+		t.Fatal(err)
+	}
+	s = newStoreWith(t, noload, nil)
+	if _, err := s.ExecutionCreate(bg, createP(sq.exec(3), t0)); err != nil || s.scripts.use.Load() != useFunctions {
+		t.Fatalf("auto, library loaded, FUNCTION LOAD denied: %v, runs scripts by %d", err, s.scripts.use.Load())
+	}
+}
