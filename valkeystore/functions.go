@@ -127,7 +127,7 @@ func (s *script) functionChunk(fname string) (string, []srcLine) {
 		binds = append(binds, names+" = "+vals)
 	}
 	helpers := i
-	for i < len(src) && !strings.HasPrefix(s.lines[i].file, "lua/"+s.name+".lua") {
+	for i < len(src) && s.lines[i].file != "lua/"+s.name+".lua" {
 		i++
 	}
 	if i == len(src) {
