@@ -215,7 +215,10 @@ func constantDef(def string) bool {
 // scriptRunner is how a Store runs scripts, decided on first use.
 type scriptRunner struct {
 	mode ScriptCalls
-	mu   sync.Mutex // held while deciding
+	// mu is held while deciding and while reloading the library, so
+	// calls that all found it missing load it once, not once each (a load
+	// blocks the server for about 40 ms)
+	mu sync.Mutex
 	// use is useFunctions once the library is loaded on every node,
 	// useEval when the store runs EVALSHA, 0 before the first call.
 	use atomic.Int32
@@ -290,6 +293,15 @@ func (s *Store) loadFunctions(ctx context.Context) error {
 	return nil
 }
 
+// reloadFunctions loads the library again after a call found it missing;
+// calls that wait for another's reload find it present (loadFunctions
+// lists it first) and load nothing.
+func (s *Store) reloadFunctions(ctx context.Context) error {
+	s.scripts.mu.Lock()
+	defer s.scripts.mu.Unlock()
+	return s.loadFunctions(ctx)
+}
+
 // isUnknownCommand reports an error saying the server will not run FUNCTION
 // for this client: it has no such command (miniredis, Redis < 7), or the
 // client's ACL user may not run it (NOPERM), where EVALSHA may still be
@@ -330,7 +342,7 @@ func (s *Store) exec(ctx context.Context, sc *script, keys, args []string) valke
 	}
 	res := s.client.Do(ctx, s.fcall(sc, keys, args))
 	if isFunctionNotFound(res.Error()) {
-		if err := s.loadFunctions(ctx); err != nil {
+		if err := s.reloadFunctions(ctx); err != nil {
 			return valkey.NewErrorResult(err)
 		}
 		res = s.client.Do(ctx, s.fcall(sc, keys, args))
@@ -363,7 +375,7 @@ func (s *Store) execMulti(ctx context.Context, sc *script, multi []valkey.LuaExe
 		}
 	}
 	if len(again) > 0 {
-		if err := s.loadFunctions(ctx); err != nil {
+		if err := s.reloadFunctions(ctx); err != nil {
 			for _, i := range again {
 				out[i] = valkey.NewErrorResult(err)
 			}

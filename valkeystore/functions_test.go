@@ -3,6 +3,7 @@ package valkeystore
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,6 +124,36 @@ func functionsReload(t *testing.T, c valkey.Client) {
 	}
 	if _, err := s.ExecutionCreate(bg, createP(ids[2], t0)); err != nil {
 		t.Fatalf("a create after the batch: %v", err)
+	}
+
+	// calls that find it missing at once load it once between them (a
+	// load blocks a server for about 40 ms)
+	flush()
+	loads := func() (n int64) {
+		for _, node := range c.Nodes() {
+			n += commandCounts(t, node)["function|load"]
+		}
+		return n
+	}
+	before := loads()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			_, err := s.ExecutionCreate(bg, createP(sq.exec(4+i), t0))
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a concurrent create after the flush: %v", err)
+		}
+	}
+	// one load per node that lacked it (a cluster's three masters)
+	if got, masters := loads()-before, int64(len(c.Nodes())); got > masters {
+		t.Errorf("%d FUNCTION LOADs after the flush, want at most one per node (%d)", got, masters)
 	}
 }
 
