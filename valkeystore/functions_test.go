@@ -138,9 +138,13 @@ func functionsReload(t *testing.T, c valkey.Client) {
 	before := loads()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
-	for i := range 16 {
+	more := make([]model.ExecutionID, 16)
+	for i := range more {
+		more[i] = sq.exec(4 + i)
+	}
+	for _, id := range more {
 		wg.Go(func() {
-			_, err := s.ExecutionCreate(bg, createP(sq.exec(4+i), t0))
+			_, err := s.ExecutionCreate(bg, createP(id, t0))
 			errs <- err
 		})
 	}
