@@ -1,6 +1,10 @@
 package memstore
 
-import "github.com/flowfabric/flowfabric/model"
+import (
+	"slices"
+
+	"github.com/flowfabric/flowfabric/model"
+)
 
 // Deleting terminal executions and finished flows, and the retention
 // entries a flow's members stand for (valkeystore's lua/lib/retention.lua;
@@ -10,7 +14,10 @@ import "github.com/flowfabric/flowfabric/model"
 // its record (attempts, history, streams, suspension and signals are
 // fields of it), its waitpoints and every index entry.
 func (s *Store) deleteExec(pt *partition, e *execution) {
-	s.countMove(e, e.counted(), 0)
+	from := e.counted()
+	s.countMove(e, from, 0)
+	ep := s.part(e.id.Partition())
+	_, kept := ep.counts[countKey{e.namespace, e.lane, e.kind, from}]
 	s.removeFromLane(e)
 	pt.retention.remove(e.id)
 	pt.all.remove(e.id)
@@ -29,6 +36,45 @@ func (s *Store) deleteExec(pt *partition, e *execution) {
 	}
 	delete(s.execs, e.id)
 	s.execs = shrink(s.execs, &s.execPeak)
+	// the last execution of its counter may be the lane's last
+	if from != 0 && !kept {
+		ep.releaseLane(e.lane)
+	}
+}
+
+// releaseLane forgets lane l of p once p holds no execution of it, as
+// lane_release (valkeystore/lua/lib/retention.lua) drops it from I:lanes:
+// no counter names it, its indexes are empty and none of its blocked groups
+// is listed. The scanners walk p's lanes, so a lane whose executions are
+// all deleted stops costing their passes anything; the next create lists
+// it again.
+func (p *partition) releaseLane(l model.LaneID) {
+	li := p.lanes[l]
+	if li == nil {
+		return
+	}
+	for k := range p.counts {
+		if k.lane == l {
+			return
+		}
+	}
+	for _, z := range []*zset{li.eligible, li.delayed, li.terminal, li.suspended} {
+		if z.len() > 0 {
+			return
+		}
+	}
+	for _, z := range li.blocked {
+		if z.len() > 0 {
+			return
+		}
+	}
+	if len(li.routeGroups) > 0 || len(li.budgetGroups) > 0 || len(li.quotaGroups) > 0 {
+		return
+	}
+	delete(p.lanes, l)
+	if i, ok := slices.BinarySearch(p.laneNames, l); ok {
+		p.laneNames = slices.Delete(p.laneNames, i, i+1)
+	}
 }
 
 // flowUnfinished names what keeps f from being deleted: "open" when it is

@@ -76,6 +76,7 @@ func init() {
 		{"Read", 2, (*machine).actRead},
 		{"ExecutionDelete", 2, (*machine).actDelete},
 		{"RetentionTrim", 3, (*machine).actRetentionTrim},
+		{"LaneRelease", 1, (*machine).actLaneRelease},
 		{"FlowDelete", 2, (*machine).actFlowDelete},
 		{"FlowRetire", 1, (*machine).actFlowRetire},
 		{"PartitionDue", 1, (*machine).actPartitionDue},

@@ -2,6 +2,7 @@ package proptest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -292,4 +293,48 @@ func (m *machine) actFlowRetire(t *rapid.T) {
 		m.flowDelete(t, f, true)
 	}
 	m.clock.Advance(ms(rapid.Int64Range(0, 60_000).Draw(t, "retire_advance_ms")))
+}
+
+// briefLane is a lane only actLaneRelease creates executions of, and each
+// visit deletes every one it made.
+const briefLane model.LaneID = "brief"
+
+// actLaneRelease creates one to three executions of briefLane, cancels
+// and deletes them: deleting the last one releases the lane in its
+// partition, alike on every store (the scanners stop walking it).
+// IndexTamper, the one operation that names a lane's index without an
+// execution of it, takes the lane while an execution of it is left and
+// refuses it (unknown_lane) after the last delete.
+func (m *machine) actLaneRelease(t *rapid.T) {
+	part := m.cfg.SoloPartition(briefLane)
+	ids := make([]model.ExecutionID, rapid.IntRange(1, 3).Draw(t, "brief_count"))
+	for i := range ids {
+		ids[i] = m.createPlain(t, briefLane, part, model.FlowID{})
+	}
+	m.observeQuiet(t)
+	probe := func(listed bool, when string) {
+		p := &model.IndexTamperParams{ID: ids[0], Index: "lane:" + string(briefLane) + ":delayed", Action: model.RepairRemoved}
+		_, err := call(m, t, "IndexTamper", p, tamperOn)
+		var me *model.Error
+		if listed {
+			m.expect(t, err == nil, "IndexTamper of lane %s %s: %v", briefLane, when, err)
+		} else {
+			m.expect(t, errors.As(err, &me) && me.Code == model.CodeInvalidInput && me.Detail == "unknown_lane",
+				"IndexTamper of lane %s %s: %v, want unknown_lane", briefLane, when, err)
+		}
+	}
+	for _, id := range ids {
+		mustCall(m, t, "ExecutionCancel", &model.ExecutionCancelParams{ID: id, Reason: "brief", Source: model.SourceOperator, Now: m.now()},
+			model.Store.ExecutionCancel)
+	}
+	m.observeQuiet(t)
+	for i, id := range ids {
+		probe(true, fmt.Sprintf("with %d of its executions left", len(ids)-i))
+		prev := m.snap(id)
+		res := mustCall(m, t, "ExecutionDelete", &model.ExecutionDeleteParams{ID: id, Now: m.now()}, optional(model.RetentionStore.ExecutionDelete))
+		m.expect(t, res.Outcome == model.DeleteDeleted, "ExecutionDelete of a cancelled execution: %+v", res)
+		m.deleted(t, id, prev, res.Budgets)
+	}
+	probe(false, "after its last execution was deleted")
+	m.observeQuiet(t)
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ func testRetention(t *testing.T, newStore NewStoreFunc) {
 		{"DeleteOwnedRecords", retentionDeleteOwned},
 		{"FlowMemberKept", retentionFlowMember},
 		{"DeleteReportsBudgets", retentionDeleteBudgets},
+		{"DeleteReleasesLane", retentionReleasesLane},
 	}
 	for _, c := range flowRetentionCases { // retention_flow.go
 		cases = append(cases, struct {
@@ -361,4 +363,54 @@ func retentionDeleteBudgets(h *retentionHarness) {
 	if again.Released {
 		h.t.Fatalf("a second forget released %+v", again)
 	}
+}
+
+// retentionReleasesLane: deleting the last execution of a lane in a
+// partition makes the partition forget the lane, so its scanners stop
+// walking it (FlowFabric's lane set only grew). IndexTamper is the one
+// operation that names a lane's index without an execution of it, and it
+// refuses a lane the partition does not have (unknown_lane). An execution
+// of the lane in another state, namespace or kind keeps it; the next
+// create lists it again.
+func retentionReleasesLane(h *retentionHarness) {
+	tm, ok := optionalOf[model.IndexTamperer](h.harness)
+	if !ok {
+		h.t.Skipf("storetest: %T does not implement the optional model.IndexTamperer", h.s)
+	}
+	const lane model.LaneID = "short-lived"
+	probe := h.newID(h.p0)
+	listed := func(want bool, when string) {
+		h.t.Helper()
+		err := tm.IndexTamper(h.ctx, &model.IndexTamperParams{ID: probe, Index: ixLane(lane, "eligible"), Action: model.RepairRemoved})
+		if want {
+			if err != nil {
+				h.t.Fatalf("%s: the lane is not listed: %v", when, err)
+			}
+			return
+		}
+		wantField(h.t, err, "Index")
+		var me *model.Error
+		if !errors.As(err, &me) || me.Detail != "unknown_lane" {
+			h.t.Fatalf("%s: %v, want unknown_lane", when, err)
+		}
+	}
+	listed(false, "before any create")
+	done, c := h.active(at(0), withLane(lane))
+	h.complete(done, c.Fence(), at(time.Second))
+	running, _ := h.active(at(0), withLane(lane))
+	other := h.create(at(0), withLane(lane), withNamespace("ns-b"))
+	h.cancelOp(other, at(time.Second))
+	h.deleted(done, false, at(2*time.Second))
+	listed(true, "an active execution of the lane is left")
+	h.deleted(other, false, at(2*time.Second))
+	listed(true, "the active execution is still there")
+	h.cancelOp(running, at(3*time.Second))
+	listed(true, "a terminal execution of the lane is left")
+	h.deleted(running, false, at(4*time.Second))
+	listed(false, "every execution of the lane is deleted")
+	// another lane of the partition is untouched
+	_ = h.create(at(5 * time.Second))
+	again := h.create(at(5*time.Second), withLane(lane))
+	listed(true, "a new create")
+	h.wantIndexes(again, ixLane(lane, "eligible"), ixAll)
 }

@@ -49,7 +49,11 @@ import (
 // Partition indexes (I):
 //
 //	I:lanes                       ZSET (score 0)  lanes of the partition,
-//	                                              in byte order
+//	                                              in byte order: a create
+//	                                              lists its lane, the
+//	                                              delete of its last
+//	                                              execution unlists it
+//	                                              (lane_release)
 //	I:lane:<L>:eligible           ZSET  −priority·10¹² + created_at
 //	I:lane:<L>:delayed            ZSET  delay_until
 //	I:lane:<L>:terminal           ZSET  terminal time

@@ -160,9 +160,11 @@ func upgradeScript(t *testing.T, fields []recordField, version int, past map[int
 	}
 	var b strings.Builder
 	b.WriteString(gen)
-	// the counters (count_add, public_state) need the real layout's state
-	// fields; these layouts test reading and writing only
-	b.WriteString("local function public_state(e) return 'waiting' end\nlocal function count_add(e, ps, d) end\n")
+	// the counters (count_add, public_state) and the lane listing
+	// (lane_relist) need the real layout's fields; these layouts test
+	// reading and writing only
+	b.WriteString("local function public_state(e) return 'waiting' end\nlocal function count_add(e, ps, d) end\n" +
+		"local function lane_relist(e) end\n")
 	for _, name := range []string{"load_exec", "rec_cold", "save_exec"} {
 		found := false
 		for _, d := range library.defs {
@@ -347,9 +349,19 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 		if err != nil || d.Budgets != nil || !model.UUID(d.Quota).IsZero() || d.AdmissionToken != "" || d.Retention != (model.Retention{}) {
 			t.Fatalf("describe of a v2 record: %+v, %v", d, err)
 		}
+		// lane_release trusts the counters, so with this record uncounted a
+		// delete may have dropped its lane from I:lanes: its first save by
+		// this build lists the lane again
+		lanes := s.keys.idx(id.Partition()) + "lanes"
+		if err := c.Do(bg, c.B().Zrem().Key(lanes).Member(string(d.Lane)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
 		r, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: id, LeaseRequest: sq.req("wi", ttl), Now: at(time.Second)})
 		if err != nil || r.AdmissionToken != "" || r.Budgets != nil {
 			t.Fatalf("claim of a v2 record: %+v, %v", r, err)
+		}
+		if err := c.Do(bg, c.B().Zscore().Key(lanes).Member(string(d.Lane)).Build()).Error(); err != nil {
+			t.Fatalf("the upgraded record's first save did not list its lane %q again: %v", d.Lane, err)
 		}
 		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
 			t.Fatal(err)

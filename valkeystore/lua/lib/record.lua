@@ -28,8 +28,10 @@ local function load_exec(k)
   local v = n[1]
   if v ~= REC_VERSION then
     local e = rec_upgrade(n, cjson.decode(r[2]), k)
-    -- layout v6 and later records are counted in I:counts (record.go)
-    if v >= 6 then e[3] = public_state(e) end
+    -- layout v6 and later records are counted in I:counts (record.go); an
+    -- earlier one is marked (e[4]) so that its first save lists its lane
+    -- again (lane_release in lib/retention.lua trusts the counters)
+    if v >= 6 then e[3] = public_state(e) else e[4] = true end
     return e
   end
   local e = { n, cjson.decode(r[2]), k = k }
@@ -50,8 +52,9 @@ end
 -- count_add adds d to the counter of e's namespace, lane, kind and public
 -- state ps in its partition's I:counts (a hash field
 -- "<ns>|<lane>|<state>|<kind>": only the kind may hold '|'), dropping a
--- field that reaches zero. The key comes from the record's base key, so
--- every script that saves a record can count without declaring it.
+-- field that reaches zero (and then returning true). The key comes from
+-- the record's base key, so every script that saves a record can count
+-- without declaring it.
 local counts_key
 local function count_add(e, ps, d)
   if counts_key == nil then
@@ -59,7 +62,20 @@ local function count_add(e, ps, d)
     counts_key = pfx .. ':idx:' .. tag .. ':counts'
   end
   local f = e.ns .. '|' .. e.lane .. '|' .. ps .. '|' .. e.kind
-  if redis.call('HINCRBY', counts_key, f, d) == 0 then redis.call('HDEL', counts_key, f) end
+  if redis.call('HINCRBY', counts_key, f, d) == 0 then
+    redis.call('HDEL', counts_key, f)
+    return true
+  end
+  return false
+end
+
+-- lane_relist lists e's lane in its partition's I:lanes again, for a
+-- record of a layout before v6 (not counted): lane_release
+-- (lib/retention.lua) may have dropped the lane, seeing no counted
+-- execution of it.
+local function lane_relist(e)
+  local pfx, tag = string.match(e.k.base, '^(.-):exec:(%b{}):')
+  redis.call('ZADD', pfx .. ':idx:' .. tag .. ':lanes', '0', e.lane)
 end
 
 -- save_exec writes e and moves it between the counters of the public state
@@ -76,7 +92,11 @@ local function save_exec(e)
   local ps = public_state(e)
   local was = e[3]
   if was ~= ps then
-    if was then count_add(e, was, -1) end
+    if was then
+      count_add(e, was, -1)
+    elseif e[4] then
+      lane_relist(e)
+    end
     count_add(e, ps, 1)
     e[3] = ps
   end

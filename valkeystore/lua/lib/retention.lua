@@ -4,6 +4,33 @@
 --
 -- Part of the library put in front of the scripts: see lua/README.md.
 
+-- lane_release drops lane from I:lanes once the partition holds no
+-- execution of it: no counter of I:counts names it, its indexes are empty
+-- and none of its blocked groups is listed. The scanners walk I:lanes, so
+-- a lane whose executions are all deleted stops costing their passes
+-- anything; the next create lists it again. A record of a layout before v6
+-- is not counted: its first save lists its lane again (save_exec).
+local function lane_release(lane)
+  local idx = ks().idx
+  local mid = '|' .. lane .. '|'
+  for _, f in ipairs(redis.call('HKEYS', idx .. 'counts')) do
+    -- "<ns>|<lane>|<state>|<kind>": neither the namespace nor the lane holds '|'
+    local a = string.find(f, '|', 1, true)
+    if a ~= nil and string.sub(f, a, a + #mid - 1) == mid then return end
+  end
+  for _, name in ipairs({ 'eligible', 'delayed', 'terminal', 'suspended', 'route_groups' }) do
+    if redis.call('ZCARD', lane_key(lane, name)) > 0 then return end
+  end
+  for _, name in ipairs(BLOCKED_NAMES) do
+    if redis.call('ZCARD', lane_key(lane, name)) > 0 then return end
+  end
+  -- I:adm_groups lists a lane's groups lane first: "<lane>\t..."
+  if #redis.call('ZRANGEBYLEX', idx .. 'adm_groups', '[' .. lane .. '\t', '[' .. lane .. '\t\255', 'LIMIT', '0', '1') > 0 then
+    return
+  end
+  redis.call('ZREM', idx .. 'lanes', lane)
+end
+
 -- delete_exec deletes terminal e with everything it owns: its record,
 -- payload, result, tags, attempts, lease history, streams, suspension,
 -- signals, waitpoints, idempotency key (while it still names e), flow
@@ -15,7 +42,7 @@ local function delete_exec(e)
     local ik = ks().pfx .. ':idem:' .. ks().tag .. ':' .. e.ns .. ':' .. e.idem_key
     if redis.call('HGET', ik, 'id') == e.id then redis.call('DEL', ik) end
   end
-  if e[3] then count_add(e, e[3], -1) end
+  local last = e[3] and count_add(e, e[3], -1)
   remove_from_lane(e)
   for _, name in ipairs({ 'all_executions', 'execution_deadline', 'attempt_timeout', 'lease_expiry', 'retention',
     'suspended', 'suspension_timeout', 'pending_waitpoint_expiry' }) do
@@ -39,6 +66,8 @@ local function delete_exec(e)
   for i = 1, #doomed, 64 do
     redis.call('UNLINK', unpack(doomed, i, math.min(i + 63, #doomed)))
   end
+  -- the last execution of its counter may be the lane's last
+  if last then lane_release(e.lane) end
   return e.budgets
 end
 
