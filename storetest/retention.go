@@ -370,8 +370,8 @@ func retentionDeleteBudgets(h *retentionHarness) {
 // walking it (FlowFabric's lane set only grew). IndexTamper is the one
 // operation that names a lane's index without an execution of it, and it
 // refuses a lane the partition does not have (unknown_lane). An execution
-// of the lane in another state, namespace or kind keeps it; the next
-// create lists it again.
+// of the lane in another state or namespace keeps it, another lane is
+// untouched, and the next create lists it again.
 func retentionReleasesLane(h *retentionHarness) {
 	tm, ok := optionalOf[model.IndexTamperer](h.harness)
 	if !ok {
@@ -379,7 +379,7 @@ func retentionReleasesLane(h *retentionHarness) {
 	}
 	const lane model.LaneID = "short-lived"
 	probe := h.newID(h.p0)
-	listed := func(want bool, when string) {
+	listedLane := func(lane model.LaneID, want bool, when string) {
 		h.t.Helper()
 		err := tm.IndexTamper(h.ctx, &model.IndexTamperParams{ID: probe, Index: ixLane(lane, "eligible"), Action: model.RepairRemoved})
 		if want {
@@ -394,7 +394,9 @@ func retentionReleasesLane(h *retentionHarness) {
 			h.t.Fatalf("%s: %v, want unknown_lane", when, err)
 		}
 	}
+	listed := func(want bool, when string) { h.t.Helper(); listedLane(lane, want, when) }
 	listed(false, "before any create")
+	kept := h.create(at(0))
 	done, c := h.active(at(0), withLane(lane))
 	h.complete(done, c.Fence(), at(time.Second))
 	running, _ := h.active(at(0), withLane(lane))
@@ -408,8 +410,8 @@ func retentionReleasesLane(h *retentionHarness) {
 	listed(true, "a terminal execution of the lane is left")
 	h.deleted(running, false, at(4*time.Second))
 	listed(false, "every execution of the lane is deleted")
-	// another lane of the partition is untouched
-	_ = h.create(at(5 * time.Second))
+	listedLane(laneA, true, "another lane of the partition, after the release")
+	h.wantIndexes(kept, ixLane(laneA, "eligible"), ixAll)
 	again := h.create(at(5*time.Second), withLane(lane))
 	listed(true, "a new create")
 	h.wantIndexes(again, ixLane(lane, "eligible"), ixAll)

@@ -105,8 +105,9 @@ func instrument(sc *script, marks []regionMark, flushAfter string, calls bool) (
 }
 
 // regionRows parses the pushed stamps: per label (a repeated one numbered
-// #2, #3, …) its values, in first-seen order. Stamps are cumulative except
-// commands (lowercase labels without '@'), which are durations.
+// #2, #3, …) its values, in first-seen order. Stamps ("@<label>" and
+// "end") are µs since the call began; the other labels are commands, each
+// its own duration.
 func regionRows(rows []string) (order []string, vals map[string][]float64) {
 	vals = map[string][]float64{}
 	for _, row := range rows {
