@@ -140,3 +140,48 @@ func sortedKeys(m map[string]int64) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestSweepCommands pins what the Sweeper's PartitionDue costs on a real
+// server: an empty partition answers with one EXISTS over its keys (a
+// quiet system's sweep is mostly empty partitions: S3's idle budget), and
+// a partition holding work reads each of its indexes. The conformance
+// suite checks the answers themselves.
+func TestSweepCommands(t *testing.T) {
+	srv := redisserver.Start(t, nil)
+	c := newClient(t, srv.Addr())
+	s := newStoreWith(t, c, &Options{ScriptCalls: ScriptCallsFunctions})
+	e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
+	empty := (e.part + 1) % s.Partitions().FlowPartitions
+	e.createN(t, 1, nil)
+	due := func(part int) error {
+		_, err := s.PartitionDue(bg, &model.PartitionDueParams{Partition: part})
+		return err
+	}
+	// once first: the library is loaded
+	if err := due(empty); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		part int
+		want string
+	}{
+		{"empty", empty, "exists=1 fcall_ro=1"},
+		{"one waiting execution", e.part, "exists=1 fcall_ro=1 zcard=4 zrange=8"},
+	} {
+		before := commandCounts(t, c)
+		if err := due(tc.part); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		after := commandCounts(t, c)
+		var got []string
+		for _, name := range sortedKeys(after) {
+			if d := after[name] - before[name]; d != 0 {
+				got = append(got, name+"="+strconv.FormatInt(d, 10))
+			}
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("PartitionDue of the %s partition ran %s, want %s", tc.name, g, tc.want)
+		}
+	}
+}
