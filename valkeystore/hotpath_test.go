@@ -21,9 +21,9 @@ import (
 // (a cold-field read, a redundant index write) is a cost on every job.
 // Without feeds (the default) the path runs no feed command. With both,
 // a lease event (claim, renew, the completion's release) adds an XADD, a
-// completion an XADD and a STRLEN of the result, each event a PUBLISH that
-// carries it, and a script one GET of X:flow per execution it wrote events
-// of.
+// completion an XADD and a STRLEN of the result, and each event a PUBLISH
+// that carries it (an execution in a flow adds one GET of X:flow per
+// script that writes its events; a solo job's record says it has none).
 // Every change of public state moves a counter of I:counts (ExecutionCounts):
 // one HINCRBY for a create, two per transition (an HDEL when a counter
 // reaches zero).
@@ -32,17 +32,17 @@ func TestHotPathCommands(t *testing.T) {
 		"create":     "script=1 exists=1 hincrby=1 hset=1 publish=1 set=1 zadd=3",
 		"claim_next": "script=1 exists=1 get=1 hgetall=1 hincrby=2 hmget=1 hset=2 rpush=1 zadd=1 zrange=1 zrem=1",
 		"renew":      "script=1 hmget=1 hset=1 zadd=1",
-		// A completion reads X:flow once (flow_settle: is the execution a
-		// flow member whose edges it resolves?); a miss for a solo job.
-		"complete":      "script=1 get=1 hincrby=2 hmget=1 hset=2 rpush=1 set=1 zadd=1 zrem=1",
-		"complete_next": "script=1 exists=1 get=2 hgetall=1 hincrby=4 hmget=2 hset=4 rpush=2 set=1 zadd=2 zrange=1 zrem=2",
+		// A completion of a solo job does not read X:flow: the record's fl
+		// says it is in no flow (flow_settle).
+		"complete":      "script=1 hincrby=2 hmget=1 hset=2 rpush=1 set=1 zadd=1 zrem=1",
+		"complete_next": "script=1 exists=1 get=1 hgetall=1 hincrby=4 hmget=2 hset=4 rpush=2 set=1 zadd=2 zrange=1 zrem=2",
 	})
 	hotPath(t, model.Feeds{Completions: true, Leases: true}, map[string]string{
 		"create":        "script=1 exists=1 hincrby=1 hset=1 publish=1 set=1 zadd=3",
-		"claim_next":    "script=1 exists=1 get=2 hgetall=1 hincrby=2 hmget=1 hset=2 publish=1 rpush=1 xadd=1 zadd=1 zrange=1 zrem=1",
-		"renew":         "script=1 get=1 hmget=1 hset=1 publish=1 xadd=1 zadd=1",
-		"complete":      "script=1 get=2 hincrby=2 hmget=1 hset=2 publish=2 rpush=1 set=1 strlen=1 xadd=2 zadd=1 zrem=1",
-		"complete_next": "script=1 exists=1 get=4 hgetall=1 hincrby=4 hmget=2 hset=4 publish=3 rpush=2 set=1 strlen=1 xadd=3 zadd=2 zrange=1 zrem=2",
+		"claim_next":    "script=1 exists=1 get=1 hgetall=1 hincrby=2 hmget=1 hset=2 publish=1 rpush=1 xadd=1 zadd=1 zrange=1 zrem=1",
+		"renew":         "script=1 hmget=1 hset=1 publish=1 xadd=1 zadd=1",
+		"complete":      "script=1 hincrby=2 hmget=1 hset=2 publish=2 rpush=1 set=1 strlen=1 xadd=2 zadd=1 zrem=1",
+		"complete_next": "script=1 exists=1 get=1 hgetall=1 hincrby=4 hmget=2 hset=4 publish=3 rpush=2 set=1 strlen=1 xadd=3 zadd=2 zrange=1 zrem=2",
 	})
 }
 
@@ -176,7 +176,8 @@ func TestSweepCommands(t *testing.T) {
 		after := commandCounts(t, c)
 		var got []string
 		for _, name := range sortedKeys(after) {
-			if d := after[name] - before[name]; d != 0 {
+			// a connection the client opens meanwhile says hello
+			if d := after[name] - before[name]; d != 0 && name != "hello" {
 				got = append(got, name+"="+strconv.FormatInt(d, 10))
 			}
 		}

@@ -84,8 +84,9 @@ func cold(f recordField) recordField {
 // v6 changed no field: it marks records counted in I:counts (ExecutionCounts).
 // A record read at a version before v6 is not counted until a script of
 // v6 or later saves it, and is not taken off a counter when deleted; one
-// read at v6 or later is counted (load_exec). v7 appended md (metadata).
-const recordVersion = 7
+// read at v6 or later is counted (load_exec). v7 appended md (metadata),
+// v8 fl (maybe a flow member).
+const recordVersion = 8
 
 // recordFields is the layout of X:core. Changing it changes the stored
 // format; see recordVersion.
@@ -155,6 +156,13 @@ var recordFields = []recordField{
 	// when X:meta holds some, so that a claim of an execution without
 	// any pays one comparison and no read
 	nfield("md"),
+	// v8: fl is 0 when the execution is surely in no flow (X:flow absent),
+	// so that a completion of a solo job runs no GET of X:flow to learn
+	// it (flow_settle, feed_add). It is 1 (maybe: read X:flow) for a
+	// record of an earlier layout, which is why the blank value is 1 and a
+	// new record sets 0 (new_exec); flow_join sets 1, and nothing sets 0
+	// again (a stale 1 only costs the read).
+	{"fl", fnum, false, "1"},
 }
 
 // recordSlot is where a field lives in a decoded record: cold or hot, the
@@ -255,6 +263,23 @@ func recordLuaFor(fields []recordField, version int, past map[int]string, decode
 // pastLayouts holds the layout of X:core at each earlier version this
 // build still reads, in the format of layoutString.
 var pastLayouts = map[int]string{
+	// v8 appended fl (a hot number, blank 1)
+	7: `v7 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+		`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
+		`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
+		`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
+		`retry_delay_ms:nc retry_initial_ms:nc retry_multiplier:sc retry_max_delay_ms:nc ` +
+		`retry_count:n max_reclaims:nc reclaim_count:nc max_replays:nc replay_count:nc ` +
+		`attempt_timeout:n deadline:n timeout_at:n total_attempts:n cur_attempt:n cur_attempt_id:s ` +
+		`pending_type:s pending_reason:sc pending_requested_by:sc pending_prev_index:nc epoch:n ` +
+		`lease_id:s lease_worker_id:s lease_wi:s lease_acquired_at:n lease_expires_at:n ` +
+		`lease_renew_by:n lease_expired_at:n lease_revoked_at:n revoke_reason:sc hist_seq:n ` +
+		`grant_kind:s grant_worker_id:sc grant_wi:sc grant_created_at:nc grant_expires_at:nc ` +
+		`progress_pct:nc progress_msg:sc progress_at:nc last_cap_mismatch_at:nc failure_reason:sc ` +
+		`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
+		`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
+		`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n ` +
+		`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc md:n`,
 	// v7 appended md (a hot number)
 	6: `v6 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 		`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +

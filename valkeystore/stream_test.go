@@ -372,22 +372,22 @@ func TestStreamRecordField(t *testing.T) {
 			}
 			return v
 		}
-		// stream_open is the hot number before ret_ok (0: no retention)
-		// and md (0: no metadata)
-		if got := n(); !strings.HasSuffix(got, ",0,0,0]") {
-			t.Fatalf("record n = %s before any frame, want stream_open 0 before ret_ok 0 and md 0", got)
+		// stream_open is the hot number before ret_ok (0: no retention),
+		// md (0: no metadata) and fl (0: in no flow)
+		if got := n(); !strings.HasSuffix(got, ",0,0,0,0]") {
+			t.Fatalf("record n = %s before any frame, want stream_open 0 before ret_ok 0, md 0 and fl 0", got)
 		}
 		if _, err := s.StreamAppend(bg, frameP(id, r.Fence(), model.StreamDurable, "x", at(time.Second))); err != nil {
 			t.Fatal(err)
 		}
-		if got := n(); !strings.HasSuffix(got, ",1,0,0]") {
-			t.Fatalf("record n = %s after a frame of attempt 0, want stream_open 1 before ret_ok 0 and md 0", got)
+		if got := n(); !strings.HasSuffix(got, ",1,0,0,0]") {
+			t.Fatalf("record n = %s after a frame of attempt 0, want stream_open 1 before ret_ok 0, md 0 and fl 0", got)
 		}
 		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		if got := n(); !strings.HasSuffix(got, ",0,0,0]") {
-			t.Fatalf("record n = %s after the close, want stream_open 0 before ret_ok 0 and md 0", got)
+		if got := n(); !strings.HasSuffix(got, ",0,0,0,0]") {
+			t.Fatalf("record n = %s after the close, want stream_open 0 before ret_ok 0, md 0 and fl 0", got)
 		}
 		base := s.keys.execBase(id)
 		if typ, _ := c.Do(bg, c.B().Type().Key(base+":stream:0").Build()).ToString(); typ != "stream" {

@@ -19,7 +19,7 @@ import (
 // recordFields fails TestRecordLayoutGolden until recordVersion is bumped
 // and this golden is updated with it (and an upgrade path written: see
 // recordVersion).
-const recordLayoutGolden = `v7 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+const recordLayoutGolden = `v8 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 	`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
 	`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
 	`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
@@ -34,7 +34,7 @@ const recordLayoutGolden = `v7 layout_version:n id:s ns:s lane:s kind:s priority
 	`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
 	`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
 	`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n ` +
-	`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc md:n`
+	`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc md:n fl:n`
 
 func recordLayout() string { return layoutString(recordVersion, recordFields) }
 
@@ -55,8 +55,8 @@ func TestRecordLayoutGolden(t *testing.T) {
 	}
 	const hist = `string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)
       .. kind .. '|' .. e.lease_id .. '|' .. e.lease_wi .. '|' .. reason)`
-	if recordVersion != 7 || !strings.Contains(string(lib), hist) {
-		t.Fatalf("the lease history entry of layout v7 changed: bump recordVersion, write the upgrade path, and update this test")
+	if recordVersion != 8 || !strings.Contains(string(lib), hist) {
+		t.Fatalf("the lease history entry of layout v8 changed: bump recordVersion, write the upgrade path, and update this test")
 	}
 	// load_exec reads the version as e[1][1]
 	if sl := recordSlots["layout_version"]; sl != (recordSlot{false, 1, 1}) {
@@ -336,10 +336,10 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		get := coreReader(t, c, s, id)
-		if recordVersion != 7 {
+		if recordVersion != 8 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
-		n2, c2 := cutBack(t, get("n"), get("c"), 2, 4, 2, 6)
+		n2, c2 := cutBack(t, get("n"), get("c"), 2, 5, 2, 6)
 		writeRecord(t, c, s, id, n2, c2)
 		// a v2 build counted nothing (v6 added I:counts)
 		if err := c.Do(bg, c.B().Del().Key(s.keys.idx(id.Partition())+"counts").Build()).Error(); err != nil {
@@ -367,8 +367,8 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("[%d,", recordVersion)
-		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0,0,0]") {
-			t.Fatalf("saved record n = %s, want the current layout", n)
+		if n := get("n"); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",0,0,0,0,1]") {
+			t.Fatalf("saved record n = %s, want the current layout (fl 1: maybe in a flow)", n)
 		}
 		// counted from its first save by this build, never uncounted from
 		// the state it had before
@@ -400,11 +400,11 @@ func TestRecordV3ReadAsCurrent(t *testing.T) {
 		}
 		hget := coreReader(t, c, s, id)
 		get := func() string { return hget("n") }
-		if recordVersion != 7 {
+		if recordVersion != 8 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
 		want := fmt.Sprintf("[%d,", recordVersion)
-		n3, c3 := cutBack(t, get(), hget("c"), 3, 3, 2, 1)
+		n3, c3 := cutBack(t, get(), hget("c"), 3, 4, 2, 1)
 		writeRecord(t, c, s, id, n3, c3)
 		read := func(now time.Time) *model.StreamReadResult {
 			t.Helper()
@@ -423,8 +423,8 @@ func TestRecordV3ReadAsCurrent(t *testing.T) {
 		if _, err := s.StreamAppend(bg, frameP(id, r.Fence(), model.StreamDurable, "x", at(time.Second))); err != nil {
 			t.Fatal(err)
 		}
-		if n := get(); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",1,0,0]") {
-			t.Fatalf("record n = %s after the first frame, want the current layout with stream_open 1", n)
+		if n := get(); !strings.HasPrefix(n, want) || !strings.HasSuffix(n, ",1,0,0,1]") {
+			t.Fatalf("record n = %s after the first frame, want the current layout with stream_open 1 (and fl 1)", n)
 		}
 		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
 			t.Fatal(err)
@@ -450,10 +450,10 @@ func TestRecordV6ReadAsCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		get := coreReader(t, c, s, id)
-		if recordVersion != 7 {
+		if recordVersion != 8 {
 			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
 		}
-		n6, c6 := cutBack(t, get("n"), get("c"), 6, 1, 0, 0)
+		n6, c6 := cutBack(t, get("n"), get("c"), 6, 2, 0, 0)
 		writeRecord(t, c, s, id, n6, c6)
 		d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
 		if err != nil || d.Metadata != nil || d.PublicState != model.PublicWaiting {
@@ -466,12 +466,84 @@ func TestRecordV6ReadAsCurrent(t *testing.T) {
 		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		if n := get("n"); !strings.HasPrefix(n, fmt.Sprintf("[%d,", recordVersion)) || !strings.HasSuffix(n, ",0]") {
+		if n := get("n"); !strings.HasPrefix(n, fmt.Sprintf("[%d,", recordVersion)) || !strings.HasSuffix(n, ",0,1]") {
 			t.Fatalf("saved record n = %s, want the current layout", n)
 		}
 		cr, err := s.ExecutionCounts(bg, &model.ExecutionCountsParams{})
 		if err != nil || len(cr.Rows) != 1 || cr.Rows[0].State != model.PublicCompleted || cr.Rows[0].Count != 1 {
 			t.Fatalf("counts after the v6 record completed: %+v, %v (want one completed, counted once)", cr, err)
+		}
+	})
+}
+
+// TestRecordV7FlowMemberSettles stores a flow member's record as a v7
+// build wrote it (no fl, which v8 appended): this build reads fl as 1
+// (maybe in a flow), so the member's completion still reads X:flow,
+// resolves its edge and releases its downstream (miniredis and real
+// servers). A blank of 0 would have left the downstream held for good.
+func TestRecordV7FlowMemberSettles(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		s := newStoreWith(t, c, nil)
+		var sq seq
+		f := model.FlowID(sq.uuid())
+		if _, err := s.FlowCreate(bg, &model.FlowCreateParams{Flow: f, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		part := s.Partitions().FlowPartition(f)
+		up, down := sq.exec(part), sq.exec(part)
+		var rev uint64
+		for _, id := range []model.ExecutionID{up, down} {
+			if _, err := s.ExecutionCreate(bg, createP(id, t0)); err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.FlowAddMember(bg, &model.FlowAddMemberParams{Flow: f, Execution: id, Now: t0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev = r.GraphRevision
+		}
+		if _, err := s.EdgeStage(bg, &model.EdgeStageParams{Flow: f, Edge: model.EdgeID(sq.uuid()), Upstream: up,
+			Downstream: down, ExpectedGraphRevision: rev, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FlowSeal(bg, &model.FlowSealParams{Flow: f, Now: at(time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		get := coreReader(t, c, s, up)
+		if recordVersion != 8 {
+			t.Fatalf("recordVersion %d: update the field this test cuts back", recordVersion)
+		}
+		var nums []json.RawMessage
+		if err := json.Unmarshal([]byte(get("n")), &nums); err != nil || string(nums[len(nums)-1]) != "1" {
+			t.Fatalf("record n = %s (%v), want fl 1 last for a flow member", get("n"), err)
+		}
+		nums[0] = json.RawMessage("7")
+		n7, err := json.Marshal(nums[:len(nums)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeRecord(t, c, s, up, string(n7), get("c"))
+		state := func(id model.ExecutionID) model.PublicState {
+			t.Helper()
+			d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.PublicState
+		}
+		if st := state(down); st == model.PublicWaiting {
+			t.Fatal("the downstream is waiting before its upstream completed")
+		}
+		r, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: up, LeaseRequest: sq.req("wi", ttl), Now: at(2 * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: up, Fence: r.Fence(), Now: at(3 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if st := state(down); st != model.PublicWaiting {
+			t.Fatalf("the downstream is %v after its v7 upstream completed, want waiting (the edge resolved)", st)
 		}
 	})
 }

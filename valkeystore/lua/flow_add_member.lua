@@ -23,6 +23,6 @@ if e.lifecycle_phase == 'terminal' then return not_active(e) end
 local now = now_ms()
 e.last_mutation_at = now
 if e.lifecycle_phase == 'runnable' then flow_kit().hold(e, now, e.attempt_state) end
-save_exec(e)
 local count, rev = flow_join(flow_base(), A_flow, e, now)
+save_exec(e)
 return { 'status', 'added', 'member_count', count, 'graph_revision', rev }

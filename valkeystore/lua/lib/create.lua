@@ -14,6 +14,8 @@
 -- caller makes e runnable or holds it, then saves it.
 local function new_exec(e, v, o, now)
   e.id, e.ns, e.lane, e.kind = v[o], v[o + 1], v[o + 2], v[o + 3]
+  -- in no flow until flow_join (the blank is 1: an old record may be)
+  e.fl = 0
   e.priority = N(v[o + 5])
   e.created_at = now
   e.required_caps = v[o + 7]

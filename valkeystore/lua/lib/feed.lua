@@ -27,13 +27,15 @@
 -- "|<#value>:<value>" for each of the entry's values in order, the
 -- feed's own already so in note (the caller's; one string.format each,
 -- the cheapest way found to build it). The execution's flow (X:flow) is
--- read once per loaded record and kept in e.k.flow: only flow_add_member
--- sets it, after the events of its script.
+-- read once per loaded record that may be in one (fl, record.go) and kept
+-- in e.k.flow: only flow_add_member sets it, after the events of its
+-- script.
 local function feed_add(e, now, name, note, ...)
   local pfx, tag = string.match(e.k.base, '^(.*):exec:(%b{}):')
   local flow = e.k.flow
   if flow == nil then
-    flow = redis.call('GET', e.k.base .. ':flow') or ''
+    flow = ''
+    if e.fl ~= 0 then flow = redis.call('GET', e.k.base .. ':flow') or '' end
     e.k.flow = flow
   end
   local at = S(now)

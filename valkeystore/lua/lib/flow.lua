@@ -54,11 +54,12 @@ local function flow_live(base, fid, d)
 end
 
 -- flow_join records e as a member of flow fid (base its keys' base; e's
--- hold is the caller's) and returns the flow's member count and graph
--- revision.
+-- hold is the caller's, and so is saving e, whose fl it sets) and
+-- returns the flow's member count and graph revision.
 local function flow_join(base, fid, e, now)
   redis.call('ZADD', base .. ':members', '0', e.id)
   redis.call('SET', e.k.base .. ':flow', fid)
+  e.fl = 1
   local count = redis.call('HINCRBY', base .. ':core', 'member_count', 1)
   local rev = redis.call('HINCRBY', base .. ':core', 'graph_revision', 1)
   redis.call('HSET', base .. ':core', 'last_mutation_at', S(now))
@@ -422,7 +423,9 @@ end
 -- costs one GET and builds no helper.
 local function flow_settle(now)
   for i = 1, #ended do
-    if redis.call('GET', ended[i].k.base .. ':flow') then
+    -- fl 0: surely in no flow (record.go), so a solo job reads nothing
+    local e = ended[i]
+    if e.fl ~= 0 and redis.call('GET', e.k.base .. ':flow') then
       flow_kit().settle(now)
       return
     end
