@@ -419,11 +419,11 @@ end
 
 -- flow_settle resolves the edges of every flow member terminate ended in
 -- this script (ended), cascading through skips; a script that can end an
--- execution calls it once its records are saved. An execution in no flow
--- costs one GET and builds no helper.
+-- execution calls it once its records are saved. An execution created
+-- outside a flow (fl 0, record.go) costs one comparison: no read, no
+-- helper built; one that may be in a flow costs a GET of X:flow.
 local function flow_settle(now)
   for i = 1, #ended do
-    -- fl 0: surely in no flow (record.go), so a solo job reads nothing
     local e = ended[i]
     if e.fl ~= 0 and redis.call('GET', e.k.base .. ':flow') then
       flow_kit().settle(now)
