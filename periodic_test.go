@@ -202,7 +202,16 @@ func TestPeriodicMissedTicks(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.AdvanceTicks("hourly", 1)
-		h.Clock.Advance(4*time.Hour + 10*time.Minute) // a clock jump: the scheduler wakes late
+		// AdvanceTicks returns once tick 1 is recorded, which can be
+		// before the scheduler has finished its pass and gone back to
+		// sleep. A jump in that gap makes it sleep its whole interval from
+		// 05:10 and submit 06:00 instead (also the newest missed tick, but
+		// not the one this case pins; CI saw it under -race). Advancing
+		// the harness a minute first returns only once every engine
+		// goroutine waits, so the jump lands while the scheduler sleeps
+		// towards 02:00.
+		h.Advance(time.Minute)
+		h.Clock.Advance(4*time.Hour + 9*time.Minute) // a clock jump: the scheduler wakes late, at 05:10
 		want := flowfabrictest.DefaultStart.Add(5 * time.Hour)
 		h.RunUntil(func() bool { return h.Engine.Periodics()[0].Last.Equal(want) })
 		if n := countReports(h); n != 2 {
