@@ -38,6 +38,13 @@ func (s *Store) addHistory(e *execution, now int64, kind model.LeaseEventKind, r
 		ev.LeaseID = e.lease.id
 		ev.WorkerInstanceID = e.lease.workerInstanceID
 	}
+	if e.history == nil {
+		// room for the usual pair (acquired, released) at once: growing
+		// from one entry would leave a dead copy per job, and on a heap
+		// that is still growing every dead byte is a fresh page
+		// (docs/ARCHITECTURE.md "memstore and fresh memory")
+		e.history = make([]model.LeaseEvent, 0, 2)
+	}
 	e.history = append(e.history, ev)
 	if over := len(e.history) - model.DefaultLeaseHistory; over > 0 {
 		e.history = append(e.history[:0:0], e.history[over:]...)
