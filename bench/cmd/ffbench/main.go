@@ -70,15 +70,15 @@ func disturbed(c *config, share float64) bool { return c.QuietBelow > 0 && share
 var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11", "S13"}
 
 // knownSystems lists every system name -systems accepts.
-var knownSystems = []string{"memstore", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1"}
+var knownSystems = []string{"memstore", "memstore-warm", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1"}
 
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("ffbench", flag.ContinueOnError)
 	c := &config{}
 	only := fs.String("only", strings.Join(allScenarios, ","), "scenarios to run (comma-separated)")
-	systems := fs.String("systems", "memstore,valkey,valkey-cluster,raw,asynq,river,valkey-1x16",
+	systems := fs.String("systems", "memstore,memstore-warm,valkey,valkey-cluster,raw,asynq,river,valkey-1x16",
 		"systems for S1 (comma-separated): "+strings.Join(knownSystems, ", "))
-	s2systems := fs.String("s2-systems", "", "systems for S2 (default: -systems without the worker-shape variants)")
+	s2systems := fs.String("s2-systems", "", "systems for S2 (default: -systems without the worker-shape variants and memstore-warm)")
 	fs.BoolVar(&c.Quick, "quick", false, "toy sizes: everything in under a minute")
 	fs.StringVar(&c.Out, "out", "bench-out", "directory for report.json, report.md and profiles")
 	fs.StringVar(&c.FFShape, "ff-shape", "16x1", "flowfabric worker shape for N slots: 16x1 = N Workers × MaxConcurrent 1, 1x16 = 1 Worker × MaxConcurrent N")
@@ -176,7 +176,7 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if *s2systems == "" {
 		for _, s := range c.Systems {
-			if s != "valkey-1x16" && s != "valkey-16x1" {
+			if s != "valkey-1x16" && s != "valkey-16x1" && s != "memstore-warm" {
 				c.S2Systems = append(c.S2Systems, s)
 			}
 		}
@@ -383,6 +383,10 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 		switch name {
 		case "memstore":
 			return newFF("memstore", nil, cfg.FFShape), ""
+		case "memstore-warm":
+			ff := newFF(name, nil, cfg.FFShape)
+			ff.warmUp = true
+			return ff, ""
 		case "valkey", "valkey-1x16", "valkey-16x1":
 			if sa == nil {
 				return nil, "no redis server"

@@ -19,7 +19,7 @@ func TestQuick(t *testing.T) {
 	}
 	out := t.TempDir()
 	args := []string{"-quick", "-out", out}
-	systems := []string{"memstore", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16"}
+	systems := []string{"memstore", "memstore-warm", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16"}
 	_, haveRedis := redisBinary()
 	_, haveCLI := redisCLI()
 	_, haveInitdb := lookPath("initdb")

@@ -117,6 +117,7 @@ func computeTargets(r *Report) {
 		ratioTarget("S1 valkeystore standalone / Asynq", vs, findS1(r, "asynq"), 1.5, "valkey or asynq missing"),
 		ratioTarget("S1 valkeystore standalone / River", vs, findS1(r, "river"), 1.0, "valkey or river missing"),
 		ratioTarget("S1 memstore / valkeystore standalone", findS1(r, "memstore"), vs, 10, "memstore or valkey missing"),
+		ratioTarget("S1 memstore-warm (after one untimed drain) / valkeystore standalone", findS1(r, "memstore-warm"), vs, 10, "memstore-warm or valkey missing"),
 	)
 	if s := r.S3; s != nil && s.Error == "" {
 		r.Targets = append(r.Targets,

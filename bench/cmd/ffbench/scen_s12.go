@@ -123,6 +123,13 @@ func runS1(ctx context.Context, sys system, c s1Config) (res S1Result) {
 		logf("  S1 %s: %v", sys.Name(), err)
 		return res
 	}
+	if ff, ok := sys.(*ffSystem); ok && ff.warmUp {
+		w := c
+		w.LatJobs, w.ProfileDir = 0, ""
+		if r := runS1(ctx, newFF("memstore", nil, ff.shape), w); r.Error != "" {
+			return fail(fmt.Errorf("warm-up drain: %s", r.Error))
+		}
+	}
 	if err := sys.open(ctx); err != nil {
 		return fail(fmt.Errorf("open: %w", err))
 	}

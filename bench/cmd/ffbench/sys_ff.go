@@ -171,6 +171,13 @@ type ffSystem struct {
 	// stream-forwarding wrapper).
 	feeds model.Feeds
 	wrap  func(*countingStore) (model.Store, error)
+	// warmUp (memstore-warm) drains one untimed S1 of the same size on a
+	// throwaway memstore in this process before the measured one, so the
+	// measured drain runs on a Go heap that has been through a drain and
+	// reuses freed memory, as a long-running process does, instead of
+	// touching fresh pages (11 µs each on this machine kind; see
+	// docs/ARCHITECTURE.md "memstore and fresh memory").
+	warmUp bool
 
 	client  valkey.Client
 	vs      *valkeystore.Store
@@ -189,6 +196,9 @@ func (s *ffSystem) Name() string { return s.name }
 
 func (s *ffSystem) Describe() string {
 	st := "memstore (in process)"
+	if s.warmUp {
+		st = "memstore (in process), measured after one untimed drain of the same size on another memstore in this process"
+	}
 	if s.addrs != nil {
 		st = fmt.Sprintf("valkeystore on %d node(s), valkey-go client (auto-pipelining, no client cache)", len(s.addrs))
 	}
