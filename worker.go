@@ -616,6 +616,7 @@ func (w *Worker) nextClaim(ctx context.Context, part int) *model.NextClaim {
 	leaseID, attemptID := e.newLeaseIDs()
 	return &model.NextClaim{
 		Lane: lane, Namespace: e.sched.Namespace(), Capabilities: w.caps, LiveCapabilities: live, ScanLimit: e.sched.ScanLimit(),
+		Inline: e.sched.Inline(),
 		LeaseRequest: model.LeaseRequest{
 			WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
 			LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: w.cfg.LeaseTTL,

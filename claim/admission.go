@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
@@ -166,7 +167,59 @@ func (s *Scheduler) admit(ctx context.Context, req *Request, c *model.AdmissionC
 		}
 		return nil, fmt.Errorf("claim: claiming admitted %s: %w", c.ID, err)
 	}
+	s.learnInline(c)
 	return res, nil
+}
+
+// Inline is the model.InlineAdmission to send with a claim-next or a
+// completion's next claim (nil when the store cannot admit inline, or no
+// execution with budgets or a quota was admitted yet). It lists the
+// budgets and quota policies of the last executions this scheduler
+// admitted and claimed (at most model.MaxInlineAdmissionIDs of each, the
+// newest first), so a lane whose executions share a budget or a quota
+// admits them in the claim's own step after the first. The value is
+// shared: callers must not change it.
+func (s *Scheduler) Inline() *model.InlineAdmission { return s.inline.Load() }
+
+// learnInline adds the attachments of c, just admitted and claimed, to
+// Inline (copy on write: a claim in flight keeps the list it read).
+func (s *Scheduler) learnInline(c *model.AdmissionCandidate) {
+	if !s.inlineOK {
+		return
+	}
+	cur := s.inline.Load()
+	if cur.Covers(c.Budgets, c.Quota) {
+		return
+	}
+	s.inlineMu.Lock()
+	defer s.inlineMu.Unlock()
+	cur = s.inline.Load()
+	next := &model.InlineAdmission{}
+	if cur != nil {
+		next.Budgets, next.Quotas = cur.Budgets, cur.Quotas
+	}
+	next.Budgets = newestFirst(next.Budgets, c.Budgets)
+	if !model.UUID(c.Quota).IsZero() {
+		next.Quotas = newestFirst(next.Quotas, []model.QuotaID{c.Quota})
+	}
+	s.inline.Store(next)
+}
+
+// newestFirst returns add (those not in old) then old, cut to
+// model.MaxInlineAdmissionIDs, in a new slice.
+func newestFirst[T comparable](old, add []T) []T {
+	out := make([]T, 0, model.MaxInlineAdmissionIDs)
+	for _, x := range add {
+		if !slices.Contains(out, x) && len(out) < model.MaxInlineAdmissionIDs {
+			out = append(out, x)
+		}
+	}
+	for _, x := range old {
+		if !slices.Contains(out, x) && len(out) < model.MaxInlineAdmissionIDs {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // quotaMissing is the block detail of an execution whose quota policy does

@@ -118,6 +118,11 @@ type Scheduler struct {
 
 	calls   atomic.Uint64
 	jitters jitterCache
+	// inline is the InlineAdmission sent with claims (nil: none yet, or a
+	// store that cannot admit inline); see learnInline.
+	inline   atomic.Pointer[model.InlineAdmission]
+	inlineOK bool
+	inlineMu sync.Mutex // serialises learnInline's copy-on-write
 }
 
 // New returns a scheduler. It panics on an invalid config (a programming
@@ -128,6 +133,9 @@ func New(store Store, clock model.Clock, cfg Config) *Scheduler {
 	}
 	s := &Scheduler{store: store, clock: clock, cfg: cfg.withDefaults(), parts: store.Partitions().WithDefaults().FlowPartitions}
 	s.adm, _ = store.(AdmissionStore)
+	if ia, ok := store.(model.InlineAdmitter); ok && s.adm != nil {
+		s.inlineOK = ia.InlineAdmission()
+	}
 	return s
 }
 
@@ -335,6 +343,7 @@ func (s *Scheduler) probe(ctx context.Context, req *Request, lane model.LaneID, 
 			LiveCapabilities:  live,
 			ScanLimit:         s.cfg.ScanLimit,
 			AdmissionGrantTTL: s.cfg.AdmissionGrantTTL,
+			Inline:            s.inline.Load(),
 			LeaseRequest: model.LeaseRequest{
 				WorkerID: req.WorkerID, WorkerInstanceID: req.WorkerInstanceID,
 				LeaseID: leaseID, AttemptID: attemptID, LeaseTTL: req.LeaseTTL,

@@ -48,6 +48,51 @@ func (s *Store) admitCandidate(e *execution, n *model.NextClaim, now int64) *mod
 	}
 }
 
+// InlineAdmission implements model.InlineAdmitter: one lock covers every
+// partition, so memstore always admits inline.
+func (s *Store) InlineAdmission() bool { return true }
+
+// admitInline is model.InlineAdmission's step for e, a head with budgets
+// or a quota (valkeystore's inline_admit, lib/claim.lua): when n.Inline
+// covers its attachments, every budget exists and is not exhausted and
+// its bucket admits it now, the admission is recorded with the new
+// lease's id as the token, and the token ("" without a quota) is returned
+// with ok. Otherwise nothing is written for the admission (a rate
+// window's trim aside, which no reader sees) and ok is false.
+func (s *Store) admitInline(e *execution, n *model.NextClaim, now int64) (token string, ok bool) {
+	if !n.Inline.Covers(e.budgets, e.quota) {
+		return "", false
+	}
+	for _, b := range e.budgets {
+		_, rec, err := s.loadBudget(b)
+		if err != nil || budgetExhausted(rec) != "" {
+			return "", false
+		}
+	}
+	if model.UUID(e.quota).IsZero() {
+		return "", true
+	}
+	q, err := s.loadQuota(e.quota)
+	if err != nil {
+		return "", false
+	}
+	bk := q.buckets[e.quotaKey]
+	if bk != nil {
+		if bk.admissions[e.id] != nil {
+			return "", false
+		}
+		bk.trim(q, now)
+	} else {
+		bk = &quotaBucket{admissions: make(map[model.ExecutionID]*admissionRec)}
+	}
+	if (q.rate > 0 && len(bk.window) >= q.rate) || (q.concurrency > 0 && len(bk.admissions) >= q.concurrency) {
+		return "", false
+	}
+	token = n.LeaseID.String()
+	s.quotaRecord(q, e.quotaKey, bk, e.id, token, now)
+	return token, true
+}
+
 func cloneBudgets(bs []model.BudgetID) []model.BudgetID {
 	if len(bs) == 0 {
 		return nil

@@ -207,8 +207,12 @@ func (s *Store) claimNext(part int, n *model.NextClaim, now int64) *model.Execut
 		}
 		if len(e.requiredCaps.Missing(caps)) == 0 {
 			if e.admit {
-				res.Admit = s.admitCandidate(e, n, now)
-				return res
+				token, ok := s.admitInline(e, n, now)
+				if !ok {
+					res.Admit = s.admitCandidate(e, n, now)
+					return res
+				}
+				_ = takeAdmission(e, token) // token is set when e has a quota
 			}
 			res.Claimed = s.claim(e, &n.LeaseRequest, now)
 			return res

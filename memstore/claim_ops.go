@@ -91,7 +91,7 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 	return withLock(s, ctx, p.Validate(s.cfg), func() (*model.ExecutionClaimNextResult, error) {
 		return s.claimNext(p.Partition, &model.NextClaim{Lane: p.Lane, Namespace: p.Namespace, Capabilities: p.Capabilities,
 			LiveCapabilities: p.LiveCapabilities, ScanLimit: p.ScanLimit, AdmissionGrantTTL: p.AdmissionGrantTTL,
-			LeaseRequest: p.LeaseRequest}, ms(p.Now)), nil
+			Inline: p.Inline, LeaseRequest: p.LeaseRequest}, ms(p.Now)), nil
 	})
 }
 

@@ -172,22 +172,28 @@ func (s *Store) QuotaAdmit(ctx context.Context, p *model.QuotaAdmitParams) (*mod
 			return &model.QuotaAdmitResult{Outcome: model.QuotaConcurrencyExceeded,
 				InWindow: quotaInWindow(bk, q, now), Active: len(bk.admissions)}, nil
 		}
-		q.buckets[p.Key] = bk
-		if q.rate > 0 {
-			s.quotaSeq++
-			e := windowEntry{at: now, seq: s.quotaSeq}
-			i, _ := slices.BinarySearchFunc(bk.window, e, func(a, b windowEntry) int {
-				if c := cmp.Compare(a.at, b.at); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.seq, b.seq)
-			})
-			bk.window = slices.Insert(bk.window, i, e)
-		}
-		bk.admissions[p.Execution] = &admissionRec{token: p.Token, admittedAt: now}
+		s.quotaRecord(q, p.Key, bk, p.Execution, p.Token, now)
 		return &model.QuotaAdmitResult{Outcome: model.QuotaAdmitted,
 			InWindow: quotaInWindow(bk, q, now), Active: len(bk.admissions)}, nil
 	})
+}
+
+// quotaRecord records a new admission of x with token in bucket bk (key)
+// of q: an entry in the rate window (with a rate) and the admission held.
+func (s *Store) quotaRecord(q *quotaRec, key string, bk *quotaBucket, x model.ExecutionID, token string, now int64) {
+	q.buckets[key] = bk
+	if q.rate > 0 {
+		s.quotaSeq++
+		e := windowEntry{at: now, seq: s.quotaSeq}
+		i, _ := slices.BinarySearchFunc(bk.window, e, func(a, b windowEntry) int {
+			if c := cmp.Compare(a.at, b.at); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.seq, b.seq)
+		})
+		bk.window = slices.Insert(bk.window, i, e)
+	}
+	bk.admissions[x] = &admissionRec{token: token, admittedAt: now}
 }
 
 // QuotaRelease implements model.AdmissionStore.

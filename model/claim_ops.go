@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -242,6 +243,10 @@ type ExecutionClaimNextParams struct {
 	// AdmissionGrantTTL is the grant issued on a head that needs
 	// admission (0: DefaultAdmissionGrantTTL; at most MaxGrantTTL).
 	AdmissionGrantTTL time.Duration
+	// Inline, when set, lets the walk admit a head with budgets or a
+	// quota in its own step (see InlineAdmission); only a store that is
+	// an InlineAdmitter reporting true accepts it.
+	Inline *InlineAdmission
 	LeaseRequest
 	Now time.Time
 }
@@ -271,6 +276,9 @@ func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
 	if err := checkDuration("AdmissionGrantTTL", p.AdmissionGrantTTL, 0, MaxGrantTTL); err != nil {
 		return err
 	}
+	if err := p.Inline.validate(); err != nil {
+		return err
+	}
 	if err := p.LeaseRequest.validate(); err != nil {
 		return err
 	}
@@ -282,10 +290,11 @@ func (p *ExecutionClaimNextParams) Validate(cfg PartitionConfig) error {
 // A claimable head of the namespace that this worker can serve (the
 // capability check comes first, so a head no one can serve never takes a
 // quota slot) and that has budgets or a quota (and no live grant to
-// another worker) is never claimed here: the walk grants it to the
-// claiming worker for AdmissionGrantTTL (replacing a grant the worker
-// already held on it), reports it as Admit and stops, with Claimed nil.
-// The caller admits it (see AdmissionStore) and claims the grant.
+// another worker) is claimed here only when the request's Inline admits
+// it (see InlineAdmission). Otherwise the walk grants it to the claiming
+// worker for AdmissionGrantTTL (replacing a grant the worker already held
+// on it), reports it as Admit and stops, with Claimed nil. The caller
+// admits it (see AdmissionStore) and claims the grant.
 type ExecutionClaimNextResult struct {
 	// Admit is the head that needs admission first (nil: none met).
 	Admit *AdmissionCandidate
@@ -322,3 +331,81 @@ func (p *ExecutionUnblockParams) Validate(cfg PartitionConfig) error {
 
 // ExecutionUnblockResult is empty.
 type ExecutionUnblockResult struct{}
+
+// MaxInlineAdmissionIDs bounds each list of an InlineAdmission.
+const MaxInlineAdmissionIDs = 8
+
+// InlineAdmission names the budgets and quota policies a claim-next (or a
+// completion's Next) may admit a head to in its own atomic step, instead
+// of granting it for admission by the caller.
+//
+// A head with budgets or a quota is admitted inline when every one of its
+// budgets is in Budgets and its quota (if any) is in Quotas, every budget
+// exists and has no dimension at or above a positive hard limit, the
+// quota policy exists, the head's bucket holds no admission of it, and
+// the bucket admits it now (its rate window, trimmed at Now, holds fewer
+// than the rate's entries; its admissions are fewer than the concurrency
+// cap). The bucket then records the admission as QuotaAdmit would, with
+// the new lease's id as the token, and the head is claimed with that
+// token. In every other case nothing is written for the admission and the
+// head is granted and returned as Admit, as without Inline: the caller's
+// admission path reports the refusal and blocks it.
+//
+// Budgets and quotas live on their own partitions, so only a store that
+// can reach every partition in one step takes it (InlineAdmitter);
+// validation refuses it elsewhere.
+type InlineAdmission struct {
+	Budgets []BudgetID
+	Quotas  []QuotaID
+}
+
+func (a *InlineAdmission) validate() error {
+	if a == nil {
+		return nil
+	}
+	if len(a.Budgets) > MaxInlineAdmissionIDs {
+		return OutOfRange("Inline.Budgets", len(a.Budgets), "at most "+strconv.Itoa(MaxInlineAdmissionIDs))
+	}
+	if len(a.Quotas) > MaxInlineAdmissionIDs {
+		return OutOfRange("Inline.Quotas", len(a.Quotas), "at most "+strconv.Itoa(MaxInlineAdmissionIDs))
+	}
+	for _, b := range a.Budgets {
+		if UUID(b).IsZero() {
+			return invalidField("Inline.Budgets", "empty")
+		}
+	}
+	for _, q := range a.Quotas {
+		if UUID(q).IsZero() {
+			return invalidField("Inline.Quotas", "empty")
+		}
+	}
+	return nil
+}
+
+// Covers reports whether a lists every budget of budgets and quota q
+// (zero: none).
+func (a *InlineAdmission) Covers(budgets []BudgetID, q QuotaID) bool {
+	if a == nil {
+		return false
+	}
+	for _, b := range budgets {
+		if !slices.Contains(a.Budgets, b) {
+			return false
+		}
+	}
+	return UUID(q).IsZero() || slices.Contains(a.Quotas, q)
+}
+
+// InlineAdmitter is optional: a store that reports true accepts
+// ExecutionClaimNextParams.Inline and NextClaim.Inline (memstore; valkeystore
+// on a standalone server). Any other store refuses them with a validation
+// error naming Inline.
+type InlineAdmitter interface {
+	InlineAdmission() bool
+}
+
+// InlineUnsupported is the validation error of an Inline (at field: Inline
+// or Next.Inline) given to a store that cannot admit inline.
+func InlineUnsupported(field string) *Error {
+	return &Error{Code: CodeInvalidInput, Field: field, Detail: "unsupported_by_store"}
+}

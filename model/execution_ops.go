@@ -331,8 +331,9 @@ type NextClaim struct {
 	Capabilities     Capabilities
 	LiveCapabilities Capabilities
 	ScanLimit        int
-	// AdmissionGrantTTL is as in ExecutionClaimNextParams.
+	// AdmissionGrantTTL and Inline are as in ExecutionClaimNextParams.
 	AdmissionGrantTTL time.Duration
+	Inline            *InlineAdmission
 	LeaseRequest
 }
 
@@ -364,6 +365,9 @@ func (n *NextClaim) validate() error {
 		return prefix(err)
 	}
 	if err := checkDuration("AdmissionGrantTTL", n.AdmissionGrantTTL, 0, MaxGrantTTL); err != nil {
+		return prefix(err)
+	}
+	if err := n.Inline.validate(); err != nil {
 		return prefix(err)
 	}
 	return prefix(n.LeaseRequest.validate())

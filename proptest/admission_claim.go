@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -75,7 +76,15 @@ func (m *machine) actAdmitFlow(t *rapid.T) {
 	if chance(t, 20, "admission_grant_ttl") {
 		p.AdmissionGrantTTL = ms(rapid.Int64Range(1, 10_000).Draw(t, "admission_grant_ttl_ms"))
 	}
+	if m.inline && !m.adm.unknown && chance(t, 40, "inline") {
+		p.Inline = drawInline(t)
+	}
 	res := m.claimNext(t, p, w, -1)
+	if res != nil && res.Claimed != nil && p.Inline != nil {
+		m.reached("AdmitFlow inline")
+		m.endAdmitted(t, res.Claimed)
+		return
+	}
 	if res == nil || res.Admit == nil {
 		return
 	}
@@ -110,11 +119,16 @@ func (m *machine) actAdmitFlow(t *rapid.T) {
 		return
 	}
 	m.reached("AdmitFlow claimed")
+	m.endAdmitted(t, c)
+}
+
+// endAdmitted sometimes ends the attempt of c, claimed after admission
+// (an operator's cancel or the worker's completion), which moves its
+// token to the outbox, and drains the outbox.
+func (m *machine) endAdmitted(t *rapid.T, c *model.ClaimResult) {
 	if !chance(t, 75, "end_lease") {
 		return
 	}
-	// the attempt ends (an operator's cancel or the worker's completion),
-	// moving the token to the outbox, and the releaser drains it
 	m.observeQuiet(t)
 	if chance(t, 50, "cancel") {
 		_, _ = call(m, t, "ExecutionCancel", &model.ExecutionCancelParams{ID: c.ID, Source: model.SourceOperator, Reason: "budget", Now: m.now()}, model.Store.ExecutionCancel)
@@ -134,6 +148,76 @@ func (m *machine) actAdmitFlow(t *rapid.T) {
 	}
 	if chance(t, 70, "drain") {
 		m.releaseOutbox(t, c.ID.Partition())
+	}
+}
+
+// drawInline draws an InlineAdmission over the fixed budgets and
+// policies: each listed or not.
+func drawInline(t *rapid.T) *model.InlineAdmission {
+	in := &model.InlineAdmission{}
+	for i, b := range budgetIDs {
+		if rapid.Bool().Draw(t, "inline_budget_"+strconv.Itoa(i)) {
+			in.Budgets = append(in.Budgets, b)
+		}
+	}
+	for i, q := range quotaIDs {
+		if rapid.Bool().Draw(t, "inline_quota_"+strconv.Itoa(i)) {
+			in.Quotas = append(in.Quotas, q)
+		}
+	}
+	return in
+}
+
+// admitsInline predicts whether in admits s, a head with budgets or a
+// quota, at now (model.InlineAdmission): it lists them all, every budget
+// exists and is not exhausted, the policy exists, and the bucket holds no
+// admission of s and has room in its window and its cap.
+func (m *machine) admitsInline(in *model.InlineAdmission, s *model.ExecutionSnapshot, now time.Time) bool {
+	if in == nil || !in.Covers(s.Budgets, s.Quota) {
+		return false
+	}
+	for _, b := range s.Budgets {
+		if _, ok := m.adm.budgets[b]; !ok {
+			return false
+		}
+		if st := m.budgetObs(b); st == nil || st.Exhausted != "" {
+			return false
+		}
+	}
+	if noQuota(s.Quota) {
+		return true
+	}
+	d, ok := m.adm.quotas[s.Quota]
+	if !ok {
+		return false
+	}
+	rb := m.adm.buckets[model.QuotaBucket{ID: s.Quota, Key: s.QuotaKey}]
+	if rb == nil {
+		return true
+	}
+	if _, held := rb.held[s.ID]; held {
+		return false
+	}
+	return (d.rate == 0 || rb.inWindow(d, now) < d.rate) && (d.concurrency == 0 || len(rb.held) < d.concurrency)
+}
+
+// admittedInline records what a claim-next that claimed prev, a head
+// with budgets or a quota, admitted in its step: the bucket holds the new
+// lease's id as prev's admission (and a window entry with a rate), and
+// the claim carries it.
+func (m *machine) admittedInline(t *rapid.T, prev *model.ExecutionSnapshot, req model.LeaseRequest, c *model.ClaimResult) {
+	if noQuota(prev.Quota) {
+		m.expect(t, c.AdmissionToken == "", "%v claimed inline without a quota carries token %q", c.ID, c.AdmissionToken)
+		return
+	}
+	token := req.LeaseID.String()
+	m.expect(t, c.AdmissionToken == token, "%v claimed inline carries token %q, want its lease id %q", c.ID, c.AdmissionToken, token)
+	m.reached("ExecutionClaimNext inline quota")
+	d := m.adm.quotas[prev.Quota]
+	rb := m.adm.bucket(model.QuotaBucket{ID: prev.Quota, Key: prev.QuotaKey})
+	rb.held[c.ID] = token
+	if d.rate > 0 {
+		rb.window = append(rb.window, m.now())
 	}
 }
 

@@ -247,7 +247,11 @@ func (m *machine) claimNext(t *rapid.T, p *model.ExecutionClaimNextParams, w poo
 	m.expect(t, cmpEqual(got, want), "ExecutionClaimNext: claimed %v, admit %v, blocked %v, skipped %d, paused %v; the eligible heads say %v, %v, %v, %d, %v",
 		got.claimed, got.admit, got.blocked, got.skipped, got.paused, want.claimed, want.admit, want.blocked, want.skipped, want.paused)
 	if c := res.Claimed; c != nil {
-		m.acquire(t, "ExecutionClaimNext", m.snap(c.ID), w, p.LeaseRequest, c)
+		prev := m.snap(c.ID)
+		m.acquire(t, "ExecutionClaimNext", prev, w, p.LeaseRequest, c)
+		if prev != nil && needsAdmission(prev) {
+			m.admittedInline(t, prev, p.LeaseRequest, c)
+		}
 	}
 	if a := res.Admit; a != nil {
 		m.reached("ExecutionClaimNext admit")
@@ -278,7 +282,8 @@ func needsAdmission(s *model.ExecutionSnapshot) bool { return len(s.Budgets) > 0
 // unless the lane is paused (then it walks nothing and reports paused):
 // a head with another worker's live grant is skipped; the first head whose
 // required capabilities the worker has is claimed, or returned as Admit
-// when it has budgets or a quota; a head no live worker can serve is
+// when it has budgets or a quota that Inline does not admit it to
+// (admitsInline); a head no live worker can serve is
 // route-blocked; the others are skipped.
 func (m *machine) predictClaimNext(p *model.ExecutionClaimNextParams) claimNextOutcome {
 	type head struct {
@@ -310,6 +315,9 @@ func (m *machine) predictClaimNext(p *model.ExecutionClaimNextParams) claimNextO
 		case s.Grant != nil && !s.Grant.ExpiresAt.Before(p.Now) &&
 			(s.Grant.WorkerID != p.WorkerID || s.Grant.WorkerInstanceID != p.WorkerInstanceID):
 			out.skipped++ // another instance's grant, even under the same worker id
+		case s.RequiredCapabilities.SubsetOf(p.Capabilities) && needsAdmission(s) && m.admitsInline(p.Inline, s, p.Now):
+			out.claimed = s.ID // admitted in the claim's step
+			return out
 		case s.RequiredCapabilities.SubsetOf(p.Capabilities) && needsAdmission(s):
 			out.admit = s.ID // granted to the claimer, admitted by the caller
 			return out

@@ -43,6 +43,9 @@ type machine struct {
 	ctx    context.Context
 	stores []model.Store
 	cfg    model.PartitionConfig
+	// inline is set when every store admits inline (model.InlineAdmitter):
+	// only then do claims carry an InlineAdmission.
+	inline bool
 	clock  *model.SimClock
 	opts   Options
 
@@ -159,6 +162,11 @@ func newMachine(ctx context.Context, stores []model.Store, opts Options) (*machi
 	}
 	for _, ns := range namespaces {
 		m.workers[ns] = map[model.WorkerInstanceID]*refWorker{}
+	}
+	m.inline = true
+	for _, s := range stores {
+		ia, ok := s.(model.InlineAdmitter)
+		m.inline = m.inline && ok && ia.InlineAdmission()
 	}
 	m.watchLeases()
 	return m, nil

@@ -136,7 +136,7 @@ var wantOutcomes = []string{
 	"QuotaReconcile stale ok", "ExecutionClaim admission_required", "ExecutionGrantAndClaim admission_required",
 	"ExecutionClaimNext admit ok", "ExecutionBlock admission waiting_for_budget ok", "ExecutionBlock admission waiting_for_quota ok",
 	"ExecutionBlock invalid_blocking_reason", "AdmissionBlocked ok", "AdmissionUnblock budget ok", "AdmissionUnblock quota ok",
-	"AdmissionUnblock filtered ok", "QuotaReleasePending entry ok", "AdmitFlow outbox ok", "QuotaReleaseAck ok", "IndexScanDue filtered out ok",
+	"AdmissionUnblock filtered ok", "QuotaReleasePending entry ok", "AdmitFlow outbox ok", "AdmitFlow inline ok", "ExecutionClaimNext inline quota ok", "QuotaReleaseAck ok", "IndexScanDue filtered out ok",
 	// attempt streams (stream.go)
 	"StreamAppend ok", "StreamAppend durable ok", "StreamAppend summary ok", "StreamAppend best_effort ok", "StreamAppend trimmed ok",
 	"StreamAppend stream_closed", "StreamAppend summary_version_conflict", "StreamAppend stale_lease", "StreamAppend lease_expired",

@@ -95,6 +95,14 @@ func (s *Store) BudgetReconcile(ctx context.Context, p *model.BudgetReconcilePar
 	return call(s, "BudgetReconcile", p, s.adm().BudgetReconcile)
 }
 
+// InlineAdmission implements model.InlineAdmitter as the wrapped store
+// does, so the engines admit inline (through the faults of
+// ExecutionClaimNext and ExecutionComplete) when it can.
+func (s *Store) InlineAdmission() bool {
+	ia, ok := s.Store.(model.InlineAdmitter)
+	return ok && ia.InlineAdmission()
+}
+
 // BudgetStatus implements model.AdmissionStore.
 func (s *Store) BudgetStatus(ctx context.Context, p *model.BudgetStatusParams) (*model.BudgetStatus, error) {
 	return call(s, "BudgetStatus", p, s.adm().BudgetStatus)
@@ -174,6 +182,9 @@ type AdmissionStats struct {
 	// the admissions at a Now before one the bucket was trimmed at (not
 	// rate-checked).
 	Admitted, Refused, Taken, LateAdmits int
+	// Inline counts claims that admitted their execution in the claim's
+	// own step (model.InlineAdmission).
+	Inline int
 	// BlockedBudget and BlockedQuota count ExecutionBlock steps on a
 	// budget or a quota.
 	BlockedBudget, BlockedQuota int
@@ -195,6 +206,7 @@ func (s *AdmissionStats) Add(o AdmissionStats) {
 	s.Refused += o.Refused
 	s.Taken += o.Taken
 	s.LateAdmits += o.LateAdmits
+	s.Inline += o.Inline
 	s.BlockedBudget += o.BlockedBudget
 	s.BlockedQuota += o.BlockedQuota
 	s.Reports += o.Reports
@@ -477,25 +489,10 @@ func (w *world) afterAdmission(op string, p any, r any, err error) {
 		}
 		b := model.QuotaBucket{ID: pp.ID, Key: pp.Key}
 		q := w.quotaOf(pp.ID)
-		// a step at a Now before one the bucket's window was trimmed at
-		// (a slow request, a stalled claimer's stale Now) meets a window
-		// that lost entries it would have counted: the contract bounds
-		// only the admissions made in Now order
-		inOrder := !pp.Now.Before(w.adm.trimmed[b]) && !pp.Now.Before(w.adm.reconciled)
-		if inOrder {
-			w.adm.trimmed[b] = pp.Now
-		}
+		w.noteTrim(b, pp.Now)
 		switch res.Outcome {
 		case model.QuotaAdmitted:
-			w.adm.stats.Admitted++
-			if !inOrder {
-				w.adm.stats.LateAdmits++
-				break
-			}
-			w.adm.admits[b] = append(w.adm.admits[b], pp.Now)
-			if q != nil && q.spec.Rate > 0 {
-				w.checkRate(b, q, pp.Now)
-			}
+			w.noteAdmitted(b, pp.Now)
 		case model.QuotaAlreadyAdmitted:
 			w.adm.stats.Taken++
 		default:
@@ -538,6 +535,34 @@ func (w *world) afterAdmission(op string, p any, r any, err error) {
 			return
 		}
 		w.checkBudgetsRead(s, "claimed")
+	}
+}
+
+// noteTrim notes a step that trimmed bucket b's window at now (an
+// admission's, whatever its outcome) and reports whether it came in Now
+// order. A step at a Now before one the window was trimmed at (a slow
+// request, a stalled claimer's stale Now) meets a window that lost
+// entries it would have counted: the contract bounds only the admissions
+// made in Now order.
+func (w *world) noteTrim(b model.QuotaBucket, now time.Time) bool {
+	inOrder := !now.Before(w.adm.trimmed[b]) && !now.Before(w.adm.reconciled)
+	if inOrder {
+		w.adm.trimmed[b] = now
+	}
+	return inOrder
+}
+
+// noteAdmitted counts a new admission to bucket b at now, whose window
+// was just trimmed at now (noteTrim said inOrder), and checks its rate.
+func (w *world) noteAdmitted(b model.QuotaBucket, now time.Time) {
+	w.adm.stats.Admitted++
+	if now.Before(w.adm.trimmed[b]) || now.Before(w.adm.reconciled) {
+		w.adm.stats.LateAdmits++
+		return
+	}
+	w.adm.admits[b] = append(w.adm.admits[b], now)
+	if q := w.quotaOf(b.ID); q != nil && q.spec.Rate > 0 {
+		w.checkRate(b, q, now)
 	}
 }
 
@@ -593,12 +618,43 @@ func (w *world) checkBudgetsRead(s *model.ExecutionSnapshot, what string) {
 	}
 }
 
-// checkClaimAdmission checks a claim a claim-next made directly: never
-// of an execution that needs admission.
-func (w *world) checkClaimAdmission(s *model.ExecutionSnapshot) {
-	if len(s.Budgets) > 0 || !model.UUID(s.Quota).IsZero() {
-		w.violate("%s claimed directly by a claim-next although it has budgets %d or a quota", w.alias(s.ID), len(s.Budgets))
+// checkClaimAdmission checks a claim c of s that a claim-next (or a
+// completion's next claim) made at now with inline admission in: of an
+// execution that needs admission only when in lists its budgets and
+// quota, no budget was missing or exhausted, and its bucket holds the
+// admission under the new lease's id; the admission joins the rate check
+// as a QuotaAdmit's would.
+func (w *world) checkClaimAdmission(s *model.ExecutionSnapshot, c *model.ClaimResult, in *model.InlineAdmission, now time.Time) {
+	if len(s.Budgets) == 0 && model.UUID(s.Quota).IsZero() {
+		return
 	}
+	a := w.alias(s.ID)
+	if !in.Covers(s.Budgets, s.Quota) {
+		w.violate("%s claimed directly by a claim-next although it has budgets %d or a quota that its inline admission does not list",
+			a, len(s.Budgets))
+		return
+	}
+	w.adm.stats.Inline++
+	ctx := context.Background()
+	for _, b := range s.Budgets {
+		// the claim changed no usage: the budget is as the step saw it
+		st, err := w.raw.BudgetStatus(ctx, &model.BudgetStatusParams{ID: b, Now: now})
+		switch {
+		case err != nil:
+			w.violate("%s admitted inline although its budget %s cannot be read: %v", a, w.budgetName(b), errCode(err))
+		case st.Exhausted != "":
+			w.violate("%s admitted inline although its budget %s is exhausted (%s)", a, w.budgetName(b), st.Exhausted)
+		}
+	}
+	if model.UUID(s.Quota).IsZero() {
+		return
+	}
+	b := model.QuotaBucket{ID: s.Quota, Key: s.QuotaKey}
+	if c.AdmissionToken != c.Lease.ID.String() || s.AdmissionToken != c.AdmissionToken {
+		w.violate("%s admitted inline to %s holds token %q (claim %q), want its lease id", a, w.bucketName(b), s.AdmissionToken, c.AdmissionToken)
+	}
+	w.noteTrim(b, now)
+	w.noteAdmitted(b, now)
 }
 
 // checkRate checks that no window of b's policy holds more than Rate

@@ -73,11 +73,11 @@ func (w *world) after(op string, p any, r any, err error) {
 	switch pp := p.(type) {
 	case *model.ExecutionClaimNextParams:
 		if res, _ := r.(*model.ExecutionClaimNextResult); res != nil && res.Claimed != nil {
-			w.checkClaim(res.Claimed, pp.Namespace, pp.Capabilities)
+			w.checkClaim(res.Claimed, pp.Namespace, pp.Capabilities, pp.Inline, pp.Now)
 		}
 	case *model.ExecutionCompleteParams:
 		if res, _ := r.(*model.ExecutionCompleteResult); res != nil && res.Next != nil && res.Next.Claimed != nil && pp.Next != nil {
-			w.checkClaim(res.Next.Claimed, pp.Next.Namespace, pp.Next.Capabilities)
+			w.checkClaim(res.Next.Claimed, pp.Next.Namespace, pp.Next.Capabilities, pp.Next.Inline, pp.Now)
 		}
 	}
 	if res, ok := r.(*model.LeaseMarkExpiredResult); ok && res.Outcome == model.MarkExpiredMarked && w.o.Calm {
@@ -121,8 +121,9 @@ func (w *world) after(op string, p any, r any, err error) {
 
 // checkClaim checks a claim a worker of namespace ns with capabilities
 // caps made: the execution is of its namespace, requires no more than it
-// offers, and is now active under the claimed lease.
-func (w *world) checkClaim(c *model.ClaimResult, ns model.Namespace, caps model.Capabilities) {
+// offers, and is now active under the claimed lease; one that needs
+// admission was admitted inline (checkClaimAdmission).
+func (w *world) checkClaim(c *model.ClaimResult, ns model.Namespace, caps model.Capabilities, in *model.InlineAdmission, now time.Time) {
 	s, err := w.raw.ExecutionDescribe(context.Background(), &model.ExecutionDescribeParams{ID: c.ID})
 	switch {
 	case err != nil:
@@ -135,7 +136,7 @@ func (w *world) checkClaim(c *model.ClaimResult, ns model.Namespace, caps model.
 		s.CurrentLease.Epoch != c.Lease.Epoch:
 		w.violate("claimed %s e%d is not active under the claimed lease", w.alias(c.ID), c.Lease.Epoch)
 	default:
-		w.checkClaimAdmission(s)
+		w.checkClaimAdmission(s, c, in, now)
 	}
 }
 

@@ -57,6 +57,12 @@ func testAdmission(t *testing.T, newStore NewStoreFunc) {
 		{"ClaimRequiresToken", claimRequiresToken},
 		{"ClaimBudgetOnly", claimBudgetOnly},
 		{"CompleteNextAdmit", completeNextAdmit},
+		// inline admission (admission_inline.go)
+		{"InlineAdmit", inlineAdmit},
+		{"InlineBudgetOnly", inlineBudgetOnly},
+		{"InlineGrantsInstead", inlineGrantsInstead},
+		{"InlineCompleteNext", inlineCompleteNext},
+		{"InlineRefused", inlineRefused},
 		// the quota release outbox (admission_outbox.go)
 		{"OutboxTransitions", outboxTransitions},
 		{"OutboxSuspend", outboxSuspend},

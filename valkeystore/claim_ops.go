@@ -2,7 +2,10 @@ package valkeystore
 
 import (
 	"context"
+	"strings"
 	"time"
+
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -60,6 +63,9 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
+	if p.Inline != nil && !s.InlineAdmission() {
+		return nil, model.InlineUnsupported("Inline")
+	}
 	r, err := s.run(ctx, scriptExecutionClaimNext, s.keys.partKeys(p.Partition), leaseArgs(args{
 		"now":                 p.Now,
 		"lane":                p.Lane,
@@ -68,12 +74,39 @@ func (s *Store) ExecutionClaimNext(ctx context.Context, p *model.ExecutionClaimN
 		"live_capabilities":   normCaps("live_capabilities", p.LiveCapabilities),
 		"scan_limit":          p.ScanLimit,
 		"admission_grant_ttl": admissionGrantTTL(p.AdmissionGrantTTL),
+		"inline":              s.inlineArg(p.Inline),
 	}, &p.LeaseRequest))
 	if err != nil {
 		return nil, err
 	}
 	res := claimNextResult(r)
 	return res, r.err()
+}
+
+// InlineAdmission implements model.InlineAdmitter: a standalone server
+// (one node holds every slot) admits inline; a cluster does not, as a
+// budget's or a quota's partition is on another slot than the execution.
+func (s *Store) InlineAdmission() bool {
+	return s.client.Mode() != valkey.ClientModeCluster
+}
+
+// inlineArg is a's argument for the library's inline_parse: one line per
+// budget ("b", id, budget key) and per quota policy ("q", id, policy key,
+// buckets key), tab-separated ("" for nil). A prefix holds no control
+// character (New), nor does a key built from it.
+func (s *Store) inlineArg(a *model.InlineAdmission) string {
+	if a == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, id := range a.Budgets {
+		b.WriteString("b\t" + id.String() + "\t" + s.keys.budgetKeys(s.cfg, id)["budget"] + "\n")
+	}
+	for _, id := range a.Quotas {
+		k := s.keys.quotaKeys(s.cfg, id)
+		b.WriteString("q\t" + id.String() + "\t" + k["quota"] + "\t" + k["buckets"] + "\n")
+	}
+	return b.String()
 }
 
 // admissionGrantTTL is the grant claim-next issues on a head that needs

@@ -120,6 +120,9 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 	if err := p.Validate(s.cfg); err != nil {
 		return nil, err
 	}
+	if p.Next != nil && p.Next.Inline != nil && !s.InlineAdmission() {
+		return nil, model.InlineUnsupported("Next.Inline")
+	}
 	a := fenceArgs(args{"now": p.Now, "id": p.ID, "source": p.Source, "result": p.Result, "has_next": p.Next != nil}, p.Fence)
 	n := p.Next
 	if n == nil {
@@ -136,6 +139,7 @@ func (s *Store) ExecutionComplete(ctx context.Context, p *model.ExecutionComplet
 	a["next_attempt_id"] = n.AttemptID
 	a["next_lease_ttl"] = n.LeaseTTL
 	a["next_admission_grant_ttl"] = admissionGrantTTL(n.AdmissionGrantTTL)
+	a["next_inline"] = s.inlineArg(n.Inline)
 	r, err := s.run(ctx, scriptExecutionComplete, s.keys.execKeys(p.ID), a)
 	if err != nil {
 		return nil, err

@@ -19,8 +19,8 @@ var luaFiles embed.FS
 // libTopics are the library's files, lua/lib/<topic>.lua, in definition
 // order: a definition may use the definitions above it, in its file or in
 // an earlier one.
-var libTopics = []string{"keys", "record", "front", "state", "fence", "stream", "feed", "attempt", "wait", "admission", "index",
-	"policy", "claim", "recovery", "worker", "create", "flow", "suspend", "budget", "quota", "retention"}
+var libTopics = []string{"keys", "record", "front", "state", "fence", "stream", "feed", "attempt", "wait", "admission", "budget",
+	"quota", "index", "policy", "claim", "recovery", "worker", "create", "flow", "suspend", "retention"}
 
 // autoArgs are the arguments the store supplies itself (Store.autoArg):
 // a script whose library helpers read one (A_<name>) takes it after its

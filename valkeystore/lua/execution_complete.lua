@@ -2,7 +2,7 @@
 -- asked (has_next), claim the worker's next execution of next_lane in the
 -- same partition.
 -- KEYS: core result history lanes lease_expiry attempt_timeout deadline
--- ARGV: now id source lease_id epoch attempt_id result has_next next_lane next_namespace next_capabilities next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id next_attempt_id next_lease_ttl next_admission_grant_ttl
+-- ARGV: now id source lease_id epoch attempt_id result has_next next_lane next_namespace next_capabilities next_live_capabilities next_scan_limit next_worker_id next_worker_instance_id next_lease_id next_attempt_id next_lease_ttl next_admission_grant_ttl next_inline
 
 local now = now_ms()
 local e = the_exec()
@@ -33,6 +33,7 @@ local reply = claim_next(A_next_lane, A_next_namespace, A_next_capabilities, A_n
   attempt_id = A_next_attempt_id,
   ttl = N(A_next_lease_ttl),
   admit_ttl = N(A_next_admission_grant_ttl),
+  inline = inline_parse(A_next_inline),
 }, now)
 local n = #reply
 reply[n + 1], reply[n + 2] = 'replayed', replay and 1 or 0

@@ -30,6 +30,13 @@ func (c *admCountingStore) ExecutionUnblock(ctx context.Context, p *model.Execut
 	return counted(c.countingStore, "ExecutionUnblock", c.bl.ExecutionUnblock, ctx, p)
 }
 
+// InlineAdmission forwards the wrapped store's model.InlineAdmitter, so
+// the engine admits inline where the store can.
+func (c *admCountingStore) InlineAdmission() bool {
+	ia, ok := c.as.(model.InlineAdmitter)
+	return ok && ia.InlineAdmission()
+}
+
 func counted[P, R any](c *countingStore, name string, f func(context.Context, P) (R, error), ctx context.Context, p P) (R, error) {
 	c.count(name)
 	return f(ctx, p)

@@ -201,14 +201,72 @@ local function unblock(e, now)
   add_eligible(e)
 end
 
+-- inline_parse reads an InlineAdmission argument (inlineArg in
+-- claim_ops.go): lines "b\t<budget id>\t<budget key>" and
+-- "q\t<quota id>\t<policy key>\t<buckets key>"; '' is none (nil).
+-- These keys are on other slots than the script's: only a standalone
+-- server is sent them (model.InlineAdmitter).
+local function inline_parse(s)
+  if s == '' then return nil end
+  local t = { b = {}, q = {} }
+  for line in string.gmatch(s, '[^\n]+') do
+    local f = {}
+    for x in string.gmatch(line, '[^\t]+') do f[#f + 1] = x end
+    if f[1] == 'b' then t.b[f[2]] = f[3] else t.q[f[2]] = { key = f[3], buckets = f[4] } end
+  end
+  return t
+end
+
+-- inline_admit is model.InlineAdmission's step for e, a head with budgets
+-- or a quota (memstore's admitInline): when inl covers its attachments,
+-- every budget exists and is not exhausted and its bucket admits it now,
+-- the admission is recorded as quota_admit records one, with the new
+-- lease's id (r.lease_id) as the token, and the token ('' without a
+-- quota) is returned. Otherwise nothing is written for the admission (a
+-- rate window's trim aside, which no reader sees) and it returns nil.
+local function inline_admit(e, inl, r, now)
+  local bkeys = {}
+  for _, b in ipairs(split_csv(e.budgets)) do
+    bkeys[#bkeys + 1] = inl.b[b]
+    if bkeys[#bkeys] == nil then return nil end
+  end
+  local q = nil
+  if e.quota ~= '' then
+    q = inl.q[e.quota]
+    if q == nil then return nil end
+  end
+  for _, k in ipairs(bkeys) do
+    if redis.call('EXISTS', k) == 0 or budget_exhausted(k) ~= '' then return nil end
+  end
+  if q == nil then return '' end
+  local p = redis.call('HMGET', q.key, 'rate', 'window', 'concurrency')
+  if not p[1] then return nil end
+  local rate, window, conc = N(p[1]), N(p[2]), N(p[3])
+  local w, a = q.key .. ':w:' .. e.quota_key, q.key .. ':a:' .. e.quota_key
+  if redis.call('HEXISTS', a, e.id) == 1 then return nil end
+  if rate > 0 then
+    redis.call('ZREMRANGEBYSCORE', w, '-inf', S(now - window))
+    if redis.call('ZCARD', w) >= rate then return nil end
+  end
+  if conc > 0 and redis.call('HLEN', a) >= conc then return nil end
+  if rate > 0 then
+    redis.call('ZADD', w, S(now), S(redis.call('INCR', q.key .. ':seq:' .. e.quota_key)))
+  end
+  redis.call('HSET', a, e.id, S(now) .. ':' .. r.lease_id)
+  redis.call('ZADD', q.buckets, '0', e.quota .. ':' .. e.quota_key)
+  return r.lease_id
+end
+
 -- claim_next claims the best eligible execution of lane that a worker with
 -- caps can serve (of namespace ns only, unless ns is ''), walking at most
 -- scan_limit heads; a head no live worker (live) can serve moves to
 -- blocked:route, one another worker could serve or another worker
 -- instance holds a live grant on is skipped, and one this worker can
--- serve that needs admission (budgets or a quota) is granted to it until
--- now + r.admit_ttl, replacing the grant it held, and ends the walk. r is the lease request (with
--- admit_ttl). It returns the pairs of ExecutionClaimNext's reply: blocked,
+-- serve that needs admission (budgets or a quota) is admitted and claimed
+-- when r.inline (inline_parse) admits it (inline_admit), and otherwise
+-- granted to it until now + r.admit_ttl, replacing the grant it held,
+-- which ends the walk. r is the lease request (with admit_ttl and
+-- inline). It returns the pairs of ExecutionClaimNext's reply: blocked,
 -- skipped and, when it claimed one, claimed = 1 and claim's pairs (at the
 -- same level: every nested table costs the server more to send), or
 -- admit = 1 and the AdmissionCandidate's pairs.
@@ -235,7 +293,8 @@ local function claim_next(lane, ns, caps, live, scan_limit, r, now)
         -- a grant is an instance's: another instance of the worker id passes it
         skipped = skipped + 1
       elseif missing_caps(e.required_caps, caps) == '' then
-        if e.adm ~= 0 then
+        if e.adm ~= 0 and r.inline ~= nil then r.token = inline_admit(e, r.inline, r, now) end
+        if e.adm ~= 0 and r.token == nil then
           e.grant_kind, e.grant_worker_id, e.grant_wi = 'claim', r.worker_id, r.wi
           e.grant_created_at = now
           e.grant_expires_at = now + r.admit_ttl
