@@ -521,7 +521,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			}
 			r.OpCosts = oc
 			for _, o := range oc {
-				logf("  %-46s %5.1f cmds/op  script %6.1f µs (commands %5.1f, Lua %5.1f)", o.Op, o.CmdsPerOp, o.ScriptUsec, o.InnerUsec, o.LuaUsec)
+				logf("  %-6s %-46s %5.1f cmds/op  script %6.1f µs (commands %5.1f, Lua %5.1f)", o.Path, o.Op, o.CmdsPerOp, o.ScriptUsec, o.InnerUsec, o.LuaUsec)
 			}
 		}
 		rep.S10 = &r

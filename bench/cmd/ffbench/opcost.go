@@ -17,6 +17,9 @@ import (
 type OpCost struct {
 	Op string `json:"op"`
 	N  int    `json:"n"`
+	// Path names the way through the claim path a row belongs to (S10:
+	// "inline" or "grant"; empty elsewhere).
+	Path string `json:"path,omitempty"`
 	// CmdsPerOp counts every command (the script call and the commands it
 	// ran).
 	CmdsPerOp float64 `json:"server_cmds_per_op"`

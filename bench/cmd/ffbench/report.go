@@ -609,13 +609,16 @@ func (r *Report) markdown() string {
 		if len(s.OpCosts) > 0 {
 			w("\nServer cost of each store call of one job's way through admission on valkeystore (one job at a time, each call between two INFO reads, %d jobs). "+
 				"One call at a time on an idle server costs more per script than the drain's steady stream does (compare the S1 op costs, measured from 16 goroutines): read the shares, not the sums:\n\n", s.OpCosts[0].N)
-			w("| store call | server cmds/op | script µs/op | in its commands | in Lua itself | busiest commands |\n|---|---:|---:|---:|---:|---|\n")
+			w("| path | store call | server cmds/op | script µs/op | in its commands | in Lua itself | busiest commands |\n|---|---|---:|---:|---:|---:|---|\n")
 			var sum float64
-			for _, o := range s.OpCosts {
+			for i, o := range s.OpCosts {
 				sum += o.ScriptUsec
-				w("| %s | %.1f | %.1f | %.1f | %.1f | %s |\n", o.Op, o.CmdsPerOp, o.ScriptUsec, o.InnerUsec, o.LuaUsec, strings.Join(o.Top, ", "))
+				w("| %s | %s | %.1f | %.1f | %.1f | %.1f | %s |\n", o.Path, o.Op, o.CmdsPerOp, o.ScriptUsec, o.InnerUsec, o.LuaUsec, strings.Join(o.Top, ", "))
+				if i+1 == len(s.OpCosts) || s.OpCosts[i+1].Path != o.Path {
+					w("| %s | all | | %.1f | | | |\n", o.Path, sum)
+					sum = 0
+				}
 			}
-			w("| all | | %.1f | | | |\n", sum)
 		}
 		w("\nStore calls per job (drain):\n\n")
 		for _, row := range s.Rows {

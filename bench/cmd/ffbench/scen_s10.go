@@ -40,9 +40,11 @@ type S10Row struct {
 
 const s10Note = "The S1 workload (same jobs, slots, 4 KiB payload, same store, same run) with every job submitted with " +
 	"SubmitOpts{Budgets: [b], Quota: q, QuotaKey: \"k\"}: b has one dimension with the largest hard limit (nothing reports usage), " +
-	"q admits 100,000 starts per second and 10,000 running per key. Every claim then goes through admission: the store grants the head, " +
-	"the engine reads the budget (BudgetStatus), admits the execution to the quota bucket (QuotaAdmit) and claims the grant (ExecutionClaim); " +
-	"each lease end queues the quota slot in the partition's release outbox, which the engine drains (QuotaRelease, QuotaReleaseAck)"
+	"q admits 100,000 starts per second and 10,000 running per key. Every claim then goes through admission. The first one takes the grant path: the store grants the head, " +
+	"the engine reads the budget (BudgetStatus), admits the execution to the quota bucket (QuotaAdmit) and claims the grant (ExecutionClaim). " +
+	"After it, every claim-next and completion's next claim carries the budget and policy (model.InlineAdmission), and on a store that reaches " +
+	"every partition in one step (memstore, standalone Valkey/Redis) the store checks the budget, admits and claims in that step. " +
+	"Each lease end queues the quota slot in the partition's release outbox, which the engine drains (QuotaRelease, QuotaReleaseAck)"
 
 // ---- S11: keyed quota rate accuracy ----
 
