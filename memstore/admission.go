@@ -58,7 +58,8 @@ func (s *Store) InlineAdmission() bool { return true }
 // its bucket admits it now, the admission is recorded with the new
 // lease's id as the token, and the token ("" without a quota) is returned
 // with ok. Otherwise nothing is written for the admission (a rate
-// window's trim aside, which no reader sees) and ok is false.
+// window's trim aside) and ok is false. The window is trimmed only when it
+// holds as many entries as the rate, as valkeystore's inline_admit does.
 func (s *Store) admitInline(e *execution, n *model.NextClaim, now int64) (token string, ok bool) {
 	if !n.Inline.Covers(e.budgets, e.quota) {
 		return "", false
@@ -77,15 +78,17 @@ func (s *Store) admitInline(e *execution, n *model.NextClaim, now int64) (token 
 		return "", false
 	}
 	bk := q.buckets[e.quotaKey]
-	if bk != nil {
-		if bk.admissions[e.id] != nil {
-			return "", false
-		}
-		bk.trim(q, now)
-	} else {
+	if bk == nil {
 		bk = &quotaBucket{admissions: make(map[model.ExecutionID]*admissionRec)}
 	}
-	if (q.rate > 0 && len(bk.window) >= q.rate) || (q.concurrency > 0 && len(bk.admissions) >= q.concurrency) {
+	if q.rate > 0 && len(bk.window) >= q.rate {
+		// trimmed only when it looks full, as valkeystore does (what a
+		// reconcile reports trimming stays the same on both)
+		if bk.trim(q, now); len(bk.window) >= q.rate {
+			return "", false
+		}
+	}
+	if (q.concurrency > 0 && len(bk.admissions) >= q.concurrency) || bk.admissions[e.id] != nil {
 		return "", false
 	}
 	token = n.LeaseID.String()

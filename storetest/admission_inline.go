@@ -98,7 +98,7 @@ func inlineBudgetOnly(h *admissionHarness) {
 }
 
 // inlineGrantsInstead: whenever inline admission cannot admit the head
-// (an attachment the request does not list, a missing or exhausted
+// (an attachment the request does not list, the first or a later one, a missing or exhausted
 // budget, a missing policy, a full rate window, a full concurrency cap,
 // an admission the bucket already holds), the claim-next grants it and
 // returns it as Admit exactly as without Inline, and nothing of the
@@ -106,6 +106,7 @@ func inlineBudgetOnly(h *admissionHarness) {
 func inlineGrantsInstead(h *admissionHarness) {
 	h.needInline()
 	b := h.budget(limits{"tokens": {Hard: 10}}, at(0))
+	spare := h.budget(limits{"tokens": {Hard: 10}}, at(0))
 	spent := h.budget(limits{"tokens": {Hard: 10}}, at(0))
 	h.reported(spent, map[string]int64{"tokens": 10}, at(0), model.ReportApplied)
 	q := h.capQuota(5, at(0))
@@ -130,6 +131,10 @@ func inlineGrantsInstead(h *admissionHarness) {
 		before  func(x model.ExecutionID)
 	}{
 		{name: "budget not listed", budgets: []model.BudgetID{b}, quota: q, in: &model.InlineAdmission{Quotas: []model.QuotaID{q}}},
+		// a regression: valkeystore's check looked only at the first
+		// budget's listing
+		{name: "second budget not listed", budgets: []model.BudgetID{b, spare}, quota: q, in: &model.InlineAdmission{
+			Budgets: []model.BudgetID{b}, Quotas: []model.QuotaID{q}}},
 		{name: "quota not listed", budgets: []model.BudgetID{b}, quota: q, in: &model.InlineAdmission{Budgets: []model.BudgetID{b}}},
 		{name: "budget missing", budgets: []model.BudgetID{b, missingB}, quota: q, in: all},
 		{name: "budget exhausted", budgets: []model.BudgetID{spent}, in: all},
@@ -157,7 +162,7 @@ func inlineGrantsInstead(h *admissionHarness) {
 		if !model.UUID(c.quota).IsZero() {
 			want.QuotaKey = "k"
 		}
-		h.unchangedAdm(now, []model.BudgetID{b, spent}, buckets, nil, func() {
+		h.unchangedAdm(now, []model.BudgetID{b, spare, spent}, buckets, nil, func() {
 			res, _ := h.claimNextInline(wA, c.in, now)
 			wantEqual(h.t, c.name+": claim-next", model.ExecutionClaimNextResult{Admit: want}, *res)
 		})

@@ -31,11 +31,12 @@ local function budget_key_of(id)
   return bks().pfx .. ':budget:' .. bks().tag .. ':' .. id
 end
 
--- budget_exhausted is the first limited dimension, in name order, whose
--- usage is at or above its positive hard limit ('' for none).
-local function budget_exhausted(key)
+-- budget_over is the first of the limited dimensions csv (the budget's
+-- dims field), in name order, whose usage is at or above its positive
+-- hard limit ('' for none).
+local function budget_over(key, csv)
   local dims = {}
-  for d in string.gmatch(redis.call('HGET', key, 'dims') or '', '[^,]+') do dims[#dims + 1] = d end
+  for d in string.gmatch(csv, '[^,]+') do dims[#dims + 1] = d end
   if #dims == 0 then return '' end
   local f = {}
   for i, d in ipairs(dims) do f[2 * i - 1], f[2 * i] = 'h:' .. d, 'u:' .. d end
@@ -45,6 +46,12 @@ local function budget_exhausted(key)
     if h > 0 and N(v[2 * i]) >= h then return d end
   end
   return ''
+end
+
+-- budget_exhausted is budget_over of the budget at key ('' for a missing
+-- budget).
+local function budget_exhausted(key)
+  return budget_over(key, redis.call('HGET', key, 'dims') or '')
 end
 
 -- budget_zero zeroes the usage of every dimension reported so far (the

@@ -223,12 +223,23 @@ end
 -- the admission is recorded as quota_admit records one, with the new
 -- lease's id (r.lease_id) as the token, and the token ('' without a
 -- quota) is returned. Otherwise nothing is written for the admission (a
--- rate window's trim aside, which no reader sees) and it returns nil.
+-- rate window's trim aside) and it returns nil.
+--
+-- Every refusal means the same here (the caller's path tells them apart),
+-- so the checks run in the cheapest order: a budget's dims field is
+-- there exactly when the budget is; the rate window is trimmed only when
+-- it holds as many entries as the rate (so it never holds more than the
+-- rate, and an entry that left it is not counted by any reader anyway);
+-- the admission is written with HSETNX after the rate and cap checks,
+-- and one the bucket already holds stops there, before the window takes
+-- an entry; a bucket that held an admission before this one is listed
+-- already (quota_reconcile forgets only empty buckets).
 local function inline_admit(e, inl, r, now)
   local bkeys = {}
   for _, b in ipairs(split_csv(e.budgets)) do
-    bkeys[#bkeys + 1] = inl.b[b]
-    if bkeys[#bkeys] == nil then return nil end
+    local k = inl.b[b]
+    if k == nil then return nil end
+    bkeys[#bkeys + 1] = k
   end
   local q = nil
   if e.quota ~= '' then
@@ -236,24 +247,28 @@ local function inline_admit(e, inl, r, now)
     if q == nil then return nil end
   end
   for _, k in ipairs(bkeys) do
-    if redis.call('EXISTS', k) == 0 or budget_exhausted(k) ~= '' then return nil end
+    local dims = redis.call('HGET', k, 'dims')
+    if not dims or budget_over(k, dims) ~= '' then return nil end
   end
   if q == nil then return '' end
   local p = redis.call('HMGET', q.key, 'rate', 'window', 'concurrency')
   if not p[1] then return nil end
   local rate, window, conc = N(p[1]), N(p[2]), N(p[3])
   local w, a = q.key .. ':w:' .. e.quota_key, q.key .. ':a:' .. e.quota_key
-  if redis.call('HEXISTS', a, e.id) == 1 then return nil end
   if rate > 0 then
-    redis.call('ZREMRANGEBYSCORE', w, '-inf', S(now - window))
-    if redis.call('ZCARD', w) >= rate then return nil end
+    local n = redis.call('ZCARD', w)
+    if n >= rate then
+      n = n - redis.call('ZREMRANGEBYSCORE', w, '-inf', S(now - window))
+      if n >= rate then return nil end
+    end
   end
-  if conc > 0 and redis.call('HLEN', a) >= conc then return nil end
+  local held = redis.call('HLEN', a)
+  if conc > 0 and held >= conc then return nil end
+  if redis.call('HSETNX', a, e.id, S(now) .. ':' .. r.lease_id) == 0 then return nil end
   if rate > 0 then
     redis.call('ZADD', w, S(now), S(redis.call('INCR', q.key .. ':seq:' .. e.quota_key)))
   end
-  redis.call('HSET', a, e.id, S(now) .. ':' .. r.lease_id)
-  redis.call('ZADD', q.buckets, '0', e.quota .. ':' .. e.quota_key)
+  if held == 0 then redis.call('ZADD', q.buckets, '0', e.quota .. ':' .. e.quota_key) end
   return r.lease_id
 end
 
