@@ -85,8 +85,10 @@ func cold(f recordField) recordField {
 // A record read at a version before v6 is not counted until a script of
 // v6 or later saves it, and is not taken off a counter when deleted; one
 // read at v6 or later is counted (load_exec). v7 appended md (metadata),
-// v8 fl (maybe a flow member).
-const recordVersion = 8
+// v8 fl (maybe a flow member); v9 moved budgets, quota, quota_key and
+// adm_token from the cold strings to the end of the hot ones (the
+// decoders of v3–v8 in recordUpgrades).
+const recordVersion = 9
 
 // recordFields is the layout of X:core. Changing it changes the stored
 // format; see recordVersion.
@@ -139,8 +141,14 @@ var recordFields = []recordField{
 	// cold: the attachments (budgets a CSV of ids in the given order), the
 	// admission token the lease holds, and the budget whose blocked group
 	// the execution is in while blocked on a budget
-	nfield("adm"), cold(sfield("budgets")), cold(sfield("quota")), cold(sfield("quota_key")),
-	cold(sfield("adm_token")), cold(sfield("blocked_budget")),
+	//
+	// v9 made budgets, quota, quota_key and adm_token hot: an admitted
+	// execution's claim and completion read or write them on every run
+	// (inline admission, the release outbox), and a cold read and save
+	// cost ~5 µs each; four blank strings cost a job without admission
+	// next to nothing
+	nfield("adm"), sfield("budgets"), sfield("quota"), sfield("quota_key"),
+	sfield("adm_token"), cold(sfield("blocked_budget")),
 	// v4: attempt streams (model.StreamStore; lua/lib/stream.lua). The
 	// index + 1 of the attempt whose stream is open (0: none), so that an
 	// attempt's end, a lease-expiry mark and a revoke pay one comparison
@@ -263,6 +271,23 @@ func recordLuaFor(fields []recordField, version int, past map[int]string, decode
 // pastLayouts holds the layout of X:core at each earlier version this
 // build still reads, in the format of layoutString.
 var pastLayouts = map[int]string{
+	// v9 moved budgets, quota, quota_key and adm_token hot
+	8: `v8 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+		`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
+		`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
+		`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
+		`retry_delay_ms:nc retry_initial_ms:nc retry_multiplier:sc retry_max_delay_ms:nc ` +
+		`retry_count:n max_reclaims:nc reclaim_count:nc max_replays:nc replay_count:nc ` +
+		`attempt_timeout:n deadline:n timeout_at:n total_attempts:n cur_attempt:n cur_attempt_id:s ` +
+		`pending_type:s pending_reason:sc pending_requested_by:sc pending_prev_index:nc epoch:n ` +
+		`lease_id:s lease_worker_id:s lease_wi:s lease_acquired_at:n lease_expires_at:n ` +
+		`lease_renew_by:n lease_expired_at:n lease_revoked_at:n revoke_reason:sc hist_seq:n ` +
+		`grant_kind:s grant_worker_id:sc grant_wi:sc grant_created_at:nc grant_expires_at:nc ` +
+		`progress_pct:nc progress_msg:sc progress_at:nc last_cap_mismatch_at:nc failure_reason:sc ` +
+		`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
+		`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
+		`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n ` +
+		`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc md:n fl:n`,
 	// v8 appended fl (a hot number, blank 1)
 	7: `v7 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 		`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
@@ -389,7 +414,23 @@ var pastLayouts = map[int]string{
 // each array in the current layout's order; fields they leave out at the
 // end take their blank values. Only a past layout that is not the current
 // one with fields appended needs one.
-var recordUpgrades = map[[2]int]string{}
+var recordUpgrades = v9Upgrades()
+
+// v9Upgrades are the decoders of layouts v3–v8 to v9: their hot strings
+// are v9's less the four v9 moved from the cold strings (budgets, quota,
+// quota_key, adm_token: cold strings 15–18 since v3), so those four are
+// appended to s and removed from c. v1 and v2 have none of them: their
+// arrays are prefixes of v9's.
+func v9Upgrades() map[[2]int]string {
+	const dec = `    local h, cs = #s, c[2]
+    s[h + 1], s[h + 2], s[h + 3], s[h + 4] = cs[15], cs[16], cs[17], cs[18]
+    for _ = 1, 4 do table.remove(cs, 15) end`
+	m := map[[2]int]string{}
+	for v := 3; v <= 8; v++ {
+		m[[2]int{v, 9}] = dec
+	}
+	return m
+}
 
 // layoutString is the golden form of a layout: "v<version>" then each
 // field as name:<kind>[c], kind n (number) or s (string), c when cold.

@@ -19,7 +19,7 @@ import (
 // recordFields fails TestRecordLayoutGolden until recordVersion is bumped
 // and this golden is updated with it (and an upgrade path written: see
 // recordVersion).
-const recordLayoutGolden = `v8 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
+const recordLayoutGolden = `v9 layout_version:n id:s ns:s lane:s kind:s priority:n created_at:n required_caps:s ` +
 	`lifecycle_phase:s ownership_state:s eligibility_state:s blocking_reason:s ` +
 	`blocking_detail:s terminal_outcome:s attempt_state:s last_mutation_at:n ` +
 	`last_transition_at:n started_at:n terminal_at:n delay_until:n retry_max:n retry_backoff:sc ` +
@@ -33,7 +33,7 @@ const recordLayoutGolden = `v8 layout_version:n id:s ns:s lane:s kind:s priority
 	`progress_pct:nc progress_msg:sc progress_at:nc last_cap_mismatch_at:nc failure_reason:sc ` +
 	`failure_category:sc cancellation_reason:sc cancelled_by:sc op_kind:s op_operator:s ` +
 	`op_fence_lease:s op_fence_epoch:s op_fence_attempt:s op_fail_result:sc op_delay_until:nc ` +
-	`op_prior_phase:sc wp_open:n adm:n budgets:sc quota:sc quota_key:sc adm_token:sc blocked_budget:sc stream_open:n ` +
+	`op_prior_phase:sc wp_open:n adm:n budgets:s quota:s quota_key:s adm_token:s blocked_budget:sc stream_open:n ` +
 	`ret_ok:n ret_failed:nc ret_cancelled:nc idem_key:sc md:n fl:n`
 
 func recordLayout() string { return layoutString(recordVersion, recordFields) }
@@ -55,8 +55,8 @@ func TestRecordLayoutGolden(t *testing.T) {
 	}
 	const hist = `string.format('%d|%d|%d|%d|', e.hist_seq, e.epoch, e.cur_attempt, now)
       .. kind .. '|' .. e.lease_id .. '|' .. e.lease_wi .. '|' .. reason)`
-	if recordVersion != 8 || !strings.Contains(string(lib), hist) {
-		t.Fatalf("the lease history entry of layout v8 changed: bump recordVersion, write the upgrade path, and update this test")
+	if recordVersion != 9 || !strings.Contains(string(lib), hist) {
+		t.Fatalf("the lease history entry of layout v9 changed: bump recordVersion, write the upgrade path, and update this test")
 	}
 	// load_exec reads the version as e[1][1]
 	if sl := recordSlots["layout_version"]; sl != (recordSlot{false, 1, 1}) {
@@ -268,20 +268,55 @@ func coreReader(t *testing.T, c valkey.Client, s *Store, id model.ExecutionID) f
 	}
 }
 
-// writeRecord stores the fields n and c of id's X:core as given.
-func writeRecord(t *testing.T, c valkey.Client, s *Store, id model.ExecutionID, n, cf string) {
+// writeRecord stores the fields n, s (hot strings) and c of id's X:core
+// as given.
+func writeRecord(t *testing.T, c valkey.Client, s *Store, id model.ExecutionID, n, hs, cf string) {
 	t.Helper()
 	core := s.keys.execKeys(id)["core"]
-	if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n).FieldValue("c", cf).Build()).Error(); err != nil {
+	if err := c.Do(bg, c.B().Hset().Key(core).FieldValue().FieldValue("n", n).FieldValue("s", hs).FieldValue("c", cf).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// cutBack turns a record of the current layout (hot numbers n, cold
-// fields c) into one of layout version v as a v build wrote it: the
-// fields appended since are dropped from the end of each array (hot
-// numbers, cold numbers, cold strings; hot strings have not grown since
-// v1). It fails t unless the dropped fields hold their blank values.
+// backToV8 turns the hot strings hs and cold fields c of a record of the
+// current layout (v9) into v8's: the four hot strings v9 moved (budgets,
+// quota, quota_key, adm_token, the last four) go back to cold strings
+// 15–18. Layouts before v8 are v8's with fields dropped (cutBack).
+func backToV8(t *testing.T, hs, c string) (string, string) {
+	t.Helper()
+	if recordVersion != 9 {
+		t.Fatalf("recordVersion %d: backToV8 undoes v9", recordVersion)
+	}
+	var strs, cold, cs []json.RawMessage
+	if err := json.Unmarshal([]byte(hs), &strs); err != nil || len(strs) < 4 {
+		t.Fatalf("record s = %s: %v", hs, err)
+	}
+	if err := json.Unmarshal([]byte(c), &cold); err != nil || len(cold) != 2 {
+		t.Fatalf("record c = %s: %v", c, err)
+	}
+	if err := json.Unmarshal(cold[1], &cs); err != nil || len(cs) < 14 {
+		t.Fatalf("record c = %s: %v", c, err)
+	}
+	moved := strs[len(strs)-4:]
+	cs = slices.Concat(cs[:14], moved, cs[14:])
+	return rawList(strs[:len(strs)-4]), "[" + string(cold[0]) + "," + rawList(cs) + "]"
+}
+
+// rawList joins JSON values into a JSON array.
+func rawList(xs []json.RawMessage) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return "[" + strings.Join(out, ",") + "]"
+}
+
+// cutBack turns a record of layout v8 (hot numbers n, cold fields c; a
+// current record through backToV8) into one of layout version v as a v
+// build wrote it: the fields appended since are dropped from the end of
+// each array (hot numbers, cold numbers, cold strings; hot strings did
+// not grow from v1 to v8). It fails t unless the dropped fields hold
+// their blank values.
 func cutBack(t *testing.T, n, c string, v, hot, coldNums, coldStrs int) (string, string) {
 	t.Helper()
 	var nums, cold []json.RawMessage
@@ -308,15 +343,8 @@ func cutBack(t *testing.T, n, c string, v, hot, coldNums, coldStrs int) (string,
 	blank(nums[len(nums)-hot:], "0")
 	blank(cn[len(cn)-coldNums:], "0")
 	blank(cs[len(cs)-coldStrs:], `""`)
-	join := func(xs []json.RawMessage) string {
-		out := make([]string, len(xs))
-		for i, x := range xs {
-			out[i] = string(x)
-		}
-		return "[" + strings.Join(out, ",") + "]"
-	}
 	nums = append([]json.RawMessage{json.RawMessage(strconv.Itoa(v))}, nums[1:len(nums)-hot]...)
-	return join(nums), "[" + join(cn[:len(cn)-coldNums]) + "," + join(cs[:len(cs)-coldStrs]) + "]"
+	return rawList(nums), "[" + rawList(cn[:len(cn)-coldNums]) + "," + rawList(cs[:len(cs)-coldStrs]) + "]"
 }
 
 // TestRecordV2ReadAsCurrent stores a record of layout v2 (the current one
@@ -336,11 +364,9 @@ func TestRecordV2ReadAsCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		get := coreReader(t, c, s, id)
-		if recordVersion != 8 {
-			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
-		}
-		n2, c2 := cutBack(t, get("n"), get("c"), 2, 5, 2, 6)
-		writeRecord(t, c, s, id, n2, c2)
+		s8, c8 := backToV8(t, get("s"), get("c"))
+		n2, c2 := cutBack(t, get("n"), c8, 2, 5, 2, 6)
+		writeRecord(t, c, s, id, n2, s8, c2)
 		// a v2 build counted nothing (v6 added I:counts)
 		if err := c.Do(bg, c.B().Del().Key(s.keys.idx(id.Partition())+"counts").Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -400,12 +426,10 @@ func TestRecordV3ReadAsCurrent(t *testing.T) {
 		}
 		hget := coreReader(t, c, s, id)
 		get := func() string { return hget("n") }
-		if recordVersion != 8 {
-			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
-		}
 		want := fmt.Sprintf("[%d,", recordVersion)
-		n3, c3 := cutBack(t, get(), hget("c"), 3, 4, 2, 1)
-		writeRecord(t, c, s, id, n3, c3)
+		s8, c8 := backToV8(t, hget("s"), hget("c"))
+		n3, c3 := cutBack(t, get(), c8, 3, 4, 2, 1)
+		writeRecord(t, c, s, id, n3, s8, c3)
 		read := func(now time.Time) *model.StreamReadResult {
 			t.Helper()
 			res, err := s.StreamRead(bg, &model.StreamReadParams{ID: id, Count: 10, Now: now})
@@ -450,11 +474,9 @@ func TestRecordV6ReadAsCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		get := coreReader(t, c, s, id)
-		if recordVersion != 8 {
-			t.Fatalf("recordVersion %d: update the fields this test cuts back", recordVersion)
-		}
-		n6, c6 := cutBack(t, get("n"), get("c"), 6, 2, 0, 0)
-		writeRecord(t, c, s, id, n6, c6)
+		s8, c8 := backToV8(t, get("s"), get("c"))
+		n6, c6 := cutBack(t, get("n"), c8, 6, 2, 0, 0)
+		writeRecord(t, c, s, id, n6, s8, c6)
 		d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
 		if err != nil || d.Metadata != nil || d.PublicState != model.PublicWaiting {
 			t.Fatalf("describe of a v6 record: %+v, %v", d, err)
@@ -511,9 +533,6 @@ func TestRecordV7FlowMemberSettles(t *testing.T) {
 			t.Fatal(err)
 		}
 		get := coreReader(t, c, s, up)
-		if recordVersion != 8 {
-			t.Fatalf("recordVersion %d: update the field this test cuts back", recordVersion)
-		}
 		var nums []json.RawMessage
 		if err := json.Unmarshal([]byte(get("n")), &nums); err != nil || string(nums[len(nums)-1]) != "1" {
 			t.Fatalf("record n = %s (%v), want fl 1 last for a flow member", get("n"), err)
@@ -523,7 +542,8 @@ func TestRecordV7FlowMemberSettles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeRecord(t, c, s, up, string(n7), get("c"))
+		s8, c8 := backToV8(t, get("s"), get("c"))
+		writeRecord(t, c, s, up, string(n7), s8, c8)
 		state := func(id model.ExecutionID) model.PublicState {
 			t.Helper()
 			d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
@@ -544,6 +564,70 @@ func TestRecordV7FlowMemberSettles(t *testing.T) {
 		}
 		if st := state(down); st != model.PublicWaiting {
 			t.Fatalf("the downstream is %v after its v7 upstream completed, want waiting (the edge resolved)", st)
+		}
+	})
+}
+
+// TestRecordV8AdmittedReadAsCurrent stores the record of an admitted,
+// running execution with a budget and a quota as a v8 build wrote it (its
+// attachments and admission token cold): this build reads them (v8's
+// decoder moves them to the hot strings), and the completion queues the
+// admission in the release outbox and saves the record in the current
+// layout (miniredis and real servers).
+func TestRecordV8AdmittedReadAsCurrent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		s := newStoreWith(t, c, nil)
+		var sq seq
+		bud, q := model.BudgetID(sq.uuid()), model.QuotaID(sq.uuid())
+		if _, err := s.BudgetCreate(bg, &model.BudgetCreateParams{ID: bud, Limits: map[string]model.BudgetLimit{"tokens": {Hard: 10}}, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.QuotaCreate(bg, &model.QuotaCreateParams{ID: q, Concurrency: 2, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		id := sq.exec(1)
+		p := createP(id, t0)
+		p.Budgets, p.Quota, p.QuotaKey = []model.BudgetID{bud}, q, "k"
+		if _, err := s.ExecutionCreate(bg, p); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.ExecutionGrantAndClaim(bg, &model.ExecutionGrantAndClaimParams{ID: id, AdmissionToken: "tok-1",
+			LeaseRequest: sq.req("wi", ttl), Now: at(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := coreReader(t, c, s, id)
+		if hs := get("s"); !strings.HasSuffix(hs, fmt.Sprintf(`,"%s","%s","k","tok-1"]`, bud, q)) {
+			t.Fatalf("record s = %s, want the attachments and the token as the last hot strings", hs)
+		}
+		s8, c8 := backToV8(t, get("s"), get("c"))
+		var nums []json.RawMessage
+		if err := json.Unmarshal([]byte(get("n")), &nums); err != nil {
+			t.Fatal(err)
+		}
+		nums[0] = json.RawMessage("8")
+		n8, err := json.Marshal(nums)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeRecord(t, c, s, id, string(n8), s8, c8)
+		d, err := s.ExecutionDescribe(bg, &model.ExecutionDescribeParams{ID: id})
+		if err != nil || !slices.Equal(d.Budgets, []model.BudgetID{bud}) || d.Quota != q || d.QuotaKey != "k" || d.AdmissionToken != "tok-1" {
+			t.Fatalf("describe of a v8 record: %+v, %v", d, err)
+		}
+		if _, err := s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: id, Fence: r.Fence(), Now: at(2 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		pend, err := s.QuotaReleasePending(bg, &model.QuotaReleasePendingParams{Partition: 1, Limit: 10})
+		if err != nil || len(pend.Items) != 1 || pend.Items[0] != (model.QuotaHold{Execution: id, Quota: q, Key: "k", Token: "tok-1", At: at(2 * time.Second)}) {
+			t.Fatalf("outbox after the v8 record completed: %+v, %v", pend, err)
+		}
+		if n := get("n"); !strings.HasPrefix(n, fmt.Sprintf("[%d,", recordVersion)) {
+			t.Fatalf("saved record n = %s, want the current layout", n)
+		}
+		if hs := get("s"); !strings.HasSuffix(hs, fmt.Sprintf(`,"%s","%s","k",""]`, bud, q)) {
+			t.Fatalf("saved record s = %s, want the attachments hot and the token released", hs)
 		}
 	})
 }
