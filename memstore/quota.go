@@ -95,11 +95,13 @@ func (bk *quotaBucket) windowStart(q *quotaRec, now int64) int {
 }
 
 // trim drops the window entries at or before now − window and returns how
-// many it dropped.
+// many it dropped. It reslices rather than moving the rest down (a full
+// window of a high rate would be copied on every admission); the next
+// growth of the slice copies only the entries left.
 func (bk *quotaBucket) trim(q *quotaRec, now int64) int {
 	i := bk.windowStart(q, now)
 	if i > 0 {
-		bk.window = slices.Delete(bk.window, 0, i)
+		bk.window = bk.window[i:]
 	}
 	return i
 }
