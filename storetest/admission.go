@@ -18,6 +18,14 @@ import (
 // claim-next, admission tokens, the quota release outbox, the budget and
 // quota blocked groups) and the scanner filter. A store without the
 // optional interface skips these tests.
+// ExerciseAdmission runs only Exercise's Admission group (budgets,
+// quotas, the claim path's admission, inline admission): for a store
+// configuration that differs from another only there, such as a client
+// that makes valkeystore admit inline.
+func ExerciseAdmission(t *testing.T, newStore NewStoreFunc) {
+	testAdmission(t, newStore)
+}
+
 func testAdmission(t *testing.T, newStore NewStoreFunc) {
 	for _, c := range []struct {
 		name string

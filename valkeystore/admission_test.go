@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/valkey-io/valkey-go"
+
 	"github.com/flowfabric/flowfabric/model"
+	"github.com/flowfabric/flowfabric/storetest"
 )
 
 // adm is a store's model.AdmissionStore (both stores implement it).
@@ -220,4 +224,26 @@ func TestAdmissionDifferential(t *testing.T) {
 			return adm(s).BudgetResetDue(bg, &model.BudgetResetDueParams{Partition: bp, Limit: 5, Now: at(3 * time.Minute)})
 		})
 	})
+}
+
+// TestAdmissionSingleClientMiniredis runs the conformance suite's
+// Admission group on miniredis through a single-node client. valkey-go's
+// default client treats miniredis as a one-node cluster (it answers
+// CLUSTER SLOTS), so the other miniredis runs take the grant path; this
+// one admits inline, so the inline Lua (lib/claim.lua inline_admit) also
+// runs under miniredis's interpreter.
+func TestAdmissionSingleClientMiniredis(t *testing.T) {
+	storetest.ExerciseAdmission(t, storetest.Interpreted(func(t *testing.T) model.Store {
+		m := miniredis.RunT(t)
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		s := newStoreWith(t, c, nil)
+		if !s.InlineAdmission() {
+			t.Fatal("a single-node client's store does not admit inline")
+		}
+		return s
+	}))
 }
