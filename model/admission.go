@@ -28,8 +28,10 @@ import (
 //     blocked-on-quota groups and the quota release outbox.
 //
 // The claim path (engine) for an execution that has budgets or a quota:
-// ExecutionClaimNext does not claim it but grants it to the claiming
-// worker and returns it as ExecutionClaimNextResult.Admit; the engine
+// unless the request's InlineAdmission admits and claims it in the same
+// step (InlineAdmitter stores only), ExecutionClaimNext does not claim it
+// but grants it to the claiming worker and returns it as
+// ExecutionClaimNextResult.Admit; the engine
 // reads each budget (BudgetStatus; a read error aborts: fail-closed) and
 // blocks the execution on an exhausted one (ExecutionBlock with
 // WaitingForBudget and Budget); it admits the execution to its quota
