@@ -196,6 +196,8 @@ func (w *world) submitFlow(p *process) {
 			if sf.key == "" {
 				w.unkeyed[res.ID] = true
 				w.unkeyedList = append(w.unkeyedList, res.ID)
+			} else {
+				w.keyed[res.ID] = true
 			}
 		}
 		var names []string

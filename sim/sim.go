@@ -208,8 +208,11 @@ type world struct {
 	preMembers  []*model.ExecutionSnapshot
 	unkeyed     map[model.FlowID]bool
 	unkeyedList []model.FlowID
-	deleted     map[model.ExecutionID]bool
-	stats       RetentionStats
+	// keyed are the flows a submission with a key returned: they never
+	// have a short retention, so nothing may delete them
+	keyed   map[model.FlowID]bool
+	deleted map[model.ExecutionID]bool
+	stats   RetentionStats
 }
 
 // process is one engine process: an engine, its workers and its scanners.
@@ -244,6 +247,7 @@ func Run(o Options) *Result {
 		isAcked:   map[model.ExecutionID]bool{},
 		inFlow:    map[model.ExecutionID]bool{},
 		unkeyed:   map[model.FlowID]bool{},
+		keyed:     map[model.FlowID]bool{},
 		completes: map[model.ExecutionID]int{},
 		terminal:  map[model.ExecutionID]bool{},
 		deleted:   map[model.ExecutionID]bool{},
