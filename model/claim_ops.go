@@ -352,8 +352,7 @@ const MaxInlineAdmissionIDs = 8
 // admission path reports the refusal and blocks it.
 //
 // Budgets and quotas live on their own partitions, so only a store that
-// can reach every partition in one step takes it (InlineAdmitter);
-// validation refuses it elsewhere.
+// can reach every partition in one step takes it (InlineAdmitter).
 type InlineAdmission struct {
 	Budgets []BudgetID
 	Quotas  []QuotaID
@@ -398,8 +397,9 @@ func (a *InlineAdmission) Covers(budgets []BudgetID, q QuotaID) bool {
 
 // InlineAdmitter is optional: a store that reports true accepts
 // ExecutionClaimNextParams.Inline and NextClaim.Inline (memstore; valkeystore
-// on a standalone server). Any other store refuses them with a validation
-// error naming Inline.
+// on a standalone server), and the engine sends them to no other store.
+// valkeystore on a cluster reports false and refuses them with a
+// validation error naming Inline (InlineUnsupported).
 type InlineAdmitter interface {
 	InlineAdmission() bool
 }
