@@ -21,6 +21,7 @@ func testCounts(t *testing.T, newStore NewStoreFunc) {
 		{"Lifecycle", countsLifecycle},
 		{"Filters", countsFilters},
 		{"DeleteDropsRow", countsDelete},
+		{"CompleteNext", countsCompleteNext},
 		{"Validation", countsValidation},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,6 +109,53 @@ func countsFilters(h *countsHarness) {
 	}
 	got := call(h.cs.ExecutionCounts(h.ctx, &model.ExecutionCountsParams{Partitions: []int{}})).must(h.t).Rows
 	wantEqual(h.t, "no partition", nil, got)
+}
+
+// countsCompleteNext completes with a next claim: the completed
+// execution leaves "active" and the claimed one enters it, in one step,
+// whether the two share a row (valkeystore's script then moves neither:
+// count_hold), differ in kind, or nothing is claimed.
+func countsCompleteNext(h *countsHarness) {
+	kindB := model.Kind("kind-b")
+	completeNext := func(id model.ExecutionID, c *model.ClaimResult, now time.Time) *model.ClaimResult {
+		h.t.Helper()
+		res := call(h.s.ExecutionComplete(h.ctx, &model.ExecutionCompleteParams{
+			ID: id, Fence: c.Fence(), Result: []byte("r"), Now: now,
+			Next: &model.NextClaim{Lane: laneA, Capabilities: wA.Caps, ScanLimit: 10, LeaseRequest: h.leaseReq(wA, leaseTTL)},
+		})).must(h.t)
+		if res.Next == nil {
+			h.t.Fatalf("complete with next at %v: no next result", now)
+		}
+		return res.Next.Claimed
+	}
+	a, ca := h.active(at(0))
+	b := h.create(at(time.Second))
+	c := h.create(at(2*time.Second), func(p *model.ExecutionCreateParams) { p.Kind = kindB })
+	all := model.ExecutionCountsParams{}
+	h.want("one active, two waiting", all,
+		row(nsA, laneA, kindA, model.PublicWaiting, 1), row(nsA, laneA, kindA, model.PublicActive, 1),
+		row(nsA, laneA, kindB, model.PublicWaiting, 1))
+
+	cb := completeNext(a, ca, at(3*time.Second))
+	if cb == nil || cb.ID != b {
+		h.t.Fatalf("next claim %+v, want %s", cb, b)
+	}
+	h.want("same kind next", all,
+		row(nsA, laneA, kindA, model.PublicActive, 1), row(nsA, laneA, kindA, model.PublicCompleted, 1),
+		row(nsA, laneA, kindB, model.PublicWaiting, 1))
+
+	cc := completeNext(b, cb, at(4*time.Second))
+	if cc == nil || cc.ID != c {
+		h.t.Fatalf("next claim %+v, want %s", cc, c)
+	}
+	h.want("other kind next", all,
+		row(nsA, laneA, kindA, model.PublicCompleted, 2), row(nsA, laneA, kindB, model.PublicActive, 1))
+
+	if got := completeNext(c, cc, at(5*time.Second)); got != nil {
+		h.t.Fatalf("next claim on an empty lane: %+v", got)
+	}
+	h.want("nothing next", all,
+		row(nsA, laneA, kindA, model.PublicCompleted, 2), row(nsA, laneA, kindB, model.PublicCompleted, 1))
 }
 
 // countsDelete deletes the only execution of a row: the row goes.

@@ -20,6 +20,9 @@ if not replay then
   release_lease(e, now, 'released', 'completed')
   terminate(e, now, 'success')
   record_op(e, 'complete', operator, f)
+  -- with a next claim, the job's decrement of "active" waits for the
+  -- claimed job's increment (count_hold in lib/record.lua)
+  if A_has_next == '1' then count_hold() end
   save_exec(e)
   flow_settle(now)
 end
@@ -35,6 +38,7 @@ local reply = claim_next(A_next_lane, A_next_namespace, A_next_capabilities, A_n
   admit_ttl = N(A_next_admission_grant_ttl),
   inline = inline_parse(A_next_inline),
 }, now)
+count_release()
 local n = #reply
 reply[n + 1], reply[n + 2] = 'replayed', replay and 1 or 0
 return reply

@@ -56,17 +56,39 @@ end
 -- the record's base key, so every script that saves a record can count
 -- without declaring it.
 local counts_key
-local function count_add(e, ps, d)
+local function count_field(e, ps)
   if counts_key == nil then
     local pfx, tag = string.match(e.k.base, '^(.-):exec:(%b{}):')
     counts_key = pfx .. ':idx:' .. tag .. ':counts'
   end
-  local f = e.ns .. '|' .. e.lane .. '|' .. ps .. '|' .. e.kind
+  return e.ns .. '|' .. e.lane .. '|' .. ps .. '|' .. e.kind
+end
+local function count_move(f, d)
   if redis.call('HINCRBY', counts_key, f, d) == 0 then
     redis.call('HDEL', counts_key, f)
     return true
   end
   return false
+end
+local function count_add(e, ps, d)
+  return count_move(count_field(e, ps), d)
+end
+
+-- count_held is the counter field of a decrement put off by count_hold:
+-- false while the next save's decrement is to be held, the field once it
+-- is, nil otherwise. The completion of S1's complete-and-claim-next takes
+-- its job out of "active" and the claim puts the next one in: held, the
+-- two meet in save_exec and neither runs (two HINCRBY fewer per job).
+-- count_release applies a decrement no increment met, so the counters end
+-- as if each save had moved them; only a script that reads no counter
+-- between the hold and the release may hold (execution_complete).
+local count_held
+local function count_hold()
+  count_held = false
+end
+local function count_release()
+  if count_held then count_move(count_held, -1) end
+  count_held = nil
 end
 
 -- lane_relist lists e's lane in its partition's I:lanes again, for a
@@ -93,11 +115,20 @@ local function save_exec(e)
   local was = e[3]
   if was ~= ps then
     if was then
-      count_add(e, was, -1)
+      if count_held == false then
+        count_held = count_field(e, was)
+      else
+        count_add(e, was, -1)
+      end
     elseif e[4] then
       lane_relist(e)
     end
-    count_add(e, ps, 1)
+    local f = count_field(e, ps)
+    if f == count_held then
+      count_held = nil
+    else
+      count_move(f, 1)
+    end
     e[3] = ps
   end
 end
