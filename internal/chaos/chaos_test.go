@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -50,6 +51,7 @@ type drain struct {
 	engine *flowfabric.Engine
 	procs  map[string]*proc // running worker processes by name
 	gens   map[string]int
+	starts int // worker processes started, for the script calls they use
 	rng    *rand.Rand
 
 	submitted int
@@ -110,15 +112,26 @@ func newDrain(t *testing.T, addrs ...string) *drain {
 }
 
 // startWorker starts worker process name under a new instance id (a
-// restarted worker is a new instance, as after a crash).
+// restarted worker is a new instance, as after a crash). Every second
+// process started runs its scripts with EVALSHA, the others as functions
+// (the default on a server that has them, as the test process's engine
+// does): a drain's executions pass between processes of both ways, each
+// way meets the faults, and both come back after a server that lost its
+// scripts and library.
 func (d *drain) startWorker(name string) {
 	d.t.Helper()
 	d.gens[name]++
-	inst := fmt.Sprintf("%s-%d", name, d.gens[name])
+	d.starts++
+	calls := valkeystore.ScriptCallsAuto
+	if d.starts%2 == 0 {
+		calls = valkeystore.ScriptCallsEval
+	}
+	inst := fmt.Sprintf("%s-%d-%s", name, d.gens[name], cmp.Or(string(calls), "auto"))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
 		envAddrs+"="+strings.Join(d.addrs, ","), envPrefix+"="+d.prefix, envLedger+"="+d.ledger,
-		envInstance+"="+inst, envLeaseMS+"="+strconv.Itoa(int(leaseTTL/time.Millisecond)))
+		envInstance+"="+inst, envLeaseMS+"="+strconv.Itoa(int(leaseTTL/time.Millisecond)),
+		envScriptCalls+"="+string(calls))
 	out, err := os.Create(filepath.Join(d.dir, inst+".log"))
 	if err != nil {
 		d.t.Fatal(err)

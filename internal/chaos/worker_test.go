@@ -26,6 +26,10 @@ const (
 	envLedger   = "CHAOS_LEDGER"
 	envInstance = "CHAOS_INSTANCE"
 	envLeaseMS  = "CHAOS_LEASE_MS"
+	// envScriptCalls is the worker's valkeystore.Options.ScriptCalls:
+	// startWorker alternates the default (functions where the server has
+	// them) and EVALSHA, so every drain runs both ways on the same keys.
+	envScriptCalls = "CHAOS_SCRIPT_CALLS"
 )
 
 // flowLane is the spread lane the drain's flows run on.
@@ -100,7 +104,10 @@ func TestWorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s, err := valkeystore.New(c, &valkeystore.Options{Prefix: os.Getenv(envPrefix)})
+	s, err := valkeystore.New(c, &valkeystore.Options{
+		Prefix:      os.Getenv(envPrefix),
+		ScriptCalls: valkeystore.ScriptCalls(os.Getenv(envScriptCalls)),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
