@@ -164,7 +164,7 @@ func upgradeScript(t *testing.T, fields []recordField, version int, past map[int
 	// listing (lane_relist) need the real layout's fields; these layouts
 	// test reading and writing only
 	b.WriteString("local function public_state(e) return 'waiting' end\nlocal function count_add(e, ps, d) end\n" +
-		"local count_held\nlocal function count_field(e, ps) return ps end\nlocal function count_move(f, d) end\n" +
+		"local count_held\nlocal function count_field(e, ps) return ps end\nlocal function count_by(f, d) end\n" +
 		"local function lane_relist(e) end\n")
 	for _, name := range []string{"load_exec", "rec_cold", "save_exec"} {
 		found := false

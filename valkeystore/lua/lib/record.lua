@@ -63,7 +63,7 @@ local function count_field(e, ps)
   end
   return e.ns .. '|' .. e.lane .. '|' .. ps .. '|' .. e.kind
 end
-local function count_move(f, d)
+local function count_by(f, d)
   if redis.call('HINCRBY', counts_key, f, d) == 0 then
     redis.call('HDEL', counts_key, f)
     return true
@@ -71,7 +71,7 @@ local function count_move(f, d)
   return false
 end
 local function count_add(e, ps, d)
-  return count_move(count_field(e, ps), d)
+  return count_by(count_field(e, ps), d)
 end
 
 -- count_held is the counter field of a decrement put off by count_hold:
@@ -87,7 +87,7 @@ local function count_hold()
   count_held = false
 end
 local function count_release()
-  if count_held then count_move(count_held, -1) end
+  if count_held then count_by(count_held, -1) end
   count_held = nil
 end
 
@@ -127,7 +127,7 @@ local function save_exec(e)
     if f == count_held then
       count_held = nil
     else
-      count_move(f, 1)
+      count_by(f, 1)
     end
     e[3] = ps
   end
