@@ -3,6 +3,7 @@ package flowfabric
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -31,6 +32,26 @@ type laneWake struct {
 	// was busy; the next claim of one of them probes these first (on a
 	// spread lane the work may be on a partition its cursor is far from).
 	pending []int
+	// What the engine knows of a spread lane's partitions (nil until a
+	// probe reports one, and for solo lanes): a partition is known empty
+	// when a probe of it found no eligible head and no notification for
+	// it (nor one for the whole lane) came since the probe began. gen
+	// counts notifications for the whole lane, pseq those naming each
+	// partition, emptyAt is when each was last found empty (zero:
+	// unknown; reset by a notification). A worker's claim skips the
+	// partitions known empty (probeHook), so a look over a quiet spread
+	// lane costs no probe.
+	gen     uint64
+	pseq    []uint64
+	emptyAt []time.Time
+}
+
+// partSnap is a spread-lane partition's notification state before a
+// probe; emptyProbed records the probe's emptiness only if it is still
+// the same afterwards.
+type partSnap struct {
+	gen, seq uint64
+	ok       bool
 }
 
 // maxPending bounds a lane's pending partitions (the oldest go: the
@@ -124,6 +145,7 @@ func (e *Engine) workArrived(lane model.LaneID, partition, hops int) {
 	lw := e.wakes.lanes[lane]
 	if lw != nil && hops < 0 {
 		lw.seq++
+		lw.forget(partition)
 	}
 	if lw != nil && partition == model.PartitionAll {
 		woken := lw.idle
@@ -207,4 +229,77 @@ func (e *Engine) idleIfQuiet(w *Worker, lane model.LaneID, seq uint64) bool {
 		lw.idle = append(lw.idle, w)
 	}
 	return true
+}
+
+// forget drops what is known of partition (all of them for -1 or
+// model.PartitionAll): it got work.
+func (lw *laneWake) forget(partition int) {
+	if lw.emptyAt == nil {
+		return
+	}
+	if partition < 0 || partition >= len(lw.emptyAt) {
+		lw.gen++
+		clear(lw.emptyAt)
+		return
+	}
+	lw.pseq[partition]++
+	lw.emptyAt[partition] = time.Time{}
+}
+
+// probeSnap returns lane's notification state for partition before a
+// probe of it (ok false: the lane is not watched, or not by a notifying
+// store, so nothing is learned), and whether the partition is known empty:
+// found empty less than maxAge ago (0: never trusted), with no notification
+// for it since.
+func (e *Engine) probeSnap(lane model.LaneID, partition int, maxAge time.Duration) (snap partSnap, known bool) {
+	now := e.clock.Now()
+	e.wakes.mu.Lock()
+	defer e.wakes.mu.Unlock()
+	lw := e.wakes.lanes[lane]
+	n := e.parts.WithDefaults().FlowPartitions
+	if lw == nil || lw.stop == nil || partition < 0 || partition >= n {
+		return partSnap{}, false
+	}
+	if lw.emptyAt == nil {
+		lw.pseq = make([]uint64, n)
+		lw.emptyAt = make([]time.Time, n)
+	}
+	at := lw.emptyAt[partition]
+	known = !at.IsZero() && now.Sub(at) < maxAge
+	return partSnap{gen: lw.gen, seq: lw.pseq[partition], ok: true}, known
+}
+
+// probeHook is claim.Request.Probed for a worker that trusts what is
+// known for maxAge (its poll interval): a partition found empty within
+// maxAge, with no notification for it since, is skipped; a probe that
+// finds one empty is remembered (emptyProbed).
+func (e *Engine) probeHook(lane model.LaneID, partition int, maxAge time.Duration) (bool, func(empty bool)) {
+	snap, known := e.probeSnap(lane, partition, maxAge)
+	if known {
+		return true, nil
+	}
+	if !snap.ok {
+		return false, nil
+	}
+	return false, func(empty bool) {
+		if empty {
+			e.emptyProbed(lane, partition, snap)
+		}
+	}
+}
+
+// emptyProbed records that a probe of lane's partition, begun at snap,
+// found no eligible head, unless a notification for it came meanwhile.
+func (e *Engine) emptyProbed(lane model.LaneID, partition int, snap partSnap) {
+	if !snap.ok {
+		return
+	}
+	now := e.clock.Now()
+	e.wakes.mu.Lock()
+	defer e.wakes.mu.Unlock()
+	lw := e.wakes.lanes[lane]
+	if lw == nil || lw.emptyAt == nil || lw.gen != snap.gen || lw.pseq[partition] != snap.seq {
+		return
+	}
+	lw.emptyAt[partition] = now
 }

@@ -82,7 +82,10 @@ type WorkerConfig struct {
 // Worker claims executions and runs their handlers. Create it with
 // NewWorker, register handlers with AddHandler, then Start and Stop it.
 type Worker struct {
-	engine  *Engine
+	engine *Engine
+	// probed is its claims' claim.Request.Probed: partitions of spread
+	// lanes known empty for less than its poll interval are skipped.
+	probed  func(model.LaneID, int) (bool, func(bool))
 	cfg     WorkerConfig
 	caps    model.Capabilities
 	cfgErr  error
@@ -191,6 +194,9 @@ func NewWorker(engine *Engine, cfg *WorkerConfig) *Worker {
 	sessionID := engine.newUUID()
 	w := &Worker{
 		engine: engine, cfg: c, session: sessionID.String(),
+		probed: func(lane model.LaneID, partition int) (bool, func(bool)) {
+			return engine.probeHook(lane, partition, c.PollInterval)
+		},
 		log:      engine.log.With("worker", string(c.InstanceID)),
 		handlers: make(map[model.Kind]handlerEntry),
 		inflight: make(map[taskKey]*running),
@@ -460,6 +466,7 @@ func (w *Worker) claimRequest() *claim.Request {
 	return &claim.Request{
 		Lanes: w.cfg.Lanes, WorkerID: w.cfg.WorkerID, WorkerInstanceID: w.cfg.InstanceID,
 		Capabilities: w.caps, LeaseTTL: w.cfg.LeaseTTL, NewIDs: e.newLeaseIDs, Cursor: &w.cursor,
+		Probed: w.probed,
 	}
 }
 
@@ -680,8 +687,12 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 				n = w.nextClaim(ctx, id.Partition())
 			}
 			var seq uint64
+			var snap partSnap
 			if n != nil {
 				seq = e.laneSeq(n.Lane)
+				if e.spread(n.Lane) {
+					snap, _ = e.probeSnap(n.Lane, id.Partition(), 0)
+				}
 			}
 			res, err := e.store.ExecutionComplete(ctx, &model.ExecutionCompleteParams{
 				ID: id, Fence: fence, Result: info.result, Next: n, Now: now,
@@ -700,8 +711,14 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 				// The worker's only lane had nothing for it: unless work was
 				// announced meanwhile, it is idle, without another look. A
 				// spread lane's next claim probed one partition of many, so
-				// it proves nothing: the worker looks again.
-				quiet = next == nil && res.Next.Admit == nil && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
+				// the worker looks again; the look skips the partitions the
+				// engine's probes found empty recently (wake.go), this one
+				// included.
+				empty := next == nil && res.Next.Admit == nil
+				if empty && snap.ok && res.Next.Skipped == 0 && len(res.Next.Blocked) == 0 {
+					e.emptyProbed(n.Lane, id.Partition(), snap) // its look skips it
+				}
+				quiet = empty && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
 			}
 			if err == nil {
 				told.Kind = AttemptCompleted

@@ -154,6 +154,15 @@ type Request struct {
 	// lanes, kept across calls. Nil: the scheduler keeps one per worker
 	// instance.
 	Cursor *Cursor
+	// Probed, when set, is asked before each probe of a spread lane's
+	// partition. skip leaves the partition out of this call (the caller
+	// knows it has no eligible head: the engine's probes found it empty
+	// recently and no notification named it since); it counts as probed
+	// for the cursor. Otherwise done (nil: none) is called after a probe
+	// that did not fail, with whether the partition had no eligible head
+	// at all: nothing was claimed, granted for admission, left for
+	// another worker or blocked.
+	Probed func(lane model.LaneID, partition int) (skip bool, done func(empty bool))
 }
 
 // Cursor is one worker's position over the partitions of its spread
@@ -288,7 +297,17 @@ func (s *Scheduler) Claim(ctx context.Context, req *Request) (*Outcome, error) {
 		parts, all, moved := s.partitionsFor(lane, req)
 		paused := false
 		for k, part := range parts {
-			claimed, err := s.probe(ctx, req, lane, part, live, adm, out)
+			var probed func(bool)
+			if moved != nil && req.Probed != nil {
+				var skip bool
+				if skip, probed = req.Probed(lane, part); skip {
+					continue
+				}
+			}
+			claimed, empty, err := s.probe(ctx, req, lane, part, live, adm, out)
+			if probed != nil && err == nil {
+				probed(empty)
+			}
 			if errors.Is(err, errLanePaused) {
 				out.Paused = append(out.Paused, lane)
 				paused = true
@@ -330,9 +349,10 @@ const maxAdmissionsPerProbe = 8
 // probe claims from one partition. A head that needs admission is
 // admitted (or blocked) and, when it was blocked, the partition is probed
 // again, up to maxAdmissionsPerProbe times. On a paused lane it returns
-// errLanePaused.
+// errLanePaused. empty reports that the partition had no eligible head at
+// all: the first look claimed, granted, skipped and blocked nothing.
 func (s *Scheduler) probe(ctx context.Context, req *Request, lane model.LaneID, part int, live model.Capabilities,
-	adm *admission, out *Outcome) (*model.ClaimResult, error) {
+	adm *admission, out *Outcome) (_ *model.ClaimResult, empty bool, _ error) {
 	for tries := 0; ; tries++ {
 		leaseID, attemptID := req.NewIDs()
 		res, err := s.store.ExecutionClaimNext(ctx, &model.ExecutionClaimNextParams{
@@ -352,27 +372,27 @@ func (s *Scheduler) probe(ctx context.Context, req *Request, lane model.LaneID, 
 		})
 		out.Probed++
 		if err != nil {
-			return nil, fmt.Errorf("claim: lane %s partition %d: %w", lane, part, err)
+			return nil, false, fmt.Errorf("claim: lane %s partition %d: %w", lane, part, err)
 		}
 		if res.Paused {
-			return nil, errLanePaused
+			return nil, false, errLanePaused
 		}
 		out.Blocked = append(out.Blocked, res.Blocked...)
 		out.Skipped += res.Skipped
 		if res.Claimed != nil || res.Admit == nil {
-			return res.Claimed, nil
+			return res.Claimed, tries == 0 && res.Claimed == nil && res.Skipped == 0 && len(res.Blocked) == 0, nil
 		}
 		if tries >= maxAdmissionsPerProbe {
 			out.Skipped++ // granted to this worker; the grant lapses
-			return nil, nil
+			return nil, false, nil
 		}
 		blocked := len(out.AdmissionBlocked)
 		claimed, err := s.admit(ctx, req, res.Admit, adm, out)
 		if err != nil || claimed != nil {
-			return claimed, err
+			return claimed, false, err
 		}
 		if len(out.AdmissionBlocked) == blocked {
-			return nil, nil // lost to a race: leave the partition for now
+			return nil, false, nil // lost to a race: leave the partition for now
 		}
 	}
 }

@@ -70,7 +70,7 @@ func disturbed(c *config, share float64) bool { return c.QuietBelow > 0 && share
 var allScenarios = []string{"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11", "S13"}
 
 // knownSystems lists every system name -systems accepts.
-var knownSystems = []string{"memstore", "memstore-warm", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1"}
+var knownSystems = []string{"memstore", "memstore-warm", "valkey", "valkey-cluster", "raw", "asynq", "river", "valkey-1x16", "valkey-16x1", "valkey-spread", "valkey-cluster-spread"}
 
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("ffbench", flag.ContinueOnError)
@@ -78,7 +78,7 @@ func parseFlags(args []string) (*config, error) {
 	only := fs.String("only", strings.Join(allScenarios, ","), "scenarios to run (comma-separated)")
 	systems := fs.String("systems", "memstore,memstore-warm,valkey,valkey-cluster,raw,asynq,river,valkey-1x16",
 		"systems for S1 (comma-separated): "+strings.Join(knownSystems, ", "))
-	s2systems := fs.String("s2-systems", "", "systems for S2 (default: -systems without the worker-shape variants and memstore-warm)")
+	s2systems := fs.String("s2-systems", "", "systems for S2 (default: -systems without the worker-shape and spread-lane variants and memstore-warm)")
 	fs.BoolVar(&c.Quick, "quick", false, "toy sizes: everything in under a minute")
 	fs.StringVar(&c.Out, "out", "bench-out", "directory for report.json, report.md and profiles")
 	fs.StringVar(&c.FFShape, "ff-shape", "16x1", "flowfabric worker shape for N slots: 16x1 = N Workers × MaxConcurrent 1, 1x16 = 1 Worker × MaxConcurrent N")
@@ -176,7 +176,7 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if *s2systems == "" {
 		for _, s := range c.Systems {
-			if s != "valkey-1x16" && s != "valkey-16x1" && s != "memstore-warm" {
+			if s != "valkey-1x16" && s != "valkey-16x1" && s != "memstore-warm" && s != "valkey-spread" && s != "valkey-cluster-spread" {
 				c.S2Systems = append(c.S2Systems, s)
 			}
 		}
@@ -323,7 +323,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 	}
 
 	// servers
-	needStandalone := cfg.anySystem("valkey", "raw", "asynq", "valkey-1x16", "valkey-16x1") ||
+	needStandalone := cfg.anySystem("valkey", "raw", "asynq", "valkey-1x16", "valkey-16x1", "valkey-spread") ||
 		cfg.wants("S3") || cfg.wants("S4") || cfg.wants("S5") || cfg.wants("S6") || cfg.wants("S7") || cfg.wants("S8") || cfg.wants("S9") ||
 		cfg.wants("S10") || cfg.wants("S11") || cfg.wants("S13")
 	if needStandalone {
@@ -337,7 +337,7 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 			logf("redis standalone on %s", s.Addr())
 		}
 	}
-	if cfg.anySystem("valkey-cluster") {
+	if cfg.anySystem("valkey-cluster", "valkey-cluster-spread") {
 		c, err := startCluster(filepath.Join(dir, "cluster"), 3)
 		if err != nil {
 			notRun("redis cluster (valkey-cluster)", err.Error())
@@ -396,11 +396,20 @@ func run(ctx context.Context, cfg *config, cl *cleanups, command string) (*Repor
 				shape = strings.TrimPrefix(name, "valkey-")
 			}
 			return newFF(name, sa, shape), ""
-		case "valkey-cluster":
+		case "valkey-spread":
+			if sa == nil {
+				return nil, "no redis server"
+			}
+			ff := newFF(name, sa, cfg.FFShape)
+			ff.spread = true
+			return ff, ""
+		case "valkey-cluster", "valkey-cluster-spread":
 			if e.cluster == nil {
 				return nil, "no redis cluster"
 			}
-			return newFF(name, e.cluster.Addrs(), cfg.FFShape), ""
+			ff := newFF(name, e.cluster.Addrs(), cfg.FFShape)
+			ff.spread = name == "valkey-cluster-spread"
+			return ff, ""
 		case "raw":
 			if sa == nil {
 				return nil, "no redis server"

@@ -231,7 +231,7 @@ func TestQuick(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	c, err := parseFlags([]string{"-only", "s1,S3", "-systems", "valkey,raw,valkey-1x16"})
+	c, err := parseFlags([]string{"-only", "s1,S3", "-systems", "valkey,raw,valkey-1x16,valkey-spread,valkey-cluster-spread"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,6 +178,12 @@ type ffSystem struct {
 	// touching fresh pages (11 µs each on this machine kind; see
 	// docs/ARCHITECTURE.md "memstore and fresh memory").
 	warmUp bool
+	// spread (valkey-spread, valkey-cluster-spread) registers the bench's
+	// lane as a spread lane: each job lands on a partition chosen from its
+	// id, so on a cluster the jobs, their scripts and their work notices
+	// are spread over every master instead of the one that owns the lane's
+	// solo partition.
+	spread bool
 
 	client  valkey.Client
 	vs      *valkeystore.Store
@@ -202,7 +208,11 @@ func (s *ffSystem) Describe() string {
 	if s.addrs != nil {
 		st = fmt.Sprintf("valkeystore on %d node(s), valkey-go client (auto-pipelining, no client cache)", len(s.addrs))
 	}
-	return fmt.Sprintf("flowfabric engine (scanners at defaults) on %s; worker shape %s (Workers × MaxConcurrent), lane \"default\", raw handler (8-byte sequence + 4 KiB opaque payload)", st, s.shape)
+	lane := `lane "default"`
+	if s.spread {
+		lane = `lane "default" registered as a spread lane (LaneConfig.Spread: each job on a partition of its own id)`
+	}
+	return fmt.Sprintf("flowfabric engine (scanners at defaults) on %s; worker shape %s (Workers × MaxConcurrent), %s, raw handler (8-byte sequence + 4 KiB opaque payload)", st, s.shape, lane)
 }
 
 func (s *ffSystem) probe() *serverProbe {
@@ -242,7 +252,10 @@ func (s *ffSystem) open(ctx context.Context) error {
 			s.close()
 			return err
 		}
-		s.engine = flowfabric.New(st, nil)
+		if err := s.newEngine(st); err != nil {
+			s.close()
+			return err
+		}
 		if err := s.engine.Start(ctx); err != nil {
 			s.close()
 			return err
@@ -250,7 +263,9 @@ func (s *ffSystem) open(ctx context.Context) error {
 		return nil
 	}
 	if !s.adm {
-		s.engine = flowfabric.New(s.store, nil)
+		if err := s.newEngine(s.store); err != nil {
+			return err
+		}
 		return s.engine.Start(ctx)
 	}
 	as, ok := base.(model.AdmissionStore)
@@ -258,13 +273,25 @@ func (s *ffSystem) open(ctx context.Context) error {
 	if !ok || !ok2 {
 		return fmt.Errorf("%T has no budgets and quotas", base)
 	}
-	s.engine = flowfabric.New(newAdmCountingStore(s.store, as, bl), nil)
+	if err := s.newEngine(newAdmCountingStore(s.store, as, bl)); err != nil {
+		return err
+	}
 	opts, err := nonLimitingAdmission(ctx, s.engine)
 	if err != nil {
 		return err
 	}
 	s.opts = opts
 	return s.engine.Start(ctx)
+}
+
+// newEngine builds the engine on st, with the bench's lane spread when
+// s.spread is set.
+func (s *ffSystem) newEngine(st model.Store) error {
+	s.engine = flowfabric.New(st, nil)
+	if s.spread {
+		return s.engine.RegisterLane(model.DefaultLane, flowfabric.LaneConfig{Spread: true})
+	}
+	return nil
 }
 
 // nonLimitingAdmission creates a budget with a hard limit no run reaches
