@@ -715,7 +715,7 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 				// engine's probes found empty recently (wake.go), this one
 				// included.
 				empty := next == nil && res.Next.Admit == nil
-				if empty && snap.ok && res.Next.Skipped == 0 && len(res.Next.Blocked) == 0 {
+				if empty && snap.ok && !res.Next.Paused && res.Next.Skipped == 0 && len(res.Next.Blocked) == 0 {
 					e.emptyProbed(n.Lane, id.Partition(), snap) // its look skips it
 				}
 				quiet = empty && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
