@@ -714,11 +714,10 @@ func (w *Worker) finish(r *running, info *TaskInfo, herr error) (next *model.Cla
 				// the worker looks again; the look skips the partitions the
 				// engine's probes found empty recently (wake.go), this one
 				// included.
-				empty := next == nil && res.Next.Admit == nil
-				if empty && snap.ok && !res.Next.Paused && res.Next.Skipped == 0 && len(res.Next.Blocked) == 0 {
+				if snap.ok && res.Next.Empty() {
 					e.emptyProbed(n.Lane, id.Partition(), snap) // its look skips it
 				}
-				quiet = empty && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
+				quiet = next == nil && res.Next.Admit == nil && len(w.cfg.Lanes) == 1 && !e.spread(n.Lane) && e.idleIfQuiet(w, n.Lane, seq)
 			}
 			if err == nil {
 				told.Kind = AttemptCompleted

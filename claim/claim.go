@@ -380,7 +380,7 @@ func (s *Scheduler) probe(ctx context.Context, req *Request, lane model.LaneID, 
 		out.Blocked = append(out.Blocked, res.Blocked...)
 		out.Skipped += res.Skipped
 		if res.Claimed != nil || res.Admit == nil {
-			return res.Claimed, tries == 0 && res.Claimed == nil && res.Skipped == 0 && len(res.Blocked) == 0, nil
+			return res.Claimed, tries == 0 && res.Empty(), nil
 		}
 		if tries >= maxAdmissionsPerProbe {
 			out.Skipped++ // granted to this worker; the grant lapses

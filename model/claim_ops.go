@@ -310,6 +310,13 @@ type ExecutionClaimNextResult struct {
 	Paused bool
 }
 
+// Empty reports that the probed partition had no eligible head of the lane
+// at all: the lane was not paused, and nothing was claimed, granted for
+// admission, left for a more capable worker or blocked.
+func (r *ExecutionClaimNextResult) Empty() bool {
+	return !r.Paused && r.Claimed == nil && r.Admit == nil && r.Skipped == 0 && len(r.Blocked) == 0
+}
+
 // ExecutionUnblockParams returns a blocked execution to the eligible index
 // when it is still blocked for ExpectedReason.
 type ExecutionUnblockParams struct {
