@@ -149,6 +149,16 @@ func init() {
 
 func pickAction(t *rapid.T) *action { return actionByKey[genAction.Draw(t, "action")] }
 
+// pickAction draws the step's action: by weight, or, when the options
+// boost some actions (the coverage test's extra rounds), one of those in a
+// third of the steps.
+func (m *machine) pickAction(t *rapid.T) *action {
+	if len(m.opts.boost) > 0 && chance(t, 33, "boosted") {
+		return actionByKey[drawFrom(t, m.opts.boost, "boosted_action")]
+	}
+	return pickAction(t)
+}
+
 // invalid draws whether a call gets one invalid input (1 in 20) and which of
 // n; -1 means none.
 func invalid(t *rapid.T, n int) int {

@@ -244,7 +244,13 @@ func (m *machine) actBudgetReport(t *rapid.T) {
 }
 
 func (m *machine) budgetReport(t *rapid.T, b model.BudgetID) {
-	p := &model.BudgetReportParams{ID: b, Deltas: m.drawDeltas(t), DedupKey: drawFrom(t, dedupKeys, "dedup_key"),
+	m.budgetReportDeltas(t, b, m.drawDeltas(t))
+}
+
+// budgetReportDeltas reports deltas to b (with a drawn dedup key and
+// execution, sometimes made invalid) and checks the answer.
+func (m *machine) budgetReportDeltas(t *rapid.T, b model.BudgetID, deltas map[string]int64) {
+	p := &model.BudgetReportParams{ID: b, Deltas: deltas, DedupKey: drawFrom(t, dedupKeys, "dedup_key"),
 		Execution: m.drawBudgetExec(t, b), Now: m.now()}
 	bad := invalid(t, 4)
 	switch bad {
@@ -363,8 +369,32 @@ func (m *machine) drawBudgetPartition(t *rapid.T) int {
 	return m.cfg.BudgetPartition(b)
 }
 
+// actBudgetResetDue runs a partition's due resets; sometimes it first
+// moves the clock to a budget's next reset and runs that budget's
+// partition, so resets do not wait on the clock's own draws.
 func (m *machine) actBudgetResetDue(t *rapid.T) {
-	p := &model.BudgetResetDueParams{Partition: m.drawBudgetPartition(t), Limit: rapid.IntRange(1, 3).Draw(t, "limit"), Now: m.now()}
+	part := -1
+	if chance(t, 50, "to_reset") {
+		var due []model.BudgetID
+		for _, b := range budgetIDs {
+			if st := m.budgetObs(b); st != nil && !st.NextResetAt.IsZero() {
+				due = append(due, b)
+			}
+		}
+		if len(due) > 0 {
+			b := drawFrom(t, due, "reset_budget")
+			m.jumpTo(t, m.budgetObs(b).NextResetAt)
+			part = m.cfg.BudgetPartition(b)
+		}
+	}
+	if part < 0 {
+		part = m.drawBudgetPartition(t)
+	}
+	m.budgetResetDue(t, part)
+}
+
+func (m *machine) budgetResetDue(t *rapid.T, part int) {
+	p := &model.BudgetResetDueParams{Partition: part, Limit: rapid.IntRange(1, 3).Draw(t, "limit"), Now: m.now()}
 	if invalid(t, 1) == 0 {
 		p.Limit = 0
 		_, err := call(m, t, "BudgetResetDue", p, admOp(model.AdmissionStore.BudgetResetDue))
@@ -385,7 +415,11 @@ func (m *machine) actBudgetResetDue(t *rapid.T) {
 }
 
 func (m *machine) actBudgetReconcile(t *rapid.T) {
-	p := &model.BudgetReconcileParams{Partition: m.drawBudgetPartition(t), Limit: rapid.IntRange(1, 3).Draw(t, "limit"), Now: m.now()}
+	m.budgetReconcile(t, m.drawBudgetPartition(t))
+}
+
+func (m *machine) budgetReconcile(t *rapid.T, partition int) {
+	p := &model.BudgetReconcileParams{Partition: partition, Limit: rapid.IntRange(1, 3).Draw(t, "limit"), Now: m.now()}
 	if chance(t, 20, "after") {
 		_, p.After = m.drawBudget(t)
 	}
@@ -640,17 +674,54 @@ func noQuota(q model.QuotaID) bool { return model.UUID(q).IsZero() }
 // actBudgetScenario creates a budget (or finds it), reports to it a few
 // times (dedup keys repeat, sizes reach the limits), and sometimes
 // reconciles its partition: deep budget states in one step.
+//
+// A report over a hard limit is refused, so usage reaches a limit only on
+// an exact sum; the scenario sometimes reports exactly what is left of a
+// hard limit, and its reconcile scans the budget's own partition, so the
+// reconcile's "breached" transition is not left to rare draws.
+//
+// When the budget already has a reset scheduled, the scenario sometimes
+// starts at that time and runs its partition's due resets after the
+// reports.
 func (m *machine) actBudgetScenario(t *rapid.T) {
 	i, b := m.drawBudget(t)
+	reset := false
+	if st := m.budgetObs(b); st != nil && !st.NextResetAt.IsZero() && chance(t, 30, "to_reset") {
+		m.jumpTo(t, st.NextResetAt)
+		reset = true
+	}
 	m.budgetCreate(t, i)
 	for n := rapid.IntRange(2, 5).Draw(t, "reports"); n > 0; n-- {
 		m.observeQuiet(t)
+		if deltas := m.budgetFill(b); deltas != nil && chance(t, 25, "fill") {
+			m.budgetReportDeltas(t, b, deltas)
+			continue
+		}
 		m.budgetReport(t, b)
+	}
+	if reset {
+		m.observeQuiet(t)
+		m.budgetResetDue(t, m.cfg.BudgetPartition(b))
 	}
 	if chance(t, 60, "reconcile") {
 		m.observeQuiet(t)
-		m.actBudgetReconcile(t)
+		m.budgetReconcile(t, m.cfg.BudgetPartition(b))
 	}
+}
+
+// budgetFill is a report that brings b's first hard dimension still
+// under its limit exactly to the limit (nil: b unobserved or none left).
+func (m *machine) budgetFill(b model.BudgetID) map[string]int64 {
+	st := m.budgetObs(b)
+	if st == nil {
+		return nil
+	}
+	for _, d := range slices.Sorted(maps.Keys(st.Limits)) {
+		if h := st.Limits[d].Hard; h > 0 && st.Usage[d] < h {
+			return map[string]int64{d: h - st.Usage[d]}
+		}
+	}
+	return nil
 }
 
 // actQuotaScenario creates a policy (or finds it) and admits a few

@@ -193,7 +193,7 @@ func (m *machine) run(t *rapid.T, steps int) {
 	m.observe(t)
 	m.last = steps
 	for m.step = 1; m.step <= steps; m.step++ {
-		m.runStep(t, pickAction(t))
+		m.runStep(t, m.pickAction(t))
 	}
 }
 

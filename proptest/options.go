@@ -47,6 +47,10 @@ type Options struct {
 
 	// onCall, when set, sees every call's answer (for the coverage test).
 	onCall func(op string, res any, err error)
+	// boost names actions drawn in a third of the steps besides their
+	// weight (for the coverage test's extra rounds; names must be in the
+	// action table).
+	boost []string
 }
 
 // Defaults.
