@@ -33,6 +33,7 @@ func testStreams(t *testing.T, newStore NewStoreFunc) {
 		{"AppendRefusedNotFound", streamAppendNotFound},
 		{"AppendRefusedOrder", streamAppendRefusedOrder},
 		{"AppendLeaseBoundary", streamAppendLeaseBoundary},
+		{"AppendAfterRenew", streamAppendAfterRenew},
 		{"BinaryPayloads", streamBinaryPayloads},
 		{"PayloadMax", streamPayloadMax},
 		// trims
@@ -395,6 +396,23 @@ func streamAppendRefusedOrder(h *streamHarness) {
 			f.LeaseEpoch++
 			return id, f, at(time.Second)
 		}, model.ErrStaleLease},
+		// the same three against an open stream: valkeystore's append
+		// then checks the fence against the record's copy first
+		{"StaleLeaseIDOpen", func(h *streamHarness) (model.ExecutionID, model.Fence, time.Time) {
+			id, f := h.opened()
+			f.LeaseID = h.leaseID()
+			return id, f, at(2 * time.Second)
+		}, model.ErrStaleLease},
+		{"StaleEpochOpen", func(h *streamHarness) (model.ExecutionID, model.Fence, time.Time) {
+			id, f := h.opened()
+			f.LeaseEpoch++
+			return id, f, at(2 * time.Second)
+		}, model.ErrStaleLease},
+		{"StaleAttemptIDOpen", func(h *streamHarness) (model.ExecutionID, model.Fence, time.Time) {
+			id, f := h.opened()
+			f.AttemptID = h.attemptID()
+			return id, f, at(2 * time.Second)
+		}, model.ErrStaleLease},
 	}
 	for _, c := range cases {
 		h.t.Run(c.name, func(t *testing.T) {
@@ -414,6 +432,26 @@ func streamAppendLeaseBoundary(h *streamHarness) {
 	h.appended(durable(id, c.Fence(), "last", at(leaseTTL-time.Millisecond)), 1, 1)
 	h.refused(durable(id, c.Fence(), "late", at(leaseTTL)), model.ErrLeaseExpired)
 	h.wantOpen(id, 0, at(leaseTTL))
+}
+
+// streamAppendAfterRenew: a renewed lease holds until its new expiry: an
+// open stream takes a frame past the first expiry, and refuses one at the
+// new expiry (ErrLeaseExpired); the renewal is what moves the boundary.
+func streamAppendAfterRenew(h *streamHarness) {
+	id, f := h.opened()
+	call(h.s.LeaseRenew(h.ctx, &model.LeaseRenewParams{ID: id, Fence: f, LeaseTTL: leaseTTL, Now: at(10 * time.Second)})).must(h.t)
+	h.appended(durable(id, f, "renewed", at(leaseTTL)), 2, 2)
+	h.appended(durable(id, f, "last", at(10*time.Second+leaseTTL-time.Millisecond)), 3, 3)
+	h.refused(durable(id, f, "late", at(10*time.Second+leaseTTL)), model.ErrLeaseExpired)
+	h.wantOpen(id, 0, at(10*time.Second+leaseTTL))
+}
+
+// opened returns an active execution whose attempt appended one durable
+// frame at 1s, and its fence.
+func (h *streamHarness) opened() (model.ExecutionID, model.Fence) {
+	id, c := h.active(at(0))
+	h.appended(durable(id, c.Fence(), "opened", at(time.Second)), 1, 1)
+	return id, c.Fence()
 }
 
 // streamBinaryPayloads: payloads are kept byte for byte: every byte

@@ -47,7 +47,11 @@ func TestDifferentialProperty(t *testing.T) {
 				if stores.Add(1)%2 == 0 {
 					calls = ScriptCallsEval
 				}
-				return newStoreWith(st, client, &Options{Partitions: parts, Feeds: f, ScriptCalls: calls})
+				s := newStoreWith(st, client, &Options{Partitions: parts, Feeds: f, ScriptCalls: calls})
+				// the fence copies are as current as the records they
+				// copy (stream_fence_test.go)
+				st.Cleanup(func() { checkFenceCopies(st, client, s) })
+				return s
 			}),
 			proptest.Options{Checks: checks, CompareEvery: 25, LeaseNotices: true})
 	})

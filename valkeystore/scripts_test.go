@@ -216,8 +216,8 @@ func TestHelperPicking(t *testing.T) {
 	}{
 		// 'claim' (the grant kind) is a string: claim, set_state,
 		// add_history... stay out
-		{scriptClaimGrantIssue, "REC_VERSION REC_NUM_FMT REC_COLD_FMT rec_blank rec_blank_cold rec_upgrade public_state N " +
-			"ks_cache ks lane_key exec_keys load_exec rec_cold counts_key count_field count_by count_add count_held lane_relist save_exec now_ms fail the_exec grant_live split_csv " +
+		{scriptClaimGrantIssue, "REC_VERSION REC_NUM_FMT REC_COLD_FMT rec_blank rec_blank_cold rec_upgrade public_state S N " +
+			"ks_cache ks lane_key exec_keys load_exec rec_cold counts_key count_field count_by count_add count_held lane_relist stream_fence save_exec now_ms fail the_exec grant_live split_csv " +
 			"missing_caps"},
 		{scriptWorkerList, "N now_ms enc ok hash_to_table worker_key worker_load worker_alive"},
 		{scriptExecutionPayload, "fail"},

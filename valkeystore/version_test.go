@@ -160,12 +160,13 @@ func upgradeScript(t *testing.T, fields []recordField, version int, past map[int
 	}
 	var b strings.Builder
 	b.WriteString(gen)
-	// the counters (count_add and the rest, public_state) and the lane
-	// listing (lane_relist) need the real layout's fields; these layouts
-	// test reading and writing only
+	// the counters (count_add and the rest, public_state), the lane
+	// listing (lane_relist) and the stream's fence copy (stream_fence)
+	// need the real layout's fields; these layouts test reading and
+	// writing only
 	b.WriteString("local function public_state(e) return 'waiting' end\nlocal function count_add(e, ps, d) end\n" +
 		"local count_held\nlocal function count_field(e, ps) return ps end\nlocal function count_by(f, d) end\n" +
-		"local function lane_relist(e) end\n")
+		"local function lane_relist(e) end\nlocal function stream_fence(e) return '-' end\n")
 	for _, name := range []string{"load_exec", "rec_cold", "save_exec"} {
 		found := false
 		for _, d := range library.defs {

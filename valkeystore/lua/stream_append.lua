@@ -6,22 +6,32 @@
 -- ARGV: now id lease_id epoch attempt_id mode type payload encoding correlation max_len ttl base_version doc gc_slack
 
 local now = now_ms()
-local e = the_exec()
-if e == nil then return fail('execution_not_found') end
-local cur = e.cur_attempt
-local key = stream_key(e, cur)
-local meta = key .. ':meta'
-local open = e.stream_open == cur + 1
--- the meta's fields; read once, here when the caller's attempt's stream
--- may be closed (it is not open), else after the lease check
-local m
-if not open and cur >= 0 and e.cur_attempt_id == A_attempt_id then
-  m = redis.call('HMGET', meta, 'last_seq', 'closed', 'closed_at', 'closed_reason', 'persistent',
-    'expires_at', 'be_rate', 'be_at', 'version', 'doc_first')
-  if stream_closed_state(e, cur, m) then return fail('stream_closed') end
+local base = string.sub(K_core, 1, -6)
+-- the caller's fence against the record's copy (stream_fence): a match
+-- holds the open stream's lease, and the record is not loaded; any other
+-- case takes the full checks below, the one place an append fails
+local sf = redis.call('HGET', K_core, 'sf')
+local cur, e, m
+if sf then
+  local i, x, rest = string.match(sf, '^(%d+)|(%d+)|(.*)$')
+  if i ~= nil and N(x) > now and rest == A_lease_id .. '|' .. A_epoch .. '|' .. A_attempt_id then cur = N(i) end
 end
-local err = validate_lease(e, fence_arg(), now)
-if err ~= nil then return err end
+if cur == nil then
+  e = the_exec()
+  if e == nil then return fail('execution_not_found') end
+  cur = e.cur_attempt
+  -- the meta's fields; read once, here when the caller's attempt's stream
+  -- may be closed (it is not open), else after the lease check
+  if e.stream_open ~= cur + 1 and cur >= 0 and e.cur_attempt_id == A_attempt_id then
+    m = redis.call('HMGET', base .. ':stream:' .. S(cur) .. ':meta', 'last_seq', 'closed', 'closed_at',
+      'closed_reason', 'persistent', 'expires_at', 'be_rate', 'be_at', 'version', 'doc_first')
+    if stream_closed_state(e, cur, m) then return fail('stream_closed') end
+  end
+  local err = validate_lease(e, fence_arg(), now)
+  if err ~= nil then return err end
+end
+local key = base .. ':stream:' .. S(cur)
+local meta = key .. ':meta'
 if m == nil then
   m = redis.call('HMGET', meta, 'last_seq', 'closed', 'closed_at', 'closed_reason', 'persistent',
     'expires_at', 'be_rate', 'be_at', 'version', 'doc_first')
@@ -72,18 +82,20 @@ elseif not persistent then
 end
 local n = redis.call('XLEN', key)
 redis.call('HSET', meta, unpack(set))
-if not open then
+-- the record marks its stream open and keeps the fence copy (a record
+-- saved before the copy existed gets it here)
+if e ~= nil then
   e.stream_open = cur + 1
-  save_exec(e)
+  if sf ~= stream_fence(e) then save_exec(e) end
 end
 -- the notice carries the frame when it is small (model.StreamFrameNotifier):
 -- "<id>|<attempt>" then "\n<seq>|<ms>|<mode>|<version>|<#type>|<#encoding>|
 -- <#correlation>|" and type .. encoding .. correlation .. payload
-local note = e.id .. '|' .. S(cur)
+local note = A_id .. '|' .. S(cur)
 if #A_payload <= NOTICE_FRAME_MAX then
   note = note .. '\n' .. S(seq) .. '|' .. S(now) .. '|' .. mode .. '|' .. S(sv) .. '|' .. S(#A_type) .. '|' ..
     S(#A_encoding) .. '|' .. S(#A_correlation) .. '|' .. A_type .. A_encoding .. A_correlation .. A_payload
 end
-local pfx, tag = string.match(e.k.base, '^(.*):exec:(%b{}):')
+local pfx, tag = string.match(base, '^(.*):exec:(%b{}):')
 redis.call('PUBLISH', pfx .. ':stream:' .. tag, note)
 return { 'seq', seq, 'frames', n, 'version', sv }

@@ -100,16 +100,44 @@ local function lane_relist(e)
   redis.call('ZADD', pfx .. ':idx:' .. tag .. ':lanes', '0', e.lane)
 end
 
+-- stream_fence is the fence copy X:core's field sf holds while e has an
+-- open stream (e.stream_open ~= 0), so that stream_append can check a
+-- caller's fence without loading the record: "<attempt>|<lease expiry>|
+-- <lease id>|<epoch>|<attempt id>" when the open stream is the current
+-- attempt's and that attempt holds a lease validate_lease would accept
+-- until its expiry, '-' (no append passes) otherwise. save_exec writes it,
+-- close_stream (lib/stream.lua) deletes it, and nothing else writes a
+-- record, so it is never older than the record.
+local function stream_fence(e)
+  local own = e.ownership_state
+  if e.stream_open ~= e.cur_attempt + 1 or e.lifecycle_phase ~= 'active' or e.lease_id == '' or
+    own == 'lease_revoked' or own == 'lease_expired_reclaimable' then
+    return '-'
+  end
+  return S(e.cur_attempt) .. '|' .. S(e.lease_expires_at) .. '|' .. e.lease_id .. '|' .. S(e.epoch) .. '|' ..
+    e.cur_attempt_id
+end
+
 -- save_exec writes e and moves it between the counters of the public state
--- it was loaded in (e[3]) and the one it is saved in.
+-- it was loaded in (e[3]) and the one it is saved in. A record with an open
+-- stream gets its fence copy (stream_fence) in the same write; one without
+-- pays one comparison.
 local function save_exec(e)
   local n, s = string.format(REC_NUM_FMT, unpack(e[1])), cjson.encode(e[2])
   local c = e.c
-  if c == nil then
-    redis.call('HSET', e.k.core, 'n', n, 's', s)
+  if c ~= nil then
+    c = string.format(REC_COLD_FMT, unpack(c[1])) .. cjson.encode(c[2]) .. ']'
+  end
+  if e.stream_open == 0 then
+    if c == nil then
+      redis.call('HSET', e.k.core, 'n', n, 's', s)
+    else
+      redis.call('HSET', e.k.core, 'n', n, 's', s, 'c', c)
+    end
+  elseif c == nil then
+    redis.call('HSET', e.k.core, 'n', n, 's', s, 'sf', stream_fence(e))
   else
-    redis.call('HSET', e.k.core, 'n', n, 's', s,
-      'c', string.format(REC_COLD_FMT, unpack(c[1])) .. cjson.encode(c[2]) .. ']')
+    redis.call('HSET', e.k.core, 'n', n, 's', s, 'c', c, 'sf', stream_fence(e))
   end
   local ps = public_state(e)
   local was = e[3]

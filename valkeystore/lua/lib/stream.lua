@@ -13,7 +13,9 @@
 -- (the summary document). A stream exists once its attempt appended a
 -- frame; the record's stream_open is the index + 1 of the attempt whose
 -- stream is open (0: none), so an attempt's end costs one comparison when
--- it appended nothing. Appends and closes publish "<id>|<attempt>" on
+-- it appended nothing. While a stream is open, X:core's field sf holds the
+-- fence copy an append checks instead of loading the record (stream_fence,
+-- lib/record.lua). Appends and closes publish "<id>|<attempt>" on
 -- P:stream:<tag> (stream_ops.go's WatchStream).
 
 -- stream_key is attempt i's frames key; its meta hash is the key .. ':meta'.
@@ -50,7 +52,8 @@ local function stream_closed_state(e, i, m)
 end
 
 -- close_stream closes the open stream of e's attempt (e.stream_open) with
--- reason, and marks the record as having none; the caller saves it. Every
+-- reason, drops the record's fence copy (stream_fence, lib/record.lua) and
+-- marks the record as having none; the caller saves it. Every
 -- attempt end (end_attempt), lease-expiry mark and revoke calls it, behind
 -- "if e.stream_open ~= 0". It is the one definition those scripts carry
 -- for streams (each is a closure built on every call: lua/README.md), so
@@ -59,6 +62,7 @@ local function close_stream(e, now, reason)
   local i = e.stream_open - 1
   if i < 0 then return end
   e.stream_open = 0
+  redis.call('HDEL', e.k.core, 'sf')
   local meta = e.k.base .. ':stream:' .. S(i) .. ':meta'
   if redis.call('HGET', meta, 'closed') == '1' then return end
   redis.call('HSET', meta, 'closed', '1', 'closed_at', S(now), 'closed_reason', reason)
