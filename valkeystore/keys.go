@@ -19,7 +19,10 @@ import (
 //	                          that use them): state vector, times (Unix ms),
 //	                          policy, counters, current lease (lease_*),
 //	                          grant (grant_*), pending attempt (pending_*),
-//	                          the last replayable operation (op_*)
+//	                          the last replayable operation (op_*); and,
+//	                          while a stream is open, sf the fence copy
+//	                          an append checks (stream_fence,
+//	                          lua/lib/record.lua)
 //	X:payload         STRING  the payload; absent when empty
 //	X:result          STRING  the result; present once completed
 //	X:tags            HASH    tags
@@ -41,7 +44,9 @@ import (
 //	X:stream:<i>:meta HASH    attempt i's stream: last_seq, closed (1 once
 //	                          closed), closed_at, closed_reason, persistent,
 //	                          expires_at, be_rate, be_at, doc (the summary
-//	                          document), version, doc_first, doc_at. Both
+//	                          document), version, doc_first, doc_at, len
+//	                          (the frames the stream holds, as of the last
+//	                          append: exact once persistent). Both
 //	                          exist once the attempt appended a frame; the
 //	                          record's stream_open is the index + 1 of the
 //	                          attempt whose stream is open (0: none)

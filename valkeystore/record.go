@@ -30,6 +30,11 @@ import (
 // UTF-8, so cjson and miniredis's encoding/json agree byte for byte. Go
 // never decodes a record: ExecutionDescribe's script returns the fields by
 // name.
+//
+// A fourth field, sf, is no part of the layout: it is the fence copy
+// save_exec writes while the execution has an open stream, so that an
+// append checks its caller without decoding the record (stream_fence in
+// lua/lib/record.lua); a record without it is read as before.
 
 type fieldKind uint8
 

@@ -200,12 +200,14 @@ const completeNextFlush = "}, now)"
 // appendRegions splits stream_append.
 var appendRegions = []regionMark{
 	{after: "local now = now_ms()", label: "@prelude"},
-	{after: "local e = the_exec()", label: "@load"},
-	{after: "local err = validate_lease(e, fence_arg(), now)", label: "@fence"},
+	{after: "local sf = redis.call('HGET', K_core, 'sf')", label: "@copy"},
+	// the fence checked against the copy (an open stream), or the record
+	// loaded and checked (the first frame)
+	{after: "local meta = key .. ':meta'", label: "@fence"},
 	{after: "set[ns + 1], set[ns + 2] = 'expires_at', S(expires_at)", label: "@meta"},
 	{after: "'e', A_encoding, 'c', A_correlation, 'm', mode, 'ts', S(now), 'v', S(sv))", label: "@frame"},
 	{after: "redis.call('HSET', meta, unpack(set))", label: "@xlen_hset"},
-	{after: "local pfx, tag = string.match(e.k.base, '^(.*):exec:(%b{}):')", label: "@notice"},
+	{after: "local pfx, tag = string.match(base, '^(.*):exec:(%b{}):')", label: "@notice"},
 }
 
 const appendFlush = "redis.call('PUBLISH', pfx .. ':stream:' .. tag, note)"

@@ -23,10 +23,11 @@ import (
 // unread.
 
 // TestStreamAppendCommands pins the commands of an append: the first one
-// of an attempt loads the record and marks the stream open; later ones
-// read the copy and the stream's meta and never the record. A record
-// without a copy (saved before the copy existed) gets it from its next
-// append.
+// of an attempt loads the record, marks the stream open and counts the
+// frames; later ones read the copy and the stream's meta, never the
+// record, and take the count from the meta (len). A record without a copy,
+// or a meta without a count (saved before either existed), gets it from
+// its next append.
 func TestStreamAppendCommands(t *testing.T) {
 	for _, m := range []struct {
 		calls ScriptCalls
@@ -50,16 +51,19 @@ func TestStreamAppendCommands(t *testing.T) {
 				t.Fatal(err)
 			}
 			core := s.keys.execBase(cs[1].ID) + ":core"
+			// the first frame loads the record, and counts the frames
+			// (XLEN); later ones take the count from the meta
 			const (
-				open = "hget=1 hmget=2 hset=2 publish=1 xadd=1 xlen=1"
-				fast = "hget=1 hmget=1 hset=1 publish=1 xadd=1 xlen=1"
+				first = "hget=1 hmget=2 hset=2 publish=1 xadd=1 xlen=1"
+				load  = "hget=1 hmget=2 hset=2 publish=1 xadd=1"
+				fast  = "hget=1 hmget=1 hset=1 publish=1 xadd=1"
 			)
 			for _, tc := range []struct {
 				name string
 				op   func() error
 				want string
 			}{
-				{"first frame", appendTo(cs[1]), open},
+				{"first frame", appendTo(cs[1]), first},
 				{"second frame", appendTo(cs[1]), fast},
 				{"third frame", appendTo(cs[1]), fast},
 				{"copy dropped", func() error {
@@ -67,8 +71,15 @@ func TestStreamAppendCommands(t *testing.T) {
 						return err
 					}
 					return appendTo(cs[1])()
-				}, "hdel=1 " + open},
+				}, "hdel=1 " + load},
 				{"copy restored", appendTo(cs[1]), fast},
+				{"count dropped", func() error {
+					if err := c.Do(bg, c.B().Hdel().Key(core[:len(core)-len("core")]+"stream:0:meta").Field("len").Build()).Error(); err != nil {
+						return err
+					}
+					return appendTo(cs[1])()
+				}, "hdel=1 xlen=1 " + fast},
+				{"count restored", appendTo(cs[1]), fast},
 			} {
 				g, err := ranCommands(t, c, tc.op)
 				if err != nil {
@@ -84,8 +95,8 @@ func TestStreamAppendCommands(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(r.Frames) != 5 || r.LastSequence != 5 {
-				t.Fatalf("read %d frames, last %d; want 5 frames, last 5", len(r.Frames), r.LastSequence)
+			if len(r.Frames) != 7 || r.LastSequence != 7 {
+				t.Fatalf("read %d frames, last %d; want 7 frames, last 7", len(r.Frames), r.LastSequence)
 			}
 		})
 	}
@@ -160,8 +171,8 @@ func fenceText(f model.Fence) string {
 	return fmt.Sprintf("|%s|%d|%s", f.LeaseID, f.LeaseEpoch, f.AttemptID)
 }
 
-// fenceCopySrc returns X:core's sf ('' when absent) and what stream_fence
-// makes of the record when its stream is open ('' otherwise).
+// fenceCopySrc returns X:core's sf (” when absent) and what stream_fence
+// makes of the record when its stream is open (” otherwise).
 var fenceCopySrc = func() string {
 	s, err := assemble("fence_copy", "fence_copy.lua", "-- KEYS: core\n-- ARGV:\n\n"+
 		"local e = the_exec()\nlocal want = ''\n"+

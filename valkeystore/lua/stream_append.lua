@@ -24,7 +24,7 @@ if cur == nil then
   -- may be closed (it is not open), else after the lease check
   if e.stream_open ~= cur + 1 and cur >= 0 and e.cur_attempt_id == A_attempt_id then
     m = redis.call('HMGET', base .. ':stream:' .. S(cur) .. ':meta', 'last_seq', 'closed', 'closed_at',
-      'closed_reason', 'persistent', 'expires_at', 'be_rate', 'be_at', 'version', 'doc_first')
+      'closed_reason', 'persistent', 'expires_at', 'be_rate', 'be_at', 'version', 'doc_first', 'len')
     if stream_closed_state(e, cur, m) then return fail('stream_closed') end
   end
   local err = validate_lease(e, fence_arg(), now)
@@ -34,7 +34,7 @@ local key = base .. ':stream:' .. S(cur)
 local meta = key .. ':meta'
 if m == nil then
   m = redis.call('HMGET', meta, 'last_seq', 'closed', 'closed_at', 'closed_reason', 'persistent',
-    'expires_at', 'be_rate', 'be_at', 'version', 'doc_first')
+    'expires_at', 'be_rate', 'be_at', 'version', 'doc_first', 'len')
 end
 local persistent, expires_at = m[5] == '1', N(m[6])
 local version = N(m[9])
@@ -80,7 +80,17 @@ elseif not persistent then
   -- collects the frames of an abandoned stream
   redis.call('PEXPIRE', key, S(2 * N(A_ttl) + N(A_gc_slack)))
 end
-local n = redis.call('XLEN', key)
+-- the frames kept: a persistent stream's key has no server TTL and only
+-- this script changes it, so its count (len) is exact and the exact trim
+-- keeps min(len + 1, limit); any other stream is counted
+local n
+if persistent and m[11] then
+  n = N(m[11]) + 1
+  if n > limit then n = limit end
+else
+  n = redis.call('XLEN', key)
+end
+set[ns + 3], set[ns + 4] = 'len', S(n)
 redis.call('HSET', meta, unpack(set))
 -- the record marks its stream open and keeps the fence copy (a record
 -- saved before the copy existed gets it here)

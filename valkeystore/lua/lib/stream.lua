@@ -10,7 +10,8 @@
 -- closed), closed_at, closed_reason, persistent (1 after a durable or
 -- summary frame), expires_at (the best-effort frames' logical expiry),
 -- be_rate, be_at (model.BestEffortRate), doc, version, doc_first, doc_at
--- (the summary document). A stream exists once its attempt appended a
+-- (the summary document), len (the frames the key holds, as of the last
+-- append). A stream exists once its attempt appended a
 -- frame; the record's stream_open is the index + 1 of the attempt whose
 -- stream is open (0: none), so an attempt's end costs one comparison when
 -- it appended nothing. While a stream is open, X:core's field sf holds the
