@@ -1,0 +1,199 @@
+package valkeystore
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/flowfabric/flowfabric/internal/redisserver"
+	"github.com/flowfabric/flowfabric/model"
+)
+
+// appendFloorLib holds the functions BenchmarkAppendFloor compares the
+// store's append with. They are measuring aids, not store code: each
+// covers less than stream_append does.
+//
+//   - floor_return: an FCALL that does nothing.
+//   - floor_bare: the three commands no fenced, notified append can do
+//     without (read the fence copy, add the frame, publish it), with two
+//     prebuilt arguments and no logic; its frames go to a key of its own.
+//   - floor_lean: stream_append's fast path for a durable frame on a
+//     persistent stream (the tail's case) written as tightly as Lua
+//     allows, taking only the arguments that case needs; anything else
+//     answers "slow".
+//   - floor_nometa: floor_lean for a stream whose entry ids the server
+//     numbers (0-*), so the sequence and the count come from the stream
+//     key and the meta is neither read nor written; its frames go to a
+//     key of their own.
+const appendFloorLib = `#!lua name=ff_append_floor
+redis.register_function('floor_return', function(KEYS, ARGV) return 1 end)
+redis.register_function('floor_bare', function(KEYS, ARGV)
+  if redis.call('HGET', KEYS[1], 'sf') ~= ARGV[1] then return 'slow' end
+  local id = redis.call('XADD', KEYS[2], 'MAXLEN', '=', '10000', '0-*', 'p', ARGV[2])
+  redis.call('PUBLISH', ARGV[3], ARGV[2])
+  return id
+end)
+redis.register_function('floor_lean', function(KEYS, ARGV)
+  -- KEYS: core, the streams' prefix; ARGV: now fence type payload encoding
+  -- correlation max_len channel id
+  local sf = redis.call('HGET', KEYS[1], 'sf')
+  if not sf then return 'slow' end
+  local now = ARGV[1]
+  local p = string.find(sf, '|', 1, true)
+  local q = p and string.find(sf, '|', p + 1, true)
+  if not q or string.sub(sf, q + 1) ~= ARGV[2] or tonumber(string.sub(sf, p + 1, q - 1)) <= tonumber(now) then
+    return 'slow'
+  end
+  local cur = string.sub(sf, 1, p - 1)
+  local key = KEYS[2] .. cur
+  local meta = key .. ':meta'
+  local m = redis.call('HMGET', meta, 'last_seq', 'persistent', 'len')
+  if m[2] ~= '1' or not m[3] then return 'slow' end
+  local seq = tonumber(m[1]) + 1
+  local limit = tonumber(ARGV[7])
+  redis.call('XADD', key, 'MAXLEN', '=', ARGV[7], seq .. '-0', 't', ARGV[3], 'p', ARGV[4],
+    'e', ARGV[5], 'c', ARGV[6], 'm', 'durable', 'ts', now, 'v', '0')
+  local n = tonumber(m[3]) + 1
+  if n > limit then n = limit end
+  redis.call('HSET', meta, 'last_seq', seq, 'len', n)
+  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '\n' .. seq .. '|' .. now .. '|durable|0|' ..
+    #ARGV[3] .. '|' .. #ARGV[5] .. '|' .. #ARGV[6] .. '|' .. ARGV[3] .. ARGV[5] .. ARGV[6] .. ARGV[4])
+  return { 'seq', seq, 'frames', n, 'version', 0 }
+end)
+redis.register_function('floor_nometa', function(KEYS, ARGV)
+  local sf = redis.call('HGET', KEYS[1], 'sf')
+  if not sf then return 'slow' end
+  local now = ARGV[1]
+  local p = string.find(sf, '|', 1, true)
+  local q = p and string.find(sf, '|', p + 1, true)
+  if not q or string.sub(sf, q + 1) ~= ARGV[2] or tonumber(string.sub(sf, p + 1, q - 1)) <= tonumber(now) then
+    return 'slow'
+  end
+  local cur = string.sub(sf, 1, p - 1)
+  local key = KEYS[2] .. cur .. ':floor'
+  local seq = string.sub(redis.call('XADD', key, 'MAXLEN', '=', ARGV[7], '0-*', 't', ARGV[3], 'p', ARGV[4],
+    'e', ARGV[5], 'c', ARGV[6], 'm', 'durable', 'ts', now, 'v', '0'), 3)
+  local n = redis.call('XLEN', key)
+  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '\n' .. seq .. '|' .. now .. '|durable|0|' ..
+    #ARGV[3] .. '|' .. #ARGV[5] .. '|' .. #ARGV[6] .. '|' .. ARGV[3] .. ARGV[5] .. ARGV[6] .. ARGV[4])
+  return { 'seq', tonumber(seq), 'frames', n, 'version', 0 }
+end)
+`
+
+// BenchmarkAppendFloor puts the store's append after an idle gap (issue
+// 13's tail target: append → tailing reader p50 ≤ 2 × a PING after the
+// same gap) beside what any fenced, notified append must cost on the same
+// server, to tell what a redesign of the append could still buy. Each
+// call follows a 10–40 ms idle gap; the variants are shuffled together and
+// each is reported as p50 over PING's p50 (metric "<variant>/ping"):
+//
+//   - return: FCALL of a function that does nothing (what a function call
+//     costs after the gap);
+//   - bare: floor_bare (appendFloorLib), the least an append can run, with
+//     its arguments built beforehand;
+//   - lean: floor_lean, the fast path's full work for a durable frame,
+//     with its arguments built from the frame's parameters per call as the
+//     store would (validation included);
+//   - nometa: floor_nometa, the same without the stream's meta;
+//   - store: Store.StreamAppend of the same frame.
+//
+// A reader holds the stream's notices (WatchStreamFrames), so each PUBLISH
+// reaches a subscriber as in the tail. The gaps make a run take about 50 s
+// at 300 samples per variant.
+//
+// Run: go test ./valkeystore/ -run xxx -bench AppendFloor -benchtime 300x
+func BenchmarkAppendFloor(b *testing.B) {
+	srv := redisserver.Start(b, nil)
+	c := newClient(b, srv.Addr())
+	s := newStoreWith(b, c, &Options{ScriptCalls: ScriptCallsFunctions})
+	if err := c.Do(bg, c.B().FunctionLoad().Replace().FunctionCode(appendFloorLib).Build()).Error(); err != nil {
+		b.Skipf("the server does not load functions: %v", err)
+	}
+	e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
+	e.createN(b, 1, nil)
+	cl := e.claimN(b, 1, 24*time.Hour)[0]
+	stop := s.WatchStreamFrames(cl.ID, cl.AttemptIndex, func(*model.Frame) {})
+	defer stop()
+	// the first frame opens the stream and makes it persistent
+	if _, err := s.StreamAppend(bg, e.frameP(cl)); err != nil {
+		b.Fatal(err)
+	}
+	base := s.keys.execBase(cl.ID)
+	channel := s.keys.streamChannel(cl.ID.Partition())
+	sf, err := c.Do(bg, c.B().Hget().Key(base+":core").Field("sf").Build()).ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare := c.B().Fcall().Function("floor_bare").Numkeys(2).Key(base+":core", base+":floor").
+		Arg(sf, string(costFrame), channel).Build().Pin()
+	slow := errors.New(`answered "slow"`)
+	check := func(r valkey.ValkeyResult) error {
+		if v, err := r.ToString(); err == nil && v == "slow" {
+			return slow
+		}
+		return r.Error()
+	}
+	// lean calls fn with the arguments floor_lean takes, built from the
+	// frame's parameters as the store builds its own
+	lean := func(fn string) func() error {
+		return func() error {
+			p := e.frameP(cl)
+			if err := p.Validate(s.cfg); err != nil {
+				return err
+			}
+			f := p.Fence
+			return check(c.Do(bg, c.B().Fcall().Function(fn).Numkeys(2).Key(base+":core", base+":stream:").
+				Arg(timeArg(p.Now), f.LeaseID.String()+"|"+strconv.FormatUint(f.LeaseEpoch, 10)+"|"+f.AttemptID.String(),
+					p.Type, string(p.Payload), p.Encoding, p.CorrelationID, numArg(p.EffectiveMaxLen()), channel,
+					p.ID.String()).Build()))
+		}
+	}
+	variants := []struct {
+		name string
+		call func() error
+	}{
+		{"ping", func() error { return c.Do(bg, c.B().Ping().Build()).Error() }},
+		{"return", func() error { return c.Do(bg, c.B().Fcall().Function("floor_return").Numkeys(0).Build()).Error() }},
+		{"bare", func() error { return check(c.Do(bg, bare)) }},
+		{"lean", lean("floor_lean")},
+		{"nometa", lean("floor_nometa")},
+		{"store", func() error {
+			_, err := s.StreamAppend(bg, e.frameP(cl))
+			return err
+		}},
+	}
+	var order []int
+	for i := range variants {
+		for range b.N {
+			order = append(order, i)
+		}
+	}
+	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	lat := make([][]float64, len(variants))
+	b.ResetTimer()
+	for _, v := range order {
+		// the idle gap is the condition measured (the server and the
+		// client go cold), not a wait for another goroutine
+		time.Sleep(10*time.Millisecond + time.Duration(rand.IntN(31))*time.Millisecond)
+		t := time.Now()
+		if err := variants[v].call(); err != nil {
+			b.Fatalf("%s: %v", variants[v].name, err)
+		}
+		lat[v] = append(lat[v], float64(time.Since(t).Nanoseconds())/1e3)
+	}
+	b.StopTimer()
+	p50 := func(xs []float64) float64 {
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	ping := p50(lat[0])
+	b.ReportMetric(ping, "ping-p50-µs")
+	for i, v := range variants[1:] {
+		b.ReportMetric(p50(lat[i+1])/ping, v.name+"/ping")
+	}
+}
