@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/flowfabric/flowfabric/internal/redisserver"
@@ -41,16 +42,7 @@ end)
 redis.register_function('floor_lean', function(KEYS, ARGV)
   -- KEYS: core, the streams' prefix; ARGV: now fence type payload encoding
   -- correlation max_len channel id
-  local sf = redis.call('HGET', KEYS[1], 'sf')
-  if not sf then return 'slow' end
-  local now = ARGV[1]
-  local p = string.find(sf, '|', 1, true)
-  local q = p and string.find(sf, '|', p + 1, true)
-  if not q or string.sub(sf, q + 1) ~= ARGV[2] or tonumber(string.sub(sf, p + 1, q - 1)) <= tonumber(now) then
-    return 'slow'
-  end
-  local cur = string.sub(sf, 1, p - 1)
-  local key = KEYS[2] .. cur
+` + floorFence + `  local key = KEYS[2] .. cur
   local meta = key .. ':meta'
   local m = redis.call('HMGET', meta, 'last_seq', 'persistent', 'len')
   if m[2] ~= '1' or not m[3] then return 'slow' end
@@ -61,12 +53,22 @@ redis.register_function('floor_lean', function(KEYS, ARGV)
   local n = tonumber(m[3]) + 1
   if n > limit then n = limit end
   redis.call('HSET', meta, 'last_seq', seq, 'len', n)
-  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '\n' .. seq .. '|' .. now .. '|durable|0|' ..
-    #ARGV[3] .. '|' .. #ARGV[5] .. '|' .. #ARGV[6] .. '|' .. ARGV[3] .. ARGV[5] .. ARGV[6] .. ARGV[4])
-  return { 'seq', seq, 'frames', n, 'version', 0 }
+` + floorNotice + `  return { 'seq', seq, 'frames', n, 'version', 0 }
 end)
 redis.register_function('floor_nometa', function(KEYS, ARGV)
-  local sf = redis.call('HGET', KEYS[1], 'sf')
+` + floorFence + `  local key = KEYS[2] .. cur .. ':floor'
+  local seq = string.sub(redis.call('XADD', key, 'MAXLEN', '=', ARGV[7], '0-*', 't', ARGV[3], 'p', ARGV[4],
+    'e', ARGV[5], 'c', ARGV[6], 'm', 'durable', 'ts', now, 'v', '0'), 3)
+  local n = redis.call('XLEN', key)
+` + floorNotice + `  return { 'seq', tonumber(seq), 'frames', n, 'version', 0 }
+end)
+`
+
+// floorFence is floor_lean's and floor_nometa's fence check: the caller's
+// fence (ARGV[2], "<lease id>|<epoch>|<attempt id>") against the copy in
+// X:core (stream_fence's "<attempt>|<expiry>|…"), leaving the attempt in
+// cur and the time in now.
+const floorFence = `  local sf = redis.call('HGET', KEYS[1], 'sf')
   if not sf then return 'slow' end
   local now = ARGV[1]
   local p = string.find(sf, '|', 1, true)
@@ -75,14 +77,11 @@ redis.register_function('floor_nometa', function(KEYS, ARGV)
     return 'slow'
   end
   local cur = string.sub(sf, 1, p - 1)
-  local key = KEYS[2] .. cur .. ':floor'
-  local seq = string.sub(redis.call('XADD', key, 'MAXLEN', '=', ARGV[7], '0-*', 't', ARGV[3], 'p', ARGV[4],
-    'e', ARGV[5], 'c', ARGV[6], 'm', 'durable', 'ts', now, 'v', '0'), 3)
-  local n = redis.call('XLEN', key)
-  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '\n' .. seq .. '|' .. now .. '|durable|0|' ..
+`
+
+// floorNotice publishes the frame's notice as stream_append does.
+const floorNotice = `  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '\n' .. seq .. '|' .. now .. '|durable|0|' ..
     #ARGV[3] .. '|' .. #ARGV[5] .. '|' .. #ARGV[6] .. '|' .. ARGV[3] .. ARGV[5] .. ARGV[6] .. ARGV[4])
-  return { 'seq', tonumber(seq), 'frames', n, 'version', 0 }
-end)
 `
 
 // BenchmarkAppendFloor puts the store's append after an idle gap (issue
@@ -108,65 +107,8 @@ end)
 //
 // Run: go test ./valkeystore/ -run xxx -bench AppendFloor -benchtime 300x
 func BenchmarkAppendFloor(b *testing.B) {
-	srv := redisserver.Start(b, nil)
-	c := newClient(b, srv.Addr())
-	s := newStoreWith(b, c, &Options{ScriptCalls: ScriptCallsFunctions})
-	if err := c.Do(bg, c.B().FunctionLoad().Replace().FunctionCode(appendFloorLib).Build()).Error(); err != nil {
-		b.Skipf("the server does not load functions: %v", err)
-	}
-	e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
-	e.createN(b, 1, nil)
-	cl := e.claimN(b, 1, 24*time.Hour)[0]
-	stop := s.WatchStreamFrames(cl.ID, cl.AttemptIndex, func(*model.Frame) {})
-	defer stop()
-	// the first frame opens the stream and makes it persistent
-	if _, err := s.StreamAppend(bg, e.frameP(cl)); err != nil {
-		b.Fatal(err)
-	}
-	base := s.keys.execBase(cl.ID)
-	channel := s.keys.streamChannel(cl.ID.Partition())
-	sf, err := c.Do(bg, c.B().Hget().Key(base+":core").Field("sf").Build()).ToString()
-	if err != nil {
-		b.Fatal(err)
-	}
-	bare := c.B().Fcall().Function("floor_bare").Numkeys(2).Key(base+":core", base+":floor").
-		Arg(sf, string(costFrame), channel).Build().Pin()
-	slow := errors.New(`answered "slow"`)
-	check := func(r valkey.ValkeyResult) error {
-		if v, err := r.ToString(); err == nil && v == "slow" {
-			return slow
-		}
-		return r.Error()
-	}
-	// lean calls fn with the arguments floor_lean takes, built from the
-	// frame's parameters as the store builds its own
-	lean := func(fn string) func() error {
-		return func() error {
-			p := e.frameP(cl)
-			if err := p.Validate(s.cfg); err != nil {
-				return err
-			}
-			f := p.Fence
-			return check(c.Do(bg, c.B().Fcall().Function(fn).Numkeys(2).Key(base+":core", base+":stream:").
-				Arg(timeArg(p.Now), f.LeaseID.String()+"|"+strconv.FormatUint(f.LeaseEpoch, 10)+"|"+f.AttemptID.String(),
-					p.Type, string(p.Payload), p.Encoding, p.CorrelationID, numArg(p.EffectiveMaxLen()), channel,
-					p.ID.String()).Build()))
-		}
-	}
-	variants := []struct {
-		name string
-		call func() error
-	}{
-		{"ping", func() error { return c.Do(bg, c.B().Ping().Build()).Error() }},
-		{"return", func() error { return c.Do(bg, c.B().Fcall().Function("floor_return").Numkeys(0).Build()).Error() }},
-		{"bare", func() error { return check(c.Do(bg, bare)) }},
-		{"lean", lean("floor_lean")},
-		{"nometa", lean("floor_nometa")},
-		{"store", func() error {
-			_, err := s.StreamAppend(bg, e.frameP(cl))
-			return err
-		}},
-	}
+	f := newAppendFloor(b)
+	variants := f.variants
 	var order []int
 	for i := range variants {
 		for range b.N {
@@ -195,5 +137,104 @@ func BenchmarkAppendFloor(b *testing.B) {
 	b.ReportMetric(ping, "ping-p50-µs")
 	for i, v := range variants[1:] {
 		b.ReportMetric(p50(lat[i+1])/ping, v.name+"/ping")
+	}
+}
+
+// appendFloor is BenchmarkAppendFloor's setup: a store on a private server
+// with appendFloorLib loaded, one execution claimed whose stream is open
+// and persistent (a first frame appended) and watched, and the variants.
+type appendFloor struct {
+	s        *Store
+	cl       *model.ClaimResult
+	variants []floorVariant
+}
+
+type floorVariant struct {
+	name string
+	call func() error
+}
+
+func newAppendFloor(tb testing.TB) *appendFloor {
+	srv := redisserver.Start(tb, nil)
+	c := newClient(tb, srv.Addr())
+	s := newStoreWith(tb, c, &Options{ScriptCalls: ScriptCallsFunctions})
+	if err := c.Do(bg, c.B().FunctionLoad().Replace().FunctionCode(appendFloorLib).Build()).Error(); err != nil {
+		tb.Skipf("the server does not load functions: %v", err)
+	}
+	e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
+	e.createN(tb, 1, nil)
+	cl := e.claimN(tb, 1, 24*time.Hour)[0]
+	tb.Cleanup(s.WatchStreamFrames(cl.ID, cl.AttemptIndex, func(*model.Frame) {}))
+	// the first frame opens the stream and makes it persistent
+	if _, err := s.StreamAppend(bg, e.frameP(cl)); err != nil {
+		tb.Fatal(err)
+	}
+	base := s.keys.execBase(cl.ID)
+	channel := s.keys.streamChannel(cl.ID.Partition())
+	sf, err := c.Do(bg, c.B().Hget().Key(base+":core").Field("sf").Build()).ToString()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bare := c.B().Fcall().Function("floor_bare").Numkeys(2).Key(base+":core", base+":floor").
+		Arg(sf, string(costFrame), channel).Build().Pin()
+	check := func(r valkey.ValkeyResult) error {
+		if v, err := r.ToString(); err == nil && v == "slow" {
+			return errors.New(`answered "slow"`)
+		}
+		return r.Error()
+	}
+	// lean calls fn with the arguments floor_lean takes, built from the
+	// frame's parameters as the store builds its own
+	lean := func(fn string) func() error {
+		return func() error {
+			p := e.frameP(cl)
+			if err := p.Validate(s.cfg); err != nil {
+				return err
+			}
+			f := p.Fence
+			return check(c.Do(bg, c.B().Fcall().Function(fn).Numkeys(2).Key(base+":core", base+":stream:").
+				Arg(timeArg(p.Now), f.LeaseID.String()+"|"+strconv.FormatUint(f.LeaseEpoch, 10)+"|"+f.AttemptID.String(),
+					p.Type, string(p.Payload), p.Encoding, p.CorrelationID, numArg(p.EffectiveMaxLen()), channel,
+					p.ID.String()).Build()))
+		}
+	}
+	return &appendFloor{s: s, cl: cl, variants: []floorVariant{
+		{"ping", func() error { return c.Do(bg, c.B().Ping().Build()).Error() }},
+		{"return", func() error { return c.Do(bg, c.B().Fcall().Function("floor_return").Numkeys(0).Build()).Error() }},
+		{"bare", func() error { return check(c.Do(bg, bare)) }},
+		{"lean", lean("floor_lean")},
+		{"nometa", lean("floor_nometa")},
+		{"store", func() error {
+			_, err := s.StreamAppend(bg, e.frameP(cl))
+			return err
+		}},
+	}}
+}
+
+// TestAppendFloorVariants keeps BenchmarkAppendFloor honest: every variant
+// runs (none answers "slow" once the store's fence copy or keys change),
+// and floor_lean's frame is one the store reads back in sequence between
+// the store's own, so the lean variant does the work of a real append.
+func TestAppendFloorVariants(t *testing.T) {
+	f := newAppendFloor(t)
+	for _, v := range f.variants {
+		if err := v.call(); err != nil {
+			t.Fatalf("%s: %v", v.name, err)
+		}
+	}
+	r, err := f.s.StreamRead(bg, &model.StreamReadParams{ID: f.cl.ID, Attempt: f.cl.AttemptIndex, Count: 10, Now: t0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the setup's frame, lean's and the store's variant's
+	if len(r.Frames) != 3 || r.LastSequence != 3 {
+		t.Fatalf("frames %+v, last sequence %d; want 3 frames, last 3", r.Frames, r.LastSequence)
+	}
+	for i, fr := range r.Frames {
+		want := model.Frame{Sequence: uint64(i + 1), Type: "bench.frame", Payload: costFrame, Mode: model.StreamDurable}
+		fr.Time = time.Time{}
+		if diff := cmp.Diff(want, fr); diff != "" {
+			t.Errorf("frame %d (-want +got):\n%s", i+1, diff)
+		}
 	}
 }
