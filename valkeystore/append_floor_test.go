@@ -31,6 +31,15 @@ import (
 //     numbers (0-*), so the sequence and the count come from the stream
 //     key and the meta is neither read nor written; its frames go to a
 //     key of their own.
+//   - floor_packed: floor_nometa with the entry redesigned around the
+//     notice: the client sends the frame already in the notice's layout
+//     ("<#type>|<#encoding>|<#correlation>|" then type, encoding,
+//     correlation and payload), the entry is that text behind the frame's
+//     time, mode and version in one field, and the notice is the same text
+//     behind the sequence, so the call takes six arguments and builds one
+//     string; the fence check reads a second X:core field, what a
+//     per-stream "persistent and server-numbered" marker would cost. Its
+//     frames go to a key of their own.
 const appendFloorLib = `#!lua name=ff_append_floor
 redis.register_function('floor_return', function(KEYS, ARGV) return 1 end)
 redis.register_function('floor_bare', function(KEYS, ARGV)
@@ -62,14 +71,27 @@ redis.register_function('floor_nometa', function(KEYS, ARGV)
   local n = redis.call('XLEN', key)
 ` + floorNotice + `  return { 'seq', tonumber(seq), 'frames', n, 'version', 0 }
 end)
+redis.register_function('floor_packed', function(KEYS, ARGV)
+  -- KEYS: core, the streams' prefix; ARGV: now fence packed max_len channel id
+  local sf = redis.call('HMGET', KEYS[1], 'sf', 'sp')[1]
+` + floorFenceCheck + `  local key = KEYS[2] .. cur .. ':packed'
+  local body = now .. '|durable|0|' .. ARGV[3]
+  local seq = string.sub(redis.call('XADD', key, 'MAXLEN', '=', ARGV[4], '0-*', 'f', body), 3)
+  local n = redis.call('XLEN', key)
+  redis.call('PUBLISH', ARGV[5], ARGV[6] .. '|' .. cur .. '\n' .. seq .. '|' .. body)
+  return { 'seq', tonumber(seq), 'frames', n, 'version', 0 }
+end)
 `
 
 // floorFence is floor_lean's and floor_nometa's fence check: the caller's
 // fence (ARGV[2], "<lease id>|<epoch>|<attempt id>") against the copy in
 // X:core (stream_fence's "<attempt>|<expiry>|…"), leaving the attempt in
-// cur and the time in now.
+// cur and the time in now. floorFenceCheck is the check of the copy once
+// read (sf), which floor_packed reads with a second field.
 const floorFence = `  local sf = redis.call('HGET', KEYS[1], 'sf')
-  if not sf then return 'slow' end
+` + floorFenceCheck
+
+const floorFenceCheck = `  if not sf then return 'slow' end
   local now = ARGV[1]
   local p = string.find(sf, '|', 1, true)
   local q = p and string.find(sf, '|', p + 1, true)
@@ -99,10 +121,16 @@ const floorNotice = `  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '
 //     with its arguments built from the frame's parameters per call as the
 //     store would (validation included);
 //   - nometa: floor_nometa, the same without the stream's meta;
+//   - packed: floor_packed, the same with the entry and the arguments in
+//     the notice's layout, built per call after validation;
+//   - packedpre: floor_packed with its arguments built beforehand (packed
+//     less the Go that validates and builds them);
 //   - store: Store.StreamAppend of the same frame.
 //
 // A reader holds the stream's notices (WatchStreamFrames), so each PUBLISH
-// reaches a subscriber as in the tail. The gaps make a run take about 50 s
+// reaches a subscriber as in the tail; TestAppendFloorVariants checks that
+// each variant but ping, return and bare publishes the frame the store's
+// notices carry. The gaps make a run take about 50 s
 // at 300 samples per variant.
 //
 // Run: go test ./valkeystore/ -run xxx -bench AppendFloor -benchtime 300x
@@ -147,11 +175,16 @@ type appendFloor struct {
 	s        *Store
 	cl       *model.ClaimResult
 	variants []floorVariant
+	// notices has the frames of the stream's notices as the watch decodes
+	// them (nil: a notice without a frame); a full buffer drops them
+	notices chan *model.Frame
 }
 
 type floorVariant struct {
 	name string
 	call func() error
+	// notice: the call publishes the frame's notice as the store does
+	notice bool
 }
 
 func newAppendFloor(tb testing.TB) *appendFloor {
@@ -164,7 +197,13 @@ func newAppendFloor(tb testing.TB) *appendFloor {
 	e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
 	e.createN(tb, 1, nil)
 	cl := e.claimN(tb, 1, 24*time.Hour)[0]
-	tb.Cleanup(s.WatchStreamFrames(cl.ID, cl.AttemptIndex, func(*model.Frame) {}))
+	notices := make(chan *model.Frame, 16)
+	tb.Cleanup(s.WatchStreamFrames(cl.ID, cl.AttemptIndex, func(fr *model.Frame) {
+		select {
+		case notices <- fr:
+		default:
+		}
+	}))
 	// the first frame opens the stream and makes it persistent
 	if _, err := s.StreamAppend(bg, e.frameP(cl)); err != nil {
 		tb.Fatal(err)
@@ -177,6 +216,17 @@ func newAppendFloor(tb testing.TB) *appendFloor {
 	}
 	bare := c.B().Fcall().Function("floor_bare").Numkeys(2).Key(base+":core", base+":floor").
 		Arg(sf, string(costFrame), channel).Build().Pin()
+	fence := func(p *model.StreamAppendParams) string {
+		return p.Fence.LeaseID.String() + "|" + strconv.FormatUint(p.Fence.LeaseEpoch, 10) + "|" + p.Fence.AttemptID.String()
+	}
+	// packed is floor_packed's call for p: the frame in the notice's layout
+	packed := func(p *model.StreamAppendParams) valkey.Completed {
+		frame := strconv.Itoa(len(p.Type)) + "|" + strconv.Itoa(len(p.Encoding)) + "|" + strconv.Itoa(len(p.CorrelationID)) + "|" +
+			p.Type + p.Encoding + p.CorrelationID + string(p.Payload)
+		return c.B().Fcall().Function("floor_packed").Numkeys(2).Key(base+":core", base+":stream:").
+			Arg(timeArg(p.Now), fence(p), frame, numArg(p.EffectiveMaxLen()), channel, p.ID.String()).Build()
+	}
+	packedPre := packed(e.frameP(cl)).Pin()
 	check := func(r valkey.ValkeyResult) error {
 		if v, err := r.ToString(); err == nil && v == "slow" {
 			return errors.New(`answered "slow"`)
@@ -191,36 +241,75 @@ func newAppendFloor(tb testing.TB) *appendFloor {
 			if err := p.Validate(s.cfg); err != nil {
 				return err
 			}
-			f := p.Fence
 			return check(c.Do(bg, c.B().Fcall().Function(fn).Numkeys(2).Key(base+":core", base+":stream:").
-				Arg(timeArg(p.Now), f.LeaseID.String()+"|"+strconv.FormatUint(f.LeaseEpoch, 10)+"|"+f.AttemptID.String(),
+				Arg(timeArg(p.Now), fence(p),
 					p.Type, string(p.Payload), p.Encoding, p.CorrelationID, numArg(p.EffectiveMaxLen()), channel,
 					p.ID.String()).Build()))
 		}
 	}
-	return &appendFloor{s: s, cl: cl, variants: []floorVariant{
-		{"ping", func() error { return c.Do(bg, c.B().Ping().Build()).Error() }},
-		{"return", func() error { return c.Do(bg, c.B().Fcall().Function("floor_return").Numkeys(0).Build()).Error() }},
-		{"bare", func() error { return check(c.Do(bg, bare)) }},
-		{"lean", lean("floor_lean")},
-		{"nometa", lean("floor_nometa")},
+	return &appendFloor{s: s, cl: cl, notices: notices, variants: []floorVariant{
+		{"ping", func() error { return c.Do(bg, c.B().Ping().Build()).Error() }, false},
+		{"return", func() error { return c.Do(bg, c.B().Fcall().Function("floor_return").Numkeys(0).Build()).Error() }, false},
+		{"bare", func() error { return check(c.Do(bg, bare)) }, false},
+		{"lean", lean("floor_lean"), true},
+		{"nometa", lean("floor_nometa"), true},
+		{"packed", func() error {
+			p := e.frameP(cl)
+			if err := p.Validate(s.cfg); err != nil {
+				return err
+			}
+			return check(c.Do(bg, packed(p)))
+		}, true},
+		{"packedpre", func() error { return check(c.Do(bg, packedPre)) }, true},
 		{"store", func() error {
 			_, err := s.StreamAppend(bg, e.frameP(cl))
 			return err
-		}},
+		}, true},
 	}}
 }
 
 // TestAppendFloorVariants keeps BenchmarkAppendFloor honest: every variant
-// runs (none answers "slow" once the store's fence copy or keys change),
-// and floor_lean's frame is one the store reads back in sequence between
-// the store's own, so the lean variant does the work of a real append.
+// runs (none answers "slow" once the store's fence copy or keys change);
+// each that stands for an append publishes a notice the store's watch
+// decodes into the frame, numbered in its own key; and floor_lean's frame
+// is one the store reads back in sequence between the store's own, so the
+// lean variant does the work of a real append.
 func TestAppendFloorVariants(t *testing.T) {
 	f := newAppendFloor(t)
+	// the sequence each variant's frame gets: lean and the store append to
+	// the stream (after the setup's frame 1), nometa and the packed ones to
+	// keys of their own
+	seqs := map[string]uint64{"lean": 2, "nometa": 1, "packed": 1, "packedpre": 2, "store": 3}
+	notice := func(name string, seq uint64) {
+		t.Helper()
+		select {
+		case fr := <-f.notices:
+			if fr == nil {
+				t.Fatalf("%s: a notice without a frame", name)
+			}
+			if fr.Time.IsZero() {
+				t.Errorf("%s: the notice's frame has no time", name)
+			}
+			fr.Time = time.Time{}
+			want := model.Frame{Sequence: seq, Type: "bench.frame", Payload: costFrame, Mode: model.StreamDurable}
+			if diff := cmp.Diff(want, *fr); diff != "" {
+				t.Errorf("%s: the notice's frame (-want +got):\n%s", name, diff)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no notice within 10 s", name)
+		}
+	}
+	notice("setup", 1)
 	for _, v := range f.variants {
 		if err := v.call(); err != nil {
 			t.Fatalf("%s: %v", v.name, err)
 		}
+		if v.notice {
+			notice(v.name, seqs[v.name])
+		}
+	}
+	if len(f.notices) != 0 {
+		t.Errorf("%d notices more than the variants published", len(f.notices))
 	}
 	r, err := f.s.StreamRead(bg, &model.StreamReadParams{ID: f.cl.ID, Attempt: f.cl.AttemptIndex, Count: 10, Now: t0.Add(time.Hour)})
 	if err != nil {
