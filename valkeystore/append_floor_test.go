@@ -111,7 +111,10 @@ const floorNotice = `  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '
 // same gap) beside what any fenced, notified append must cost on the same
 // server, to tell what a redesign of the append could still buy. Each
 // call follows a 10–40 ms idle gap; the variants are shuffled together and
-// each is reported as p50 over PING's p50 (metric "<variant>/ping"):
+// each is reported as p50 over PING's p50 (metric "<variant>/ping"), and
+// for a variant that publishes the frame's notice also the time until the
+// stream's watch has it, the tail's own measure without the engine
+// ("<variant>-notice/ping"):
 //
 //   - return: FCALL of a function that does nothing (what a function call
 //     costs after the gap);
@@ -145,8 +148,12 @@ func BenchmarkAppendFloor(b *testing.B) {
 	}
 	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	lat := make([][]float64, len(variants))
+	noticed := make([][]float64, len(variants))
 	b.ResetTimer()
 	for _, v := range order {
+		for len(f.notices) > 0 {
+			<-f.notices
+		}
 		// the idle gap is the condition measured (the server and the
 		// client go cold), not a wait for another goroutine
 		time.Sleep(10*time.Millisecond + time.Duration(rand.IntN(31))*time.Millisecond)
@@ -155,6 +162,10 @@ func BenchmarkAppendFloor(b *testing.B) {
 			b.Fatalf("%s: %v", variants[v].name, err)
 		}
 		lat[v] = append(lat[v], float64(time.Since(t).Nanoseconds())/1e3)
+		if variants[v].notice {
+			n := <-f.notices
+			noticed[v] = append(noticed[v], float64(n.at.Sub(t).Nanoseconds())/1e3)
+		}
 	}
 	b.StopTimer()
 	p50 := func(xs []float64) float64 {
@@ -165,6 +176,9 @@ func BenchmarkAppendFloor(b *testing.B) {
 	b.ReportMetric(ping, "ping-p50-µs")
 	for i, v := range variants[1:] {
 		b.ReportMetric(p50(lat[i+1])/ping, v.name+"/ping")
+		if v.notice {
+			b.ReportMetric(p50(noticed[i+1])/ping, v.name+"-notice/ping")
+		}
 	}
 }
 
@@ -175,9 +189,16 @@ type appendFloor struct {
 	s        *Store
 	cl       *model.ClaimResult
 	variants []floorVariant
-	// notices has the frames of the stream's notices as the watch decodes
-	// them (nil: a notice without a frame); a full buffer drops them
-	notices chan *model.Frame
+	// notices has the stream's notices as the watch decodes them; a full
+	// buffer drops them
+	notices chan noticeSeen
+}
+
+// noticeSeen is a notice the watch passed on: its frame (nil: a notice
+// without one) and when the watch had it.
+type noticeSeen struct {
+	fr *model.Frame
+	at time.Time
 }
 
 type floorVariant struct {
@@ -197,10 +218,10 @@ func newAppendFloor(tb testing.TB) *appendFloor {
 	e := &costEnv{s: s, c: c, part: s.Partitions().SoloPartition(costLane), t: t0}
 	e.createN(tb, 1, nil)
 	cl := e.claimN(tb, 1, 24*time.Hour)[0]
-	notices := make(chan *model.Frame, 16)
+	notices := make(chan noticeSeen, 16)
 	tb.Cleanup(s.WatchStreamFrames(cl.ID, cl.AttemptIndex, func(fr *model.Frame) {
 		select {
-		case notices <- fr:
+		case notices <- noticeSeen{fr, time.Now()}:
 		default:
 		}
 	}))
@@ -283,7 +304,8 @@ func TestAppendFloorVariants(t *testing.T) {
 	notice := func(name string, seq uint64) {
 		t.Helper()
 		select {
-		case fr := <-f.notices:
+		case n := <-f.notices:
+			fr := n.fr
 			if fr == nil {
 				t.Fatalf("%s: a notice without a frame", name)
 			}
