@@ -133,8 +133,8 @@ const floorNotice = `  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '
 // A reader holds the stream's notices (WatchStreamFrames), so each PUBLISH
 // reaches a subscriber as in the tail; TestAppendFloorVariants checks that
 // each variant but ping, return and bare publishes the frame the store's
-// notices carry. The gaps make a run take about 50 s
-// at 300 samples per variant.
+// notices carry. The gaps make a run take about a minute at 300 samples
+// per variant.
 //
 // Run: go test ./valkeystore/ -run xxx -bench AppendFloor -benchtime 300x
 func BenchmarkAppendFloor(b *testing.B) {
