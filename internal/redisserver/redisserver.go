@@ -7,6 +7,10 @@
 // when none is installed. Servers are stopped by t.Cleanup. Readiness is
 // awaited by polling PING (and CLUSTER INFO) until a deadline, never by
 // fixed sleeps.
+//
+// Setting FLOWFABRIC_SERVER_CPUS (ServerCPUsEnv) to a CPU list runs every
+// server this package (and the bench) starts under taskset on those CPUs,
+// so a measurement can give the server cores the client does not use.
 package redisserver
 
 import (
@@ -63,6 +67,58 @@ func lookPath(names ...string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ServerCPUsEnv names the environment variable that pins the servers
+// started here to a CPU list in taskset's syntax ("1", "2-3", "0,2"). Unset
+// or empty, a server runs wherever the kernel schedules it. It exists for
+// measurements: on a small host the server, the client's goroutines and
+// the reader share the cores, and a benchmark can pin the server apart
+// (run the client under "taskset -c" with the other CPUs).
+const ServerCPUsEnv = "FLOWFABRIC_SERVER_CPUS"
+
+// ServerCPUs returns ServerCPUsEnv's CPU list ("" when unset), or an error
+// naming the variable when it is not a CPU list.
+func ServerCPUs() (string, error) {
+	v := strings.TrimSpace(os.Getenv(ServerCPUsEnv))
+	if v == "" {
+		return "", nil
+	}
+	for _, part := range strings.Split(v, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isCPUNumber(lo) || (isRange && !isCPUNumber(hi)) {
+			return "", fmt.Errorf("redisserver: %s=%q is not a CPU list (\"1\", \"2-3\", \"0,2\")", ServerCPUsEnv, v)
+		}
+	}
+	return v, nil
+}
+
+func isCPUNumber(s string) bool {
+	if s == "" || len(s) > 4 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Command returns the command that runs the server binary bin with args:
+// directly, or under "taskset -c <cpus>" when ServerCPUsEnv is set. taskset
+// executes the server in its own process, so the command's process is the
+// server's.
+func Command(bin string, args ...string) (*exec.Cmd, error) {
+	cpus, err := ServerCPUs()
+	if err != nil || cpus == "" {
+		return exec.Command(bin, args...), err
+	}
+	ts, err := exec.LookPath("taskset")
+	if err != nil {
+		return nil, fmt.Errorf("redisserver: %s is set but taskset is not on PATH: %w", ServerCPUsEnv, err)
+	}
+	return exec.Command(ts, append([]string{"-c", cpus, bin}, args...)...), nil
 }
 
 // Options configures a server. The zero value is a server without
@@ -122,6 +178,9 @@ func New(dir string, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if _, err := ServerCPUs(); err != nil {
+		return nil, err
 	}
 	bin, ok := o.Binary, o.Binary != ""
 	if !ok {
@@ -195,7 +254,10 @@ func (s *Server) start() error {
 	if s.cmd != nil {
 		return errors.New("already running")
 	}
-	cmd := exec.Command(s.bin, s.args()...)
+	cmd, err := Command(s.bin, s.args()...)
+	if err != nil {
+		return err
+	}
 	cmd.Dir = s.dir
 	if err := cmd.Start(); err != nil {
 		return err

@@ -6,13 +6,20 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/flowfabric/flowfabric/internal/redisserver"
 )
 
 // Machine describes where the bench ran.
 type Machine struct {
-	CPU        string            `json:"cpu"`
-	Cores      int               `json:"cores"`
-	GOMAXPROCS int               `json:"gomaxprocs"`
+	CPU        string `json:"cpu"`
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	// BenchCPUs is the bench process's CPU affinity (Cpus_allowed_list),
+	// ServerCPUs the list the servers were pinned to (FLOWFABRIC_SERVER_CPUS;
+	// empty: not pinned).
+	BenchCPUs  string            `json:"bench_cpus,omitempty"`
+	ServerCPUs string            `json:"server_cpus,omitempty"`
 	Memory     string            `json:"memory"`
 	OS         string            `json:"os"`
 	Kernel     string            `json:"kernel"`
@@ -29,6 +36,19 @@ func machineInfo() Machine {
 		Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(),
 		OS: runtime.GOOS + "/" + runtime.GOARCH, Modules: map[string]string{},
 		Note: "every server runs on this host on loopback, sharing its cores with the bench process",
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				m.BenchCPUs = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if cpus, err := redisserver.ServerCPUs(); err == nil && cpus != "" {
+		m.ServerCPUs = cpus
+		m.Note = "every server runs on this host on loopback, pinned to CPUs " + cpus + " (" + redisserver.ServerCPUsEnv +
+			"); the bench process may use CPUs " + m.BenchCPUs
 	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {

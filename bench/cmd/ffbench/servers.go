@@ -156,7 +156,10 @@ func startRedis(dir string, cluster bool) (*redisServer, error) {
 				"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
 				"--cluster-node-timeout", "5000", "--cluster-port", strconv.Itoa(cport))
 		}
-		cmd := exec.Command(bin, args...)
+		cmd, err := redisserver.Command(bin, args...)
+		if err != nil {
+			return nil, err
+		}
 		cmd.Dir = dir
 		p, err := startProc(cmd)
 		if err != nil {
@@ -338,7 +341,13 @@ func startPostgres(ctx context.Context, durable bool) (*postgres, error) {
 		if !durable {
 			args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 		}
-		cmd := run(bin, args...)
+		cmd, err := redisserver.Command(bin, args...) // pinned like the Redis servers when asked
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		logf, _ := os.Create(filepath.Join(dir, "postgres.log"))
 		if logf != nil {
 			cmd.Stdout, cmd.Stderr = logf, logf
