@@ -292,8 +292,14 @@ func (c *cli) bench(ctx context.Context, bc benchConfig, lane flowfabric.LaneID)
 	t0 := time.Since(r.base)
 	submitDone := make(chan error, 1)
 	var submitAt atomic.Int64
+	// the submitters get their own cancel so that a run that ends early
+	// (interrupt, stall, failed submission) stops them and waits for them
+	// before the cleanup: a Submit already past its context check would
+	// otherwise land after the cleanup counted the lane empty
+	sctx, stopSubmit := context.WithCancel(ctx)
+	defer stopSubmit()
 	go func() {
-		err := r.submit(ctx, c.engine, lane)
+		err := r.submit(sctx, c.engine, lane)
 		submitAt.Store(int64(time.Since(r.base)))
 		submitDone <- err
 	}()
@@ -330,6 +336,10 @@ wait:
 	prog.advance(int(r.completed.Load()+r.failed.Load()), int(r.failed.Load()))
 	prog.finish()
 	if runErr != nil {
+		stopSubmit()
+		if submitDone != nil {
+			<-submitDone
+		}
 		if errors.Is(runErr, context.Canceled) {
 			runErr = fmt.Errorf("bench interrupted after %d of %d jobs: %w", r.completed.Load(), bc.jobs, runErr)
 		}
