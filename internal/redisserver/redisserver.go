@@ -111,8 +111,11 @@ func isCPUNumber(s string) bool {
 // server's.
 func Command(bin string, args ...string) (*exec.Cmd, error) {
 	cpus, err := ServerCPUs()
-	if err != nil || cpus == "" {
-		return exec.Command(bin, args...), err
+	if err != nil {
+		return nil, err
+	}
+	if cpus == "" {
+		return exec.Command(bin, args...), nil
 	}
 	ts, err := exec.LookPath("taskset")
 	if err != nil {
