@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +46,9 @@ func TestQuotaWorkersKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyOf := map[string]string{}
-	submit := func(n int) {
+	submit := func(n int) { // each batch bounded on its own, however many faults the run injects
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		for i := range n {
 			key := quotaKeys[i%len(quotaKeys)]
 			d.submitted++
@@ -70,6 +73,7 @@ func TestQuotaWorkersKilled(t *testing.T) {
 		submit(jobs / n)
 		d.killMidDrain(before, 10, names)
 	}
+	d.stalled = func(ctx context.Context) string { return quotaHolders(ctx, d, quota) }
 	d.finish(time.Minute)
 	if worst, at := maxRunning(d.read(), keyOf, d.faults); worst > quotaCap {
 		t.Fatalf("%d handlers of one key ran at once at %v (the quota caps a key at %d)\n%s", worst, at.Format(time.RFC3339Nano), quotaCap, d.logs())
@@ -159,4 +163,53 @@ func TestMaxRunning(t *testing.T) {
 	if n, _ := maxRunning(es, keyOf, []fault{{instance: "w-2", begin: at(7)}}); n != 3 {
 		t.Fatalf("max running %d, want 3 (x, y and the late start overlap at 6ms)", n)
 	}
+}
+
+// quotaHolders describes, for a stalled drain, each key's bucket, every
+// admission held (with its execution's state and token, and the ledger's
+// events of it) and every quota release outbox entry left unreleased.
+func quotaHolders(ctx context.Context, d *drain, quota flowfabric.QuotaID) string {
+	var b strings.Builder
+	now := time.Now()
+	for _, key := range quotaKeys {
+		st, err := d.store.QuotaStatus(ctx, &model.QuotaStatusParams{ID: quota, Key: key, Now: now})
+		if err != nil {
+			fmt.Fprintf(&b, "key %s: %v\n", key, err)
+			continue
+		}
+		fmt.Fprintf(&b, "key %s: active %d, in window %d, free %d\n", key, st.Active, st.InWindow, st.Free)
+	}
+	cfg := d.store.Partitions()
+	es := d.read()
+	for p := range cfg.QuotaPartitions {
+		r, err := d.store.QuotaReconcile(ctx, &model.QuotaReconcileParams{Partition: p, StaleBefore: now.Add(time.Hour), Limit: 100, Now: now})
+		if err != nil {
+			fmt.Fprintf(&b, "quota partition %d: %v\n", p, err)
+			continue
+		}
+		for _, a := range r.Stale {
+			fmt.Fprintf(&b, "admission %s key %s token %s admitted %s\n", a.Execution, a.Key, a.Token, a.AdmittedAt.Format(time.RFC3339Nano))
+			if snap, err := d.store.ExecutionDescribe(ctx, &model.ExecutionDescribeParams{ID: a.Execution}); err != nil {
+				fmt.Fprintf(&b, "  describe: %v\n", err)
+			} else {
+				fmt.Fprintf(&b, "  execution %s (%+v), token %q\n", snap.PublicState, snap.State, snap.AdmissionToken)
+			}
+			for _, e := range es {
+				if e.id == a.Execution.String() {
+					fmt.Fprintf(&b, "  %s %s epoch %d %s\n", e.at.Format(time.RFC3339Nano), e.event, e.epoch, e.instance)
+				}
+			}
+		}
+	}
+	for p := range cfg.FlowPartitions {
+		r, err := d.store.QuotaReleasePending(ctx, &model.QuotaReleasePendingParams{Partition: p, Limit: 100})
+		if err != nil {
+			fmt.Fprintf(&b, "partition %d outbox: %v\n", p, err)
+			continue
+		}
+		for _, h := range r.Items {
+			fmt.Fprintf(&b, "unreleased %s key %s token %s since %s\n", h.Execution, h.Key, h.Token, h.At.Format(time.RFC3339Nano))
+		}
+	}
+	return b.String()
 }
