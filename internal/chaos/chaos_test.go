@@ -299,7 +299,8 @@ func (d *drain) finish(stall time.Duration) {
 	for _, id := range d.acked {
 		pending[id] = true
 	}
-	progressed := time.Now()
+	started := time.Now()
+	progressed, longest := started, time.Duration(0)
 	for len(pending) > 0 && time.Since(progressed) < stall {
 		before := len(pending)
 		for _, id := range slices.SortedFunc(maps.Keys(pending), model.ExecutionID.Compare) {
@@ -311,6 +312,7 @@ func (d *drain) finish(stall time.Duration) {
 			}
 		}
 		if len(pending) < before {
+			longest = max(longest, time.Since(progressed))
 			progressed = time.Now()
 		}
 		if len(pending) > 0 {
@@ -392,6 +394,8 @@ func (d *drain) finish(stall time.Duration) {
 		}
 		d.t.Logf("%s: %s", f.what, what)
 	}
+	d.t.Logf("the drain's end took %v after the last fault, the longest wait between completions seen %v",
+		progressed.Sub(started).Round(time.Millisecond), longest.Round(time.Millisecond))
 	if lost > 0 {
 		d.t.Logf("no pending execution completed for %v", stall)
 	}

@@ -6,11 +6,12 @@
 // counts what it submitted, what was acknowledged, completed and
 // recovered, and fails unless every acknowledged execution completes
 // exactly once (lost = 0, completed twice = 0); `go test -v` prints the
-// counts and the recovery times. A drain is bounded by its stalls, not
-// its length: it fails when no pending execution completes for a minute
-// (under the quota reconciler's two-minute grace, so a slot only that
-// backstop would free fails it too), and then reports what holds the
-// rest; a drain slowed by a loaded machine still finishes.
+// counts, the recovery times and how long the drain took to end. A drain
+// is bounded by its stalls, not its length: it fails when no pending
+// execution completes for a minute (under the quota reconciler's
+// two-minute grace, so a slot only that backstop would free fails it
+// too), and then reports what holds the rest; a drain slowed by a loaded
+// machine still finishes.
 //
 // The suite is bounded for CI; -chaos.jobs and -chaos.faults make it
 // longer:
