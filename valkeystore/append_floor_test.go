@@ -23,14 +23,17 @@ import (
 //   - floor_bare: the three commands no fenced, notified append can do
 //     without (read the fence copy, add the frame, publish it), with two
 //     prebuilt arguments and no logic; its frames go to a key of its own.
-//   - floor_lean: stream_append's fast path for a durable frame on a
-//     persistent stream (the tail's case) written as tightly as Lua
-//     allows, taking only the arguments that case needs; anything else
-//     answers "slow".
+//   - floor_lean: the fast path stream_append had before the server
+//     numbered frames (a durable frame on a persistent stream, the tail's
+//     case: the meta read for the sequence and the count, and written),
+//     as tightly as Lua allows, taking only the arguments that case needs;
+//     anything else answers "slow". Its frames go to a key of their own,
+//     whose meta the setup makes persistent.
 //   - floor_nometa: floor_lean for a stream whose entry ids the server
 //     numbers (0-*), so the sequence and the count come from the stream
-//     key and the meta is neither read nor written; its frames go to a
-//     key of their own.
+//     key and the meta is neither read nor written: stream_append's fast
+//     path now, less its second X:core field and its argument names; its
+//     frames go to a key of their own.
 //   - floor_packed: floor_nometa with the entry redesigned around the
 //     notice: the client sends the frame already in the notice's layout
 //     ("<#type>|<#encoding>|<#correlation>|" then type, encoding,
@@ -51,7 +54,7 @@ end)
 redis.register_function('floor_lean', function(KEYS, ARGV)
   -- KEYS: core, the streams' prefix; ARGV: now fence type payload encoding
   -- correlation max_len channel id
-` + floorFence + `  local key = KEYS[2] .. cur
+` + floorFence + `  local key = KEYS[2] .. cur .. ':lean'
   local meta = key .. ':meta'
   local m = redis.call('HMGET', meta, 'last_seq', 'persistent', 'len')
   if m[2] ~= '1' or not m[3] then return 'slow' end
@@ -120,10 +123,11 @@ const floorNotice = `  redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. cur .. '
 //     costs after the gap);
 //   - bare: floor_bare (appendFloorLib), the least an append can run, with
 //     its arguments built beforehand;
-//   - lean: floor_lean, the fast path's full work for a durable frame,
-//     with its arguments built from the frame's parameters per call as the
-//     store would (validation included);
-//   - nometa: floor_nometa, the same without the stream's meta;
+//   - lean: floor_lean, the earlier fast path's full work for a durable
+//     frame, with its arguments built from the frame's parameters per call
+//     as the store would (validation included);
+//   - nometa: floor_nometa, the same without the stream's meta (the
+//     store's fast path in its leanest form);
 //   - packed: floor_packed, the same with the entry and the arguments in
 //     the notice's layout, built per call after validation;
 //   - packedpre: floor_packed with its arguments built beforehand (packed
@@ -231,6 +235,12 @@ func newAppendFloor(tb testing.TB) *appendFloor {
 	}
 	base := s.keys.execBase(cl.ID)
 	channel := s.keys.streamChannel(cl.ID.Partition())
+	// floor_lean's key of its own, persistent as the store's is
+	leanMeta := base + ":stream:" + strconv.Itoa(cl.AttemptIndex) + ":lean:meta"
+	if err := c.Do(bg, c.B().Hset().Key(leanMeta).FieldValue().FieldValue("last_seq", "0").
+		FieldValue("persistent", "1").FieldValue("len", "0").Build()).Error(); err != nil {
+		tb.Fatal(err)
+	}
 	sf, err := c.Do(bg, c.B().Hget().Key(base+":core").Field("sf").Build()).ToString()
 	if err != nil {
 		tb.Fatal(err)
@@ -292,15 +302,13 @@ func newAppendFloor(tb testing.TB) *appendFloor {
 // TestAppendFloorVariants keeps BenchmarkAppendFloor honest: every variant
 // runs (none answers "slow" once the store's fence copy or keys change);
 // each that stands for an append publishes a notice the store's watch
-// decodes into the frame, numbered in its own key; and floor_lean's frame
-// is one the store reads back in sequence between the store's own, so the
-// lean variant does the work of a real append.
+// decodes into the frame, numbered in its own key; and the store's frames
+// read back in sequence.
 func TestAppendFloorVariants(t *testing.T) {
 	f := newAppendFloor(t)
-	// the sequence each variant's frame gets: lean and the store append to
-	// the stream (after the setup's frame 1), nometa and the packed ones to
-	// keys of their own
-	seqs := map[string]uint64{"lean": 2, "nometa": 1, "packed": 1, "packedpre": 2, "store": 3}
+	// the sequence each variant's frame gets: the store appends to the
+	// stream (after the setup's frame 1), the others to keys of their own
+	seqs := map[string]uint64{"lean": 1, "nometa": 1, "packed": 1, "packedpre": 2, "store": 2}
 	notice := func(name string, seq uint64) {
 		t.Helper()
 		select {
@@ -337,9 +345,9 @@ func TestAppendFloorVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// the setup's frame, lean's and the store's variant's
-	if len(r.Frames) != 3 || r.LastSequence != 3 {
-		t.Fatalf("frames %+v, last sequence %d; want 3 frames, last 3", r.Frames, r.LastSequence)
+	// the setup's frame and the store's variant's
+	if len(r.Frames) != 2 || r.LastSequence != 2 {
+		t.Fatalf("frames %+v, last sequence %d; want 2 frames, last 2", r.Frames, r.LastSequence)
 	}
 	for i, fr := range r.Frames {
 		want := model.Frame{Sequence: uint64(i + 1), Type: "bench.frame", Payload: costFrame, Mode: model.StreamDurable}

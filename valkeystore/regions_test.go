@@ -197,20 +197,21 @@ var completeNextRegions = []regionMark{
 // completeNextFlush ends execution_complete's claim_next call.
 const completeNextFlush = "}, now)"
 
-// appendRegions splits stream_append.
+// appendRegions splits stream_append's fast path (a durable frame on an
+// open, persistent, server-numbered stream: the case after the first
+// frame). The notice's stamp is in notify, which the script defines
+// before the fast path and calls from it.
 var appendRegions = []regionMark{
 	{after: "local now = now_ms()", label: "@prelude"},
-	{after: "local sf = redis.call('HGET', K_core, 'sf')", label: "@copy"},
-	// the fence checked against the copy (an open stream), or the record
-	// loaded and checked (the first frame)
-	{after: "local meta = key .. ':meta'", label: "@fence"},
-	{after: "set[ns + 1], set[ns + 2] = 'expires_at', S(expires_at)", label: "@meta"},
-	{after: "'e', A_encoding, 'c', A_correlation, 'm', mode, 'ts', S(now), 'v', S(sv))", label: "@frame"},
-	{after: "redis.call('HSET', meta, unpack(set))", label: "@xlen_hset"},
-	{after: "local pfx, tag = string.match(base, '^(.*):exec:(%b{}):')", label: "@notice"},
+	{after: "local fc = redis.call('HMGET', K_core, 'sf', 'sp')", label: "@copy"},
+	// the fence checked against the copy
+	{after: "if cur ~= nil and A_mode == 'durable' and fc[2] == S(cur) then", label: "@fence"},
+	{after: "'e', A_encoding, 'c', A_correlation, 'm', 'durable', 'ts', S(now), 'v', '0')", label: "@frame"},
+	{after: "    local n = redis.call('XLEN', key)", label: "@xlen"},
+	{after: "  local pfx, tag = string.match(base, '^(.*):exec:(%b{}):')", label: "@notice"},
 }
 
-const appendFlush = "redis.call('PUBLISH', pfx .. ':stream:' .. tag, note)"
+const appendFlush = "  redis.call('PUBLISH', pfx .. ':stream:' .. tag, note)"
 
 // BenchmarkScriptRegions profiles two scripts on a private standalone
 // server, run with EVALSHA (so the first region includes defining the

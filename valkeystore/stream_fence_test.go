@@ -23,11 +23,12 @@ import (
 // unread.
 
 // TestStreamAppendCommands pins the commands of an append: the first one
-// of an attempt loads the record, marks the stream open and counts the
-// frames; later ones read the copy and the stream's meta, never the
-// record, and take the count from the meta (len). A record without a copy,
-// or a meta without a count (saved before either existed), gets it from
-// its next append.
+// of an attempt loads the record, marks the stream open, writes the meta
+// and marks the stream persistent and server-numbered (X:core's sp);
+// later durable frames read the copy and sp, never the record or the
+// meta: the server numbers the entry (XADD 0-*) and counts the frames
+// (XLEN). A record without a copy, or without sp, gets it back from its
+// next append, which takes the full path.
 func TestStreamAppendCommands(t *testing.T) {
 	for _, m := range []struct {
 		calls ScriptCalls
@@ -51,12 +52,12 @@ func TestStreamAppendCommands(t *testing.T) {
 				t.Fatal(err)
 			}
 			core := s.keys.execBase(cs[1].ID) + ":core"
-			// the first frame loads the record, and counts the frames
-			// (XLEN); later ones take the count from the meta
+			// the first frame loads the record and the meta; later ones
+			// neither
 			const (
-				first = "hget=1 hmget=2 hset=2 publish=1 xadd=1 xlen=1"
-				load  = "hget=1 hmget=2 hset=2 publish=1 xadd=1"
-				fast  = "hget=1 hmget=1 hset=1 publish=1 xadd=1"
+				first = "hmget=3 hset=3 publish=1 xadd=1 xlen=1"
+				load  = "hmget=3 hset=2 publish=1 xadd=1 xlen=1"
+				fast  = "hmget=1 publish=1 xadd=1 xlen=1"
 			)
 			for _, tc := range []struct {
 				name string
@@ -73,13 +74,13 @@ func TestStreamAppendCommands(t *testing.T) {
 					return appendTo(cs[1])()
 				}, "hdel=1 " + load},
 				{"copy restored", appendTo(cs[1]), fast},
-				{"count dropped", func() error {
-					if err := c.Do(bg, c.B().Hdel().Key(core[:len(core)-len("core")]+"stream:0:meta").Field("len").Build()).Error(); err != nil {
+				{"sp dropped", func() error {
+					if err := c.Do(bg, c.B().Hdel().Key(core).Field("sp").Build()).Error(); err != nil {
 						return err
 					}
 					return appendTo(cs[1])()
-				}, "hdel=1 xlen=1 " + fast},
-				{"count restored", appendTo(cs[1]), fast},
+				}, "hdel=1 hmget=2 hset=2 publish=1 xadd=1 xlen=1"},
+				{"sp restored", appendTo(cs[1]), fast},
 			} {
 				g, err := ranCommands(t, c, tc.op)
 				if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/flowfabric/flowfabric/model"
 )
@@ -574,5 +575,92 @@ func TestStreamAppendInput(t *testing.T) {
 	mustPanic("twice", func() { s.argv(scriptStreamAppend).put("now", "1").put("now", "2") })
 	mustPanic("missing", func() {
 		_, _ = s.runArgv(bg, scriptStreamAppend, []string{"k"}, s.argv(scriptStreamAppend).put("now", "1"))
+	})
+}
+
+// TestStreamOlderFormat: a stream stored before the server numbered
+// frames (entry ids <seq>-0, a meta without fmt, no sp in X:core) reads
+// the same and takes every kind of frame after the change, numbered on
+// from its meta, without ever taking the fast path (sp stays unset);
+// streams created since are server-numbered (fmt 2). Both stores are
+// compared after every step.
+func TestStreamOlderFormat(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		sp := newStreamPair(t, b)
+		var sq seq
+		a := sq.exec(1)
+		sp.track(a)
+		create(sp.pair, createP(a, at(0)))
+		r := grantAndClaim(sp.pair, a, sq.req("wi1", time.Hour), at(time.Second))
+		f := r.Fence()
+		for i := range 3 {
+			step(sp, "durable", "", at(2*time.Second), appendOp(frameP(a, f, model.StreamDurable, fmt.Sprint("d", i), at(2*time.Second))))
+		}
+		c, base := sp.vk.client, sp.vk.keys.execBase(a)
+		key, meta, core := base+":stream:0", base+":stream:0:meta", base+":core"
+		hget := func(k, field string) string {
+			t.Helper()
+			v, err := c.Do(bg, c.B().Hget().Key(k).Field(field).Build()).ToString()
+			if err != nil && !valkey.IsValkeyNil(err) {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if got := hget(meta, "fmt"); got != "2" {
+			t.Fatalf("a new stream's meta fmt %q, want 2", got)
+		}
+		if got := hget(core, "sp"); got != "0" {
+			t.Fatalf("a persistent new stream's sp %q, want 0", got)
+		}
+		// rewrite it as the older format stored it
+		rows, err := c.Do(bg, c.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds := valkey.Commands{c.B().Del().Key(key).Build()}
+		var last string
+		for _, row := range rows {
+			last = strings.TrimPrefix(row.ID, "0-")
+			fv := c.B().Xadd().Key(key).Id(last + "-0").FieldValue()
+			for _, name := range []string{"t", "p", "e", "c", "m", "ts", "v"} {
+				fv = fv.FieldValue(name, row.FieldValues[name])
+			}
+			cmds = append(cmds, fv.Build())
+		}
+		cmds = append(cmds,
+			c.B().Hdel().Key(meta).Field("fmt").Build(),
+			c.B().Hset().Key(meta).FieldValue().FieldValue("last_seq", last).FieldValue("len", fmt.Sprint(len(rows))).Build(),
+			c.B().Hdel().Key(core).Field("sp").Build())
+		for _, r := range c.DoMulti(bg, cmds...) {
+			if err := r.Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sp.compareStreams("older format")
+		step(sp, "durable", "", at(3*time.Second), appendOp(frameP(a, f, model.StreamDurable, "d3", at(3*time.Second))))
+		sum := frameP(a, f, model.StreamSummary, `{"a":1}`, at(4*time.Second))
+		sum.Summary = &model.SummaryUpdate{Document: []byte(`{"a":1}`)}
+		step(sp, "summary", "", at(4*time.Second), appendOp(sum))
+		step(sp, "best effort", "", at(5*time.Second), appendOp(frameP(a, f, model.StreamBestEffort, "b", at(5*time.Second))))
+		for i := range 3 {
+			p := frameP(a, f, model.StreamDurable, fmt.Sprint("t", i), at(6*time.Second))
+			p.MaxLen = 4
+			step(sp, "durable trimmed", "", at(6*time.Second), appendOp(p))
+		}
+		if got := hget(core, "sp"); got != "" {
+			t.Fatalf("an older stream's sp %q, want none (its frames are numbered from its meta)", got)
+		}
+		ids, err := c.Do(bg, c.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range ids {
+			if !strings.HasSuffix(row.ID, "-0") || strings.HasPrefix(row.ID, "0-") {
+				t.Fatalf("older stream's entry %s, want <seq>-0", row.ID)
+			}
+		}
+		step(sp, "complete", "", at(7*time.Second), func(s model.Store) (*model.ExecutionCompleteResult, error) {
+			return s.ExecutionComplete(bg, &model.ExecutionCompleteParams{ID: a, Fence: f, Now: at(7 * time.Second)})
+		})
 	})
 }

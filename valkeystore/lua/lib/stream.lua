@@ -3,20 +3,27 @@
 -- Part of the library put in front of the scripts: see lua/README.md.
 --
 -- Attempt i of execution X keeps its frames in X:stream:<i>, a STREAM
--- whose entry ids are <seq>-0, each entry the fields t (type), p (payload),
--- e (encoding), c (correlation id), m (mode), ts (time, ms) and v (the
--- summary version, 0 but for summary frames), always in that order; and
--- its state in X:stream:<i>:meta, a HASH: last_seq, closed (1 once
--- closed), closed_at, closed_reason, persistent (1 after a durable or
--- summary frame), expires_at (the best-effort frames' logical expiry),
--- be_rate, be_at (model.BestEffortRate), doc, version, doc_first, doc_at
--- (the summary document), len (the frames the key holds, as of the last
--- append). A stream exists once its attempt appended a
--- frame; the record's stream_open is the index + 1 of the attempt whose
--- stream is open (0: none), so an attempt's end costs one comparison when
--- it appended nothing. While a stream is open, X:core's field sf holds the
--- fence copy an append checks instead of loading the record (stream_fence,
--- lib/record.lua). Appends and closes publish "<id>|<attempt>" on
+-- whose entry ids are 0-<seq> (a stream whose meta has fmt 2: every
+-- stream created since the server numbers frames) or <seq>-0 (an older
+-- stream), each entry the fields t (type), p (payload), e (encoding), c
+-- (correlation id), m (mode), ts (time, ms) and v (the summary version, 0
+-- but for summary frames), always in that order; and its state in
+-- X:stream:<i>:meta, a HASH: last_seq, closed (1 once closed), closed_at,
+-- closed_reason, persistent (1 after a durable or summary frame),
+-- expires_at (the best-effort frames' logical expiry), be_rate, be_at
+-- (model.BestEffortRate), doc, version, doc_first, doc_at (the summary
+-- document), len (the frames the key holds, as of the last append that
+-- wrote the meta), fmt. A persistent fmt-2 stream's key never expires,
+-- so the server numbers its frames (XADD 0-*) and its last entry is its
+-- last sequence: its durable frames skip the meta (last_seq and len lag
+-- behind; readers take the last entry's). A stream exists once its
+-- attempt appended a frame; the record's stream_open is the index + 1 of
+-- the attempt whose stream is open (0: none), so an attempt's end costs
+-- one comparison when it appended nothing. While a stream is open,
+-- X:core's field sf holds the fence copy an append checks instead of
+-- loading the record (stream_fence, lib/record.lua), and sp the index of
+-- the open stream once it is persistent and server-numbered; close_stream
+-- deletes both. Appends and closes publish "<id>|<attempt>" on
 -- P:stream:<tag> (stream_ops.go's WatchStream).
 
 -- stream_key is attempt i's frames key; its meta hash is the key .. ':meta'.
@@ -63,7 +70,7 @@ local function close_stream(e, now, reason)
   local i = e.stream_open - 1
   if i < 0 then return end
   e.stream_open = 0
-  redis.call('HDEL', e.k.core, 'sf')
+  redis.call('HDEL', e.k.core, 'sf', 'sp')
   local meta = e.k.base .. ':stream:' .. S(i) .. ':meta'
   if redis.call('HGET', meta, 'closed') == '1' then return end
   redis.call('HSET', meta, 'closed', '1', 'closed_at', S(now), 'closed_reason', reason)
