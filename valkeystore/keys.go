@@ -22,7 +22,9 @@ import (
 //	                          the last replayable operation (op_*); and,
 //	                          while a stream is open, sf the fence copy
 //	                          an append checks (stream_fence,
-//	                          lua/lib/record.lua)
+//	                          lua/lib/record.lua) and, once that stream
+//	                          is persistent and server-numbered, sp its
+//	                          attempt index (the append's fast path)
 //	X:payload         STRING  the payload; absent when empty
 //	X:result          STRING  the result; present once completed
 //	X:tags            HASH    tags
@@ -33,7 +35,10 @@ import (
 //	                          numbers hist_seq-LLEN+1 .. hist_seq), trimmed
 //	                          to the newest model.DefaultLeaseHistory
 //	X:stream:<i>      STREAM  attempt i's output frames (model.StreamStore;
-//	                          lua/lib/stream.lua), entry ids <seq>-0, fields
+//	                          lua/lib/stream.lua), entry ids 0-<seq> (the
+//	                          server numbers them once the stream is
+//	                          persistent) or, in a stream stored before
+//	                          that (its meta has no fmt), <seq>-0; fields
 //	                          t type, p payload, e encoding, c correlation
 //	                          id, m mode, ts time (ms), v summary version;
 //	                          trimmed exactly to the append's limit. While
@@ -46,10 +51,14 @@ import (
 //	                          expires_at, be_rate, be_at, doc (the summary
 //	                          document), version, doc_first, doc_at, len
 //	                          (the frames the stream holds, as of the last
-//	                          append: exact once persistent). Both
-//	                          exist once the attempt appended a frame; the
-//	                          record's stream_open is the index + 1 of the
-//	                          attempt whose stream is open (0: none)
+//	                          append that wrote the meta), fmt (2: entry
+//	                          ids 0-<seq>). A persistent fmt-2 stream's
+//	                          durable frames skip the meta, so its last_seq
+//	                          and len lag: its last entry is its last
+//	                          sequence. Both exist once the attempt
+//	                          appended a frame; the record's stream_open
+//	                          is the index + 1 of the attempt whose stream
+//	                          is open (0: none)
 //
 // Partition indexes (I):
 //
