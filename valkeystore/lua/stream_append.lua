@@ -112,9 +112,8 @@ if fmt2 and persistent then
   if id then seq = N(string.sub(id, 3)) end
 end
 if not id then
-  -- a persistent stream's key that is gone (never, but for a hand-made
-  -- one) continues from the meta, which is behind by the fast path's
-  -- frames only while the key is there
+  -- not persistent, or an older stream, or a persistent stream's key
+  -- gone (only deleting the execution deletes it): numbered from the meta
   local text = S(seq) .. '-0'
   if fmt2 then text = '0-' .. S(seq) end
   redis.call('XADD', key, 'MAXLEN', '=', S(limit), text, unpack(fields))
